@@ -1,0 +1,1 @@
+"""cofferctl: a light client for cofferd over its Unix socket (stdlib only)."""

@@ -1,0 +1,137 @@
+"""Markdown-aware chunking: sections by heading first, then paragraphs, then lines, then words.
+
+Sizes are in words: a run of non-space characters, or one CJK character (CJK has no spaces).
+Code fences and tables stay whole when they fit. Every chunk carries its heading path,
+which starts with the document title.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from cofferd.domain.models import Chunk
+
+_CJK = "\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+_WORD = re.compile(f"[{_CJK}]|[^\\s{_CJK}]+")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def count_words(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def _blocks(body: str) -> Iterator[tuple[int, str, str]]:
+    """(heading level or 0, heading text, block text) for each block of the body."""
+    lines = body.split("\n")
+    para: list[str] = []
+    fence: str | None = None
+    for line in lines:
+        if fence is not None:
+            para.append(line)
+            if line.strip().startswith(fence):
+                fence = None
+                yield 0, "", "\n".join(para)
+                para = []
+            continue
+        m = _FENCE.match(line)
+        if m:
+            if para:
+                yield 0, "", "\n".join(para)
+            para = [line]
+            fence = m.group(1)[0] * 3
+            continue
+        h = _HEADING.match(line)
+        if h:
+            if para:
+                yield 0, "", "\n".join(para)
+                para = []
+            yield len(h.group(1)), h.group(2).strip(), line
+        elif line.strip():
+            para.append(line)
+        elif para:
+            yield 0, "", "\n".join(para)
+            para = []
+    if para:
+        yield 0, "", "\n".join(para)
+
+
+def _split_large(text: str, size: int) -> list[str]:
+    """Break one oversized block on lines, and a line that is still too big on words."""
+    pieces: list[str] = []
+    current: list[str] = []
+    words = 0
+    for line in text.split("\n"):
+        n = count_words(line)
+        if n > size:
+            if current:
+                pieces.append("\n".join(current))
+                current, words = [], 0
+            spans = [m.span() for m in _WORD.finditer(line)]
+            for i in range(0, len(spans), size):
+                group = spans[i : i + size]
+                pieces.append(line[group[0][0] : group[-1][1]])
+            continue
+        if words + n > size and current:
+            pieces.append("\n".join(current))
+            current, words = [], 0
+        current.append(line)
+        words += n
+    if current:
+        pieces.append("\n".join(current))
+    return pieces
+
+
+def _tail(text: str, words: int) -> str:
+    if words <= 0:
+        return ""
+    spans = [m.start() for m in _WORD.finditer(text)]
+    if len(spans) <= words:
+        return text
+    return text[spans[-words] :]
+
+
+def chunk_markdown(body: str, title: str, size: int, overlap: int) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    path: list[tuple[int, str]] = []
+
+    def heading() -> tuple[str, ...]:
+        names = [name for _, name in path]
+        return tuple(names if names and names[0] == title else [title, *names])
+
+    section: list[str] = []
+    section_words = 0
+    section_parts = 0
+
+    def flush() -> None:
+        nonlocal section, section_words, section_parts
+        text = "\n\n".join(section).strip()
+        if text:
+            if section_parts and overlap:
+                previous = chunks[-1].text
+                text = _tail(previous, overlap) + "\n\n" + text
+            chunks.append(Chunk(position=len(chunks), text=text, heading=heading()))
+            section_parts += 1
+        section, section_words = [], 0
+
+    for level, name, block in _blocks(body):
+        if level:
+            flush()
+            section_parts = 0
+            while path and path[-1][0] >= level:
+                path.pop()
+            path.append((level, name))
+        n = count_words(block)
+        if n > size:
+            flush()
+            for piece in _split_large(block, size - overlap if section_parts else size):
+                section = [piece]
+                flush()
+            continue
+        if section_words + n > size - (overlap if section_parts else 0):
+            flush()
+        section.append(block)
+        section_words += n
+    flush()
+    return chunks

@@ -1,0 +1,144 @@
+"""Markdown files as people write them: decoding, frontmatter, title, document ids.
+
+Bad input is indexed as well as it can be: a BOM is dropped, CRLF becomes LF, invalid
+UTF-8 is replaced, NUL bytes are removed; frontmatter that does not parse is treated as
+text (a `---` letterhead is common). Only files that are mostly binary are skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+ULID_NAME = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}\.md$")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
+BINARY_NUL_RATIO = 0.01
+
+# Frontmatter keys Coffer reads into document metadata (seed: KB metadata keys).
+METADATA_KEYS = {
+    "source_filename": "original_filename",
+    "source_format": "original_format",
+    "source_sha256": "source_sha256",
+    "converter": "conversion_engine",
+    "converted_at": "converted_at",
+    "source_path": "source_path",
+}
+
+
+class NotText(ValueError):
+    """The file is not text; it is skipped with this reason."""
+
+
+@dataclass(frozen=True)
+class ParsedMarkdown:
+    title: str
+    description: str | None
+    body: str
+    frontmatter: dict[str, Any]
+    source_mode: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def document_id(relpath: str) -> str:
+    """Stable without touching the file: `<ULID>.md` at the top of docs/ is that ULID; any
+    other file's id derives from its path (lowercase, so it never equals a ULID)."""
+    if ULID_NAME.match(relpath):
+        return relpath[:-3]
+    return "p" + hashlib.sha256(relpath.encode()).hexdigest()[:25]
+
+
+def decode(data: bytes) -> tuple[str, list[str]]:
+    notes: list[str] = []
+    if data.count(b"\0") > max(1, len(data) * BINARY_NUL_RATIO):
+        raise NotText("binary content")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+        notes.append("invalid_utf8")
+    if "\0" in text:
+        text = text.replace("\0", "")
+        notes.append("nul_bytes")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, notes
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:
+    """(frontmatter, body, malformed). Only a leading `---` block that parses as a YAML
+    mapping is frontmatter; anything else stays part of the body."""
+    if not text.startswith("---"):
+        return {}, text, False
+    first_nl = text.find("\n")
+    if first_nl < 0 or text[:first_nl].strip() != "---":
+        return {}, text, False
+    end = _FRONTMATTER_END.search(text, first_nl + 1)
+    if end is None:
+        return {}, text, True
+    try:
+        data = yaml.safe_load(text[first_nl + 1 : end.start()])
+    except yaml.YAMLError:
+        return {}, text, True
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return {}, text, True
+    return data, text[end.end() :].lstrip("\n"), False
+
+
+def first_heading(body: str) -> str | None:
+    in_fence = False
+    for line in body.split("\n"):
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+            continue
+        if not in_fence:
+            m = _HEADING.match(line)
+            if m:
+                return m.group(2).strip()
+    return None
+
+
+def _text_value(value: Any) -> str | None:
+    if isinstance(value, str | int | float) and str(value).strip():
+        return str(value).strip()[:500]
+    return None
+
+
+def parse(data: bytes, relpath: str) -> ParsedMarkdown:
+    text, notes = decode(data)
+    frontmatter, body, malformed = split_frontmatter(text)
+    if malformed:
+        notes.append("malformed_frontmatter")
+    title = (
+        _text_value(frontmatter.get("title")) or first_heading(body) or PurePosixPath(relpath).stem
+    )
+    mode = frontmatter.get("source_mode")
+    metadata: dict[str, Any] = {
+        out: frontmatter[key]
+        for key, out in METADATA_KEYS.items()
+        if isinstance(frontmatter.get(key), str | int | float)
+    }
+    if notes:
+        metadata["problems"] = notes
+    return ParsedMarkdown(
+        title=title,
+        description=_text_value(frontmatter.get("description")),
+        body=body,
+        frontmatter=frontmatter,
+        source_mode=mode if mode in ("converted", "edited") else "edited",
+        metadata=metadata,
+    )

@@ -1,0 +1,202 @@
+"""The one write path: every change to a knowledge base's files ends in `Reindexer`.
+
+Per file: the content hash is the gate (unchanged content is a true no-op); changed
+content is parsed, chunked and written with its chunks in one atomic unit. A full
+reconcile first compares size and mtime with what was indexed, so an unchanged corpus
+is re-checked without reading a single file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from cofferd.application import markdown
+from cofferd.application.chunker import chunk_markdown
+from cofferd.application.locks import KBLocks
+from cofferd.domain.models import Document, KnowledgeBase, ReindexResult, utc_now
+from cofferd.domain.ports import (
+    DocsTree,
+    DocumentWrite,
+    FileStat,
+    IndexedFile,
+    IndexStore,
+    TreeScan,
+)
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+PROGRESS_EVERY = 5000
+
+
+@dataclass
+class _Batch:
+    writes: list[DocumentWrite] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    restat: list[tuple[str, FileStat]] = field(default_factory=list)
+
+
+class Reindexer:
+    def __init__(self, store: IndexStore, tree: DocsTree, locks: KBLocks) -> None:
+        self.store = store
+        self.tree = tree
+        self.locks = locks
+        # Files skipped for a reason (binary, too large) by stat, so they are not re-read.
+        self._skipped: dict[tuple[str, str], FileStat] = {}
+
+    async def reconcile(
+        self, kb: KnowledgeBase, *, actor: str = "system", audit: bool = False
+    ) -> ReindexResult:
+        """Bring the whole index of `kb` in line with its docs tree."""
+        async with self.locks(kb.name):
+            indexed = await self.store.indexed_files(kb.name)
+            scan = await asyncio.to_thread(self.tree.scan, kb.name)
+            observed: dict[str, FileStat | None] = dict(scan.files)
+            for path in indexed:
+                if path not in observed and scan.covers(path):
+                    observed[path] = None
+            result = await self._sync(kb, observed, indexed, actor)
+            if result.changed or audit:
+                await self.store.audit("kb_reindexed", actor, kb.name, None, result.as_dict())
+            return result
+
+    async def sync_paths(
+        self, kb: KnowledgeBase, relpaths: Iterable[str], *, actor: str = "system"
+    ) -> ReindexResult:
+        """Reconcile just these paths (files or folders, present or gone)."""
+        paths = sorted(set(relpaths))
+        async with self.locks(kb.name):
+            indexed = await self.store.indexed_files(kb.name, paths)
+            scan = await asyncio.to_thread(self._observe, kb.name, paths)
+            observed: dict[str, FileStat | None] = dict(scan.files)
+            for path in indexed:
+                if path not in observed and scan.covers(path):
+                    observed[path] = None
+            return await self._sync(kb, observed, indexed, actor)
+
+    def _observe(self, kb: str, paths: list[str]) -> TreeScan:
+        files: dict[str, FileStat] = {}
+        failed: list[str] = []
+        for path in paths:
+            stat = self.tree.stat(kb, path)
+            if stat is not None:
+                files[path] = stat
+                continue
+            sub = self.tree.scan(kb, under=path)
+            files.update(sub.files)
+            failed.extend(sub.failed_dirs)
+        return TreeScan(files=files, failed_dirs=failed)
+
+    async def _sync(
+        self,
+        kb: KnowledgeBase,
+        observed: Mapping[str, FileStat | None],
+        indexed: Mapping[str, IndexedFile],
+        actor: str,
+    ) -> ReindexResult:
+        result = ReindexResult(scanned=sum(1 for s in observed.values() if s is not None))
+        chunking = kb.config.chunking_key()
+        removed: list[str] = []
+        todo: list[str] = []
+        for path, stat in observed.items():
+            known = indexed.get(path)
+            if stat is None:
+                if known is not None:
+                    removed.append(known.document_id)
+                self._skipped.pop((kb.name, path), None)
+            elif known and known.stat == stat and known.chunking == chunking:
+                result.documents_unchanged += 1
+            elif self._skipped.get((kb.name, path)) == stat:
+                result.documents_skipped += 1
+            else:
+                todo.append(path)
+        result.documents_removed = len(removed)
+        if len(todo) >= PROGRESS_EVERY:
+            log.info("%s: indexing %d files", kb.name, len(todo))
+
+        pending: asyncio.Task[None] | None = None
+        first = _Batch(removed=removed)
+        for start in range(0, max(len(todo), 1), BATCH):
+            batch = await asyncio.to_thread(
+                self._prepare, kb, todo[start : start + BATCH], indexed, chunking, result, first
+            )
+            first = _Batch()
+            if pending is not None:
+                await pending
+            if batch.writes or batch.removed or batch.restat:
+                pending = asyncio.create_task(
+                    self.store.apply(kb.name, batch.writes, batch.removed, batch.restat, actor)
+                )
+            if start and start % PROGRESS_EVERY == 0:
+                log.info("%s: %d of %d files indexed", kb.name, start, len(todo))
+        if pending is not None:
+            await pending
+        return result
+
+    def _prepare(
+        self,
+        kb: KnowledgeBase,
+        paths: list[str],
+        indexed: Mapping[str, IndexedFile],
+        chunking: str,
+        result: ReindexResult,
+        batch: _Batch,
+    ) -> _Batch:
+        """Read, hash, parse and chunk (CPU and file work, off the event loop)."""
+        config = kb.config
+        for path in paths:
+            known = indexed.get(path)
+            content = self.tree.read(kb.name, path)
+            if content is None:
+                if known is not None:
+                    batch.removed.append(known.document_id)
+                    result.documents_removed += 1
+                continue
+            digest = markdown.content_hash(content.data)
+            if known and known.content_sha256 == digest and known.chunking == chunking:
+                batch.restat.append((known.document_id, content.stat))
+                result.documents_unchanged += 1
+                continue
+            reason = None
+            if len(content.data) > config.max_document_bytes:
+                reason = "too_large"
+            else:
+                try:
+                    parsed = markdown.parse(content.data, path)
+                except markdown.NotText as exc:
+                    reason = str(exc)
+            if reason is not None:
+                self._skipped[(kb.name, path)] = content.stat
+                result.documents_skipped += 1
+                result.skipped.append({"path": path, "reason": reason})
+                if known is not None:
+                    batch.removed.append(known.document_id)
+                    result.documents_removed += 1
+                continue
+            doc_id = known.document_id if known else markdown.document_id(path)
+            stamp = utc_now()
+            document = Document(
+                id=doc_id,
+                resource_name=kb.name,
+                path=path,
+                title=parsed.title,
+                description=parsed.description,
+                content_sha256=digest,
+                source_mode=parsed.source_mode,
+                metadata=parsed.metadata,
+                created_at=stamp,
+                updated_at=stamp,
+            )
+            chunks = chunk_markdown(
+                parsed.body, parsed.title, config.chunk_size, config.chunk_overlap
+            )
+            event = "kb_document_updated" if known else "kb_document_ingested"
+            batch.writes.append(DocumentWrite(document, content.stat, chunking, chunks, event))
+            if known:
+                result.documents_updated += 1
+            else:
+                result.documents_added += 1
+        return batch

@@ -1,0 +1,113 @@
+"""Knowledge-base configuration and name rules (seed: KnowledgeBaseConfig, EmbeddingConfig)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from cofferd.domain.errors import ValidationFailed
+
+RetrievalMode = Literal["grep", "keyword", "vector", "hybrid"]
+Provider = Literal[
+    "openai",
+    "openrouter",
+    "voyage",
+    "jina",
+    "gemini",
+    "azure",
+    "dashscope",
+    "ollama",
+    "lmstudio",
+    "local",
+]
+
+_DEFAULT_MODES: list[RetrievalMode] = ["keyword", "grep"]
+KB_NAME_MAX = 64
+_KB_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+class EmbeddingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Provider
+    model: str = Field(min_length=1, max_length=200)
+    base_url: str | None = None
+    credential_ref: str | None = None
+    dimensions: int = Field(ge=1, le=8192)
+
+
+class KnowledgeBaseConfig(BaseModel):
+    """Chunk sizes are counted in words: runs of non-space text, each CJK character one word."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    enabled_modes: list[RetrievalMode] = Field(default_factory=lambda: _DEFAULT_MODES.copy())
+    default_mode: RetrievalMode = "keyword"
+    chunk_size: int = Field(default=512, ge=64, le=2048)
+    chunk_overlap: int = Field(default=64, ge=0)
+    max_document_bytes: int = Field(default=25 * 1024 * 1024, ge=1024, le=104_857_600)
+    embedding: EmbeddingConfig | None = None
+    auto_update_sources: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _vector_implies_hybrid(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        modes = data.get("enabled_modes")
+        if isinstance(modes, list) and "vector" in modes:
+            if "hybrid" not in modes:
+                data = {**data, "enabled_modes": [*modes, "hybrid"]}
+            if "default_mode" not in data:
+                data = {**data, "default_mode": "hybrid"}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> KnowledgeBaseConfig:
+        if self.chunk_overlap > self.chunk_size // 2:
+            raise ValueError(f"chunk_overlap must be at most chunk_size/2 ({self.chunk_size // 2})")
+        if self.default_mode not in self.enabled_modes:
+            raise ValueError(f"default_mode {self.default_mode!r} is not in enabled_modes")
+        if "vector" in self.enabled_modes and self.embedding is None:
+            raise ValueError("enabling 'vector' requires an embedding configuration")
+        return self
+
+    def chunking_key(self) -> str:
+        """Identifies everything that shapes chunks: a change means the corpus is re-chunked."""
+        return f"words:{self.chunk_size}:{self.chunk_overlap}"
+
+
+def parse_config(data: Any) -> KnowledgeBaseConfig:
+    try:
+        return KnowledgeBaseConfig.model_validate(data if data is not None else {})
+    except ValidationError as exc:
+        raise validation_failed("invalid knowledge base configuration", exc) from None
+
+
+def merge_config(current: KnowledgeBaseConfig, patch: dict[str, Any]) -> KnowledgeBaseConfig:
+    merged = current.model_dump(exclude_unset=True)
+    merged.update(patch)
+    return parse_config(merged)
+
+
+def validation_failed(prefix: str, exc: ValidationError) -> ValidationFailed:
+    errors = [
+        {"field": ".".join(str(p) for p in err["loc"]) or "(root)", "message": err["msg"]}
+        for err in exc.errors(include_url=False, include_context=False, include_input=False)
+    ]
+    summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+    return ValidationFailed(f"{prefix}: {summary}", errors=errors)
+
+
+def check_kb_name(name: str) -> str:
+    """A KB name is a folder name: a lowercase slug, so it is safe on every filesystem."""
+    if not isinstance(name, str) or not _KB_NAME.match(name) or len(name) > KB_NAME_MAX:
+        raise ValidationFailed(
+            "invalid knowledge base name: use 1-64 lowercase letters, digits, '-' or '_', "
+            "starting with a letter or digit",
+            field="name",
+            name=str(name)[:200],
+        )
+    return name

@@ -1,0 +1,100 @@
+"""Every error Coffer reports to a caller, each with a stable code and an HTTP status.
+
+    CofferError
+    ├── ValidationFailed          VALIDATION_ERROR       400
+    ├── PayloadTooLarge           PAYLOAD_TOO_LARGE      413
+    ├── NotFound
+    │   ├── KBNotFound            KB_NOT_FOUND           404
+    │   └── DocumentNotFound      DOCUMENT_NOT_FOUND     404
+    ├── Conflict
+    │   ├── KBExists              KB_EXISTS              409
+    │   ├── KBDisabled            KB_DISABLED            409
+    │   └── ReconversionBlocked   RECONVERSION_BLOCKED   409
+    ├── IngestRejected            INGEST_REJECTED        422
+    ├── EngineUnavailable         ENGINE_UNAVAILABLE     503
+    └── StorageError              STORAGE_ERROR          500
+
+Surfaces map a CofferError to the envelope `{"error": {"code", "message", "details"}}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class CofferError(Exception):
+    code: ClassVar[str] = "INTERNAL_ERROR"
+    status: ClassVar[int] = 500
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details
+
+    def envelope(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class ValidationFailed(CofferError):
+    code = "VALIDATION_ERROR"
+    status = 400
+
+
+class PayloadTooLarge(CofferError):
+    code = "PAYLOAD_TOO_LARGE"
+    status = 413
+
+
+class NotFound(CofferError):
+    status = 404
+
+
+class KBNotFound(NotFound):
+    code = "KB_NOT_FOUND"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"knowledge base {name!r} does not exist", name=name)
+
+
+class DocumentNotFound(NotFound):
+    code = "DOCUMENT_NOT_FOUND"
+
+    def __init__(self, kb: str, doc_id: str) -> None:
+        super().__init__(f"document {doc_id!r} does not exist in {kb!r}", kb=kb, id=doc_id)
+
+
+class Conflict(CofferError):
+    status = 409
+
+
+class KBExists(Conflict):
+    code = "KB_EXISTS"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"knowledge base {name!r} already exists", name=name)
+
+
+class KBDisabled(Conflict):
+    code = "KB_DISABLED"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"knowledge base {name!r} is disabled; enable it first", name=name)
+
+
+class ReconversionBlocked(Conflict):
+    code = "RECONVERSION_BLOCKED"
+
+
+class IngestRejected(CofferError):
+    code = "INGEST_REJECTED"
+    status = 422
+
+
+class EngineUnavailable(CofferError):
+    code = "ENGINE_UNAVAILABLE"
+    status = 503
+
+
+class StorageError(CofferError):
+    code = "STORAGE_ERROR"
+    status = 500

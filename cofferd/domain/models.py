@@ -1,0 +1,120 @@
+"""Value objects shared by every layer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from cofferd.domain.config import KnowledgeBaseConfig, RetrievalMode
+
+KB_KIND = "knowledge_base"
+WORKSPACE_GLOBAL = "00000000000000000000000000"
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    name: str
+    config: KnowledgeBaseConfig
+    enabled: bool
+    created_at: str
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": KB_KIND,
+            "enabled": self.enabled,
+            "created_at": self.created_at,
+            "config": self.config.model_dump(mode="json"),
+        }
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    resource_name: str
+    path: str
+    title: str
+    description: str | None
+    content_sha256: str
+    source_mode: str
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+    embed_pending: bool = False
+    kind: str = KB_KIND
+
+
+@dataclass(frozen=True)
+class Chunk:
+    position: int
+    text: str
+    heading: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Passage:
+    document_id: str
+    title: str
+    text: str
+    score: float
+    position: int
+    path: str
+    heading: tuple[str, ...] = ()
+    snippet: str = ""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    mode: RetrievalMode
+    passages: Sequence[Passage]
+    fallback: RetrievalMode | None = None
+
+
+@dataclass(frozen=True)
+class GrepHit:
+    document_id: str | None
+    path: str
+    line_number: int
+    line: str
+
+
+@dataclass(frozen=True)
+class GrepResult:
+    hits: Sequence[GrepHit]
+    truncated: bool
+
+
+@dataclass
+class ReindexResult:
+    """Counts from one reconcile of a knowledge base."""
+
+    scanned: int = 0
+    documents_added: int = 0
+    documents_updated: int = 0
+    documents_unchanged: int = 0
+    documents_removed: int = 0
+    documents_skipped: int = 0
+    documents_degraded: int = 0
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.documents_added or self.documents_updated or self.documents_removed)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "scanned": self.scanned,
+            "documents_added": self.documents_added,
+            "documents_updated": self.documents_updated,
+            "documents_unchanged": self.documents_unchanged,
+            "documents_removed": self.documents_removed,
+            "documents_skipped": self.documents_skipped,
+            "documents_degraded": self.documents_degraded,
+            "skipped": self.skipped[:100],
+        }

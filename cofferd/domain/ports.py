@@ -1,0 +1,109 @@
+"""What the application layer needs from the outside world (implemented in infrastructure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from cofferd.domain.models import Chunk, Document, KnowledgeBase, Passage
+
+
+@dataclass(frozen=True)
+class FileStat:
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class TreeScan:
+    """Markdown files under a docs tree by relative POSIX path, and the folders that failed."""
+
+    files: Mapping[str, FileStat]
+    failed_dirs: Sequence[str]
+
+    def covers(self, relpath: str) -> bool:
+        """False when the file's folder could not be read: its absence proves nothing."""
+        return not any(relpath.startswith(d + "/") or d == "" for d in self.failed_dirs)
+
+
+@dataclass(frozen=True)
+class FileContent:
+    data: bytes
+    stat: FileStat
+
+
+class DocsTree(Protocol):
+    def scan(self, kb: str, under: str = "") -> TreeScan: ...
+
+    def read(self, kb: str, relpath: str) -> FileContent | None: ...
+
+    def stat(self, kb: str, relpath: str) -> FileStat | None: ...
+
+
+@dataclass(frozen=True)
+class IndexedFile:
+    """What the index remembers about one file, enough to decide whether to read it again."""
+
+    document_id: str
+    stat: FileStat
+    content_sha256: str
+    chunking: str
+
+
+@dataclass(frozen=True)
+class DocumentWrite:
+    document: Document
+    stat: FileStat
+    chunking: str
+    chunks: Sequence[Chunk]
+    event: str
+
+
+class IndexStore(Protocol):
+    async def indexed_files(
+        self, kb: str, paths: Sequence[str] | None = None
+    ) -> dict[str, IndexedFile]: ...
+
+    async def apply(
+        self,
+        kb: str,
+        writes: Sequence[DocumentWrite],
+        removed: Sequence[str],
+        restat: Sequence[tuple[str, FileStat]],
+        actor: str,
+    ) -> None: ...
+
+    async def get_document(self, kb: str, doc_id: str) -> Document | None: ...
+
+    async def list_documents(
+        self, kb: str, *, q: str | None, limit: int, offset: int
+    ) -> tuple[list[Document], int]: ...
+
+    async def keyword_search(self, kb: str, query: str, top_k: int) -> list[Passage]: ...
+
+    async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool: ...
+
+    async def delete_kb(self, kb: str) -> int: ...
+
+    async def audit(
+        self, event: str, actor: str, kb: str | None, doc_id: str | None, details: dict[str, Any]
+    ) -> None: ...
+
+    async def metrics(self, kb: str) -> dict[str, int]: ...
+
+
+class KBRepository(Protocol):
+    """Knowledge bases as folders with their settings file."""
+
+    def names(self) -> list[str]: ...
+
+    def load(self, name: str) -> KnowledgeBase | None: ...
+
+    def save(self, kb: KnowledgeBase) -> None: ...
+
+    def create_folders(self, name: str) -> None: ...
+
+    def remove(self, name: str) -> None: ...
+
+    def disk_bytes(self, name: str) -> int: ...

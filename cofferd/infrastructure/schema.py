@@ -1,0 +1,89 @@
+"""Schema migrations keyed on ``PRAGMA user_version``; each applies in one transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Every SQL object the index owns. Text is stored once, inside documents_fts; a chunk's
+# FTS rowid is its `chunks.seq`. `kb` scopes a search: filtered on the rows FTS5 returns
+# already sorted by rank, so `ORDER BY rank LIMIT k` stays cheap.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE documents (
+        id              TEXT    NOT NULL,
+        kind            TEXT    NOT NULL,
+        resource_name   TEXT    NOT NULL,
+        project_id      TEXT    NOT NULL,
+        path            TEXT    NOT NULL,
+        title           TEXT    NOT NULL,
+        description     TEXT,
+        content_sha256  TEXT    NOT NULL,
+        embed_pending   INTEGER NOT NULL DEFAULT 0,
+        source_mode     TEXT    NOT NULL,
+        metadata        TEXT    NOT NULL DEFAULT '{}',
+        created_at      TEXT    NOT NULL,
+        updated_at      TEXT    NOT NULL,
+        file_size       INTEGER NOT NULL,
+        file_mtime_ns   INTEGER NOT NULL,
+        chunking        TEXT    NOT NULL,
+        PRIMARY KEY (kind, resource_name, id)
+    );
+    CREATE UNIQUE INDEX idx_documents_path ON documents(kind, resource_name, path);
+    CREATE INDEX idx_documents_kind_res_time ON documents(kind, resource_name, updated_at DESC);
+    CREATE INDEX idx_documents_project ON documents(project_id);
+
+    CREATE TABLE chunks (
+        seq             INTEGER PRIMARY KEY,
+        id              TEXT    NOT NULL UNIQUE,
+        document_id     TEXT    NOT NULL,
+        kind            TEXT    NOT NULL,
+        resource_name   TEXT    NOT NULL,
+        position        INTEGER NOT NULL,
+        heading         TEXT    NOT NULL DEFAULT '[]'
+    );
+    CREATE INDEX idx_chunks_document ON chunks(kind, resource_name, document_id);
+
+    CREATE VIRTUAL TABLE documents_fts USING fts5(
+        text, heading, kb UNINDEXED,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+
+    CREATE TABLE audit (
+        id              INTEGER PRIMARY KEY,
+        at              TEXT    NOT NULL,
+        actor           TEXT    NOT NULL,
+        event           TEXT    NOT NULL,
+        kind            TEXT,
+        resource_name   TEXT,
+        document_id     TEXT,
+        details         TEXT    NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX idx_audit_resource ON audit(resource_name, id);
+    """,
+]
+
+
+def migrate(conn: Any) -> int:
+    """Bring the database to the newest schema; returns the version it ends at."""
+    version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise RuntimeError(
+            f"coffer.db has schema version {version}, newer than this cofferd knows "
+            f"({len(MIGRATIONS)}); upgrade Coffer or move the database aside"
+        )
+    for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+        # executescript would COMMIT first; run statement by statement inside one transaction.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(script):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {number}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    return len(MIGRATIONS)
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]

@@ -1,0 +1,34 @@
+"""Composition root: builds Coffer's services over one data home."""
+
+from __future__ import annotations
+
+from cofferd.application.knowledge_bases import KnowledgeBases
+from cofferd.application.locks import KBLocks
+from cofferd.application.reindexer import Reindexer
+from cofferd.application.retrieval import Retrieval
+from cofferd.infrastructure.database import Database
+from cofferd.infrastructure.docs_tree import FileDocsTree
+from cofferd.infrastructure.index_store import SqliteIndexStore
+from cofferd.infrastructure.kb_files import KBFiles
+from cofferd.infrastructure.paths import Locations
+
+
+class Coffer:
+    def __init__(self, locations: Locations, db: Database) -> None:
+        self.locations = locations
+        self.db = db
+        self.store = SqliteIndexStore(db)
+        self.tree = FileDocsTree(locations)
+        self.locks = KBLocks()
+        self.reindexer = Reindexer(self.store, self.tree, self.locks)
+        self.kbs = KnowledgeBases(KBFiles(locations), self.store, self.reindexer, self.locks)
+        self.retrieval = Retrieval(self.kbs, self.store)
+
+    @classmethod
+    async def open(cls, locations: Locations) -> Coffer:
+        locations.home.mkdir(parents=True, exist_ok=True)
+        db = await Database(locations.db_path).open()
+        return cls(locations, db)
+
+    async def close(self) -> None:
+        await self.db.close()
