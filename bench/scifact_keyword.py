@@ -4,7 +4,7 @@ Each abstract becomes a Markdown file `# title` + text in a fresh KB; the 300 te
 are searched with `Retrieval.search` (the function the API calls). Prints nDCG@10 and
 Recall@100 (documents ranked by their best passage).
 
-    .venv/bin/python bench/scifact_keyword.py
+    .venv/bin/python -m bench.scifact_keyword
 """
 
 from __future__ import annotations
@@ -12,16 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, machine, scratch_home  # noqa: E402
-
-from cofferd.infrastructure.paths import Locations  # noqa: E402
-from cofferd.surfaces.core import Coffer  # noqa: E402
+from bench.common import DATA, machine, scratch_home
+from cofferd.infrastructure.paths import Locations
+from cofferd.surfaces.core import Coffer
 
 
 def load_scifact() -> tuple[list[dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:

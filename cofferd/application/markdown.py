@@ -1,7 +1,7 @@
 """Markdown files as people write them: decoding, frontmatter, title, document ids.
 
 Bad input is indexed as well as it can be: a BOM is dropped, CRLF becomes LF, invalid
-UTF-8 is replaced, NUL bytes are removed; frontmatter that does not parse is treated as
+UTF-8 is read as Windows-1252, NUL bytes are removed; frontmatter that does not parse is treated as
 text (a `---` letterhead is common). Only files that are mostly binary are skipped.
 """
 
@@ -19,6 +19,8 @@ ULID_NAME = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}\.md$")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 BINARY_NUL_RATIO = 0.01
+BINARY_CONTROL_RATIO = 0.05
+_CONTROL = re.compile(r"[\x01-\x08\x0b\x0e-\x1f\x7f]")
 
 # Frontmatter keys Coffer reads into document metadata (seed: KB metadata keys).
 METADATA_KEYS = {
@@ -58,6 +60,7 @@ def document_id(relpath: str) -> str:
 
 
 def decode(data: bytes) -> tuple[str, list[str]]:
+    """Text from bytes, best effort: UTF-8, else Windows-1252/Latin-1 (old notes)."""
     notes: list[str] = []
     if data.count(b"\0") > max(1, len(data) * BINARY_NUL_RATIO):
         raise NotText("binary content")
@@ -66,8 +69,13 @@ def decode(data: bytes) -> tuple[str, list[str]]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        text = data.decode("utf-8", errors="replace")
-        notes.append("invalid_utf8")
+        try:
+            text = data.decode("cp1252")
+        except UnicodeDecodeError:
+            text = data.decode("latin-1")
+        notes.append("not_utf8")
+    if len(_CONTROL.findall(text)) > len(text) * BINARY_CONTROL_RATIO:
+        raise NotText("binary content")
     if "\0" in text:
         text = text.replace("\0", "")
         notes.append("nul_bytes")

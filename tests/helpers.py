@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from cofferd.domain.models import KnowledgeBase
+from cofferd.surfaces.core import Coffer
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def bump_mtime(path: Path) -> None:
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+async def rebuild_dump(coffer: Coffer, kb: KnowledgeBase) -> dict[str, Any]:
+    """The dump of a fresh index built from the same files in a second data home."""
+    from cofferd.infrastructure.paths import Locations
+
+    home = coffer.locations.home.parent / f"rebuild-{os.urandom(4).hex()}"
+    other = await Coffer.open(Locations(home=home, socket=home / "s.sock"))
+    try:
+        (home / "knowledge").mkdir(parents=True, exist_ok=True)
+        (home / "knowledge" / kb.name).symlink_to(coffer.locations.kb_dir(kb.name))
+        fresh = other.kbs.get(kb.name)
+        await other.reindexer.reconcile(fresh)
+        return await other.store.dump(kb.name)
+    finally:
+        await other.close()

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import pytest
+
+from cofferd.domain.config import (
+    KnowledgeBaseConfig,
+    check_kb_name,
+    merge_config,
+    parse_config,
+)
+from cofferd.domain.errors import ValidationFailed
+
+
+def test_defaults_follow_the_seed() -> None:
+    c = KnowledgeBaseConfig()
+    assert c.enabled_modes == ["keyword", "grep"]
+    assert c.default_mode == "keyword"
+    assert (c.chunk_size, c.chunk_overlap) == (512, 64)
+    assert c.max_document_bytes == 25 * 1024 * 1024
+    assert c.embedding is None and c.auto_update_sources is False
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"chunk_size": 63}, "chunk_size"),
+        ({"chunk_size": 2049}, "chunk_size"),
+        ({"chunk_size": "big"}, "chunk_size"),
+        ({"max_document_bytes": 10}, "max_document_bytes"),
+        ({"enabled_modes": ["telepathy"]}, "enabled_modes.0"),
+        ({"colour": "blue"}, "colour"),
+        ({"embedding": {"provider": "nope", "model": "m", "dimensions": 3}}, "embedding.provider"),
+    ],
+)
+def test_invalid_values_name_the_field(data: dict[str, object], field: str) -> None:
+    with pytest.raises(ValidationFailed) as err:
+        parse_config(data)
+    assert field in [e["field"] for e in err.value.details["errors"]]
+    assert field in err.value.message
+
+
+def test_overlap_is_at_most_half_the_chunk() -> None:
+    parse_config({"chunk_size": 100, "chunk_overlap": 50})
+    with pytest.raises(ValidationFailed, match="chunk_overlap"):
+        parse_config({"chunk_size": 100, "chunk_overlap": 51})
+
+
+def test_vector_adds_hybrid_and_needs_embedding() -> None:
+    emb = {"provider": "local", "model": "all-MiniLM-L6-v2", "dimensions": 384}
+    c = parse_config({"enabled_modes": ["keyword", "vector"], "embedding": emb})
+    assert "hybrid" in c.enabled_modes and c.default_mode == "hybrid"
+    with pytest.raises(ValidationFailed, match="embedding"):
+        parse_config({"enabled_modes": ["keyword", "vector"]})
+
+
+def test_merge_keeps_other_settings() -> None:
+    c = merge_config(parse_config({"chunk_size": 300}), {"chunk_overlap": 10})
+    assert (c.chunk_size, c.chunk_overlap) == (300, 10)
+
+
+@pytest.mark.parametrize("name", ["notes", "a", "work-2024", "my_kb", "x" * 64])
+def test_valid_kb_names(name: str) -> None:
+    assert check_kb_name(name) == name
+
+
+@pytest.mark.parametrize(
+    "name", ["", "..", "../etc", "a/b", "a\\b", ".hidden", "Notes", "x" * 65, "a b", "-x", "ü"]
+)
+def test_unsafe_kb_names_are_refused(name: str) -> None:
+    with pytest.raises(ValidationFailed) as err:
+        check_kb_name(name)
+    assert err.value.details["field"] == "name"

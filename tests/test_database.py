@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from cofferd.infrastructure import database, schema
+from cofferd.infrastructure.database import Database, transaction
+
+
+def test_driver_is_sqlean_with_a_modern_sqlite() -> None:
+    assert database.driver.__name__.startswith("sqlean")
+    major, minor, *_ = (int(x) for x in database.SQLITE_VERSION.split("."))
+    assert (major, minor) >= (3, 50)
+    assert issubclass(database.OperationalError, database.Error)
+
+
+async def test_wal_schema_and_user_version(tmp_path: Path) -> None:
+    db = await Database(tmp_path / "c.db").open()
+    try:
+        mode = await db.write(lambda c: c.execute("PRAGMA journal_mode").fetchone()[0])
+        version = await db.read(lambda c: c.execute("PRAGMA user_version").fetchone()[0])
+        tables = await db.read(
+            lambda c: {r[0] for r in c.execute("SELECT name FROM sqlite_master")}
+        )
+        assert mode == "wal" and version == len(schema.MIGRATIONS)
+        assert {"documents", "chunks", "documents_fts", "audit"} <= tables
+    finally:
+        await db.close()
+
+
+async def test_readers_never_see_database_is_locked(tmp_path: Path) -> None:
+    db = await Database(tmp_path / "c.db").open()
+    release = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def long_write(conn: database.Connection) -> None:
+        with transaction(conn):
+            conn.execute("INSERT INTO audit (at, actor, event) VALUES ('t', 'test', 'held')")
+            asyncio.run_coroutine_threadsafe(release.wait(), loop).result(timeout=10)
+
+    try:
+        writer = asyncio.create_task(db.write(long_write))
+        await asyncio.sleep(0)  # let the writer take its lock
+        for _ in range(20):
+            seen = await db.read(lambda c: c.execute("SELECT count(*) FROM audit").fetchone()[0])
+            assert seen == 0  # the uncommitted row is invisible, and reading did not block
+        release.set()
+        await writer
+        assert await db.read(lambda c: c.execute("SELECT count(*) FROM audit").fetchone()[0]) == 1
+    finally:
+        release.set()
+        await db.close()
+
+
+def test_migrations_apply_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = database.connect(tmp_path / "c.db")
+    schema.migrate(conn)
+    monkeypatch.setattr(
+        schema, "MIGRATIONS", [*schema.MIGRATIONS, "CREATE TABLE extra (x); SELECT * FROM nope"]
+    )
+    with pytest.raises(database.OperationalError):
+        schema.migrate(conn)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(schema.MIGRATIONS) - 1
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name='extra'").fetchone()[0] == 0
+
+
+def test_a_newer_database_is_refused(tmp_path: Path) -> None:
+    conn = database.connect(tmp_path / "c.db")
+    conn.execute("PRAGMA user_version = 99")
+    with pytest.raises(RuntimeError, match="newer"):
+        schema.migrate(conn)

@@ -1,0 +1,158 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cofferd.domain.errors import KBDisabled, KBNotFound, ValidationFailed
+from cofferd.domain.models import KnowledgeBase
+from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START, query_terms
+from cofferd.surfaces.core import Coffer
+from tests.helpers import write
+
+CORPUS = {
+    "tokyo.md": "# 東京\n\n東京都は日本の首都です。",
+    "beijing.md": "# 北京\n\n北京是中国的首都，有很多人。",
+    "seoul.md": "# 서울\n\n서울은 한국의 수도입니다.",
+    "config.md": "# Settings\n\nEdit config.yaml and restart; io errors go to the log.",
+    "k8s.md": "# Cluster\n\nDeploy with k8s and kubectl apply.",
+    "running.md": "# Runner\n\nThe runner keeps running jobs.",
+}
+
+
+@pytest.fixture
+async def corpus(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> KnowledgeBase:
+    for name, text in CORPUS.items():
+        write(docs / name, text)
+    await coffer.reindexer.reconcile(kb)
+    return kb
+
+
+async def paths(coffer: Coffer, query: str, kb: str = "notes") -> list[str]:
+    return [p.path for p in (await coffer.retrieval.search(kb, query)).passages]
+
+
+@pytest.mark.parametrize(
+    ("query", "path"),
+    [
+        ("京", "tokyo.md"),  # 1 character
+        ("首都", "tokyo.md"),  # 2 characters, in two documents
+        ("東京都", "tokyo.md"),  # 3 characters
+        ("中国", "beijing.md"),
+        ("서울", "seoul.md"),
+        ("한국", "seoul.md"),
+        ("config.yaml", "config.md"),
+        ("io", "config.md"),
+        ("k8s", "k8s.md"),
+        ("run", "running.md"),  # stemming
+        ("kube", "k8s.md"),  # no whole word matches: prefix fallback
+    ],
+)
+async def test_finds_cjk_short_terms_and_identifiers(
+    coffer: Coffer, corpus: KnowledgeBase, query: str, path: str
+) -> None:
+    assert path in await paths(coffer, query)
+
+
+async def test_cjk_phrase_does_not_match_scattered_characters(
+    coffer: Coffer, corpus: KnowledgeBase
+) -> None:
+    assert await paths(coffer, "京首") == []
+
+
+async def test_passages_carry_ids_titles_snippets(coffer: Coffer, corpus: KnowledgeBase) -> None:
+    (p,) = (await coffer.retrieval.search("notes", "kubectl")).passages
+    assert p.title == "Cluster" and p.path == "k8s.md" and p.position == 0
+    assert p.heading == ("Cluster",) and p.score > 0 and "kubectl" in p.text
+    assert f"{HIGHLIGHT_START}kubectl{HIGHLIGHT_END}" in p.snippet
+    cjk = (await coffer.retrieval.search("notes", "首都")).passages[0]
+    assert "\u200b" not in cjk.text + cjk.snippet
+    assert f"{HIGHLIGHT_START}首都{HIGHLIGHT_END}" in cjk.snippet
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        '"unbalanced',
+        "(",
+        "a)",
+        "AND",
+        "OR NOT",
+        "*",
+        "-",
+        "x:",
+        ":",
+        "col:val",
+        "^",
+        "NEAR(a b)",
+        "a + b",
+        "{x}",
+        "''",
+        "\\",
+        "🙂",
+        "\u200b",
+        "%",
+        "_",
+    ],
+)
+async def test_any_text_is_a_valid_query(coffer: Coffer, corpus: KnowledgeBase, query: str) -> None:
+    await coffer.retrieval.search("notes", query)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.text(min_size=1, max_size=40).filter(str.strip))
+async def test_random_text_never_raises(coffer: Coffer, corpus: KnowledgeBase, query: str) -> None:
+    await coffer.retrieval.search("notes", query)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+async def test_empty_query_is_a_validation_error(
+    coffer: Coffer, corpus: KnowledgeBase, query: str
+) -> None:
+    with pytest.raises(ValidationFailed) as err:
+        await coffer.retrieval.search("notes", query)
+    assert err.value.details["field"] == "query"
+
+
+@pytest.mark.parametrize("top_k", [0, -1, 101, True])
+async def test_top_k_is_bounded(coffer: Coffer, corpus: KnowledgeBase, top_k: int) -> None:
+    with pytest.raises(ValidationFailed):
+        await coffer.retrieval.search("notes", "k8s", top_k)
+
+
+async def test_top_k_limits_results(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> None:
+    for i in range(30):
+        write(docs / f"{i}.md", f"common word {i}")
+    await coffer.reindexer.reconcile(kb)
+    assert len((await coffer.retrieval.search("notes", "common", 7)).passages) == 7
+
+
+async def test_search_is_scoped_to_one_kb(coffer: Coffer, corpus: KnowledgeBase) -> None:
+    other = await coffer.kbs.create("other")
+    write(coffer.locations.docs_dir("other") / "k.md", "k8s in another base")
+    await coffer.reindexer.reconcile(other)
+    assert await paths(coffer, "k8s", "other") == ["k.md"]
+    assert await paths(coffer, "k8s") == ["k8s.md"]
+
+
+async def test_unknown_and_disabled_kbs(coffer: Coffer, corpus: KnowledgeBase) -> None:
+    with pytest.raises(KBNotFound):
+        await coffer.retrieval.search("nope", "x")
+    await coffer.kbs.set_enabled("notes", False)
+    with pytest.raises(KBDisabled):
+        await coffer.retrieval.search("notes", "x")
+
+
+def test_query_terms_keep_pieces_as_phrases() -> None:
+    assert query_terms("config.yaml 东京 foo-bar AND") == [
+        ["config", "yaml"],
+        ["东", "京"],
+        ["foo", "bar"],
+        ["AND"],
+    ]
+    assert query_terms("!!! ---") == []
