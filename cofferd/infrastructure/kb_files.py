@@ -37,15 +37,17 @@ class KBFiles:
                 name = check_kb_name(child.name)
             except CofferError:
                 continue
-            if (child / "kb.yaml").is_file() or (child / "docs").is_dir():
+            if self.locations.kb_config_path(name).is_file() or self._has_docs(name):
                 found.append(name)
         return found
 
+    def _has_docs(self, name: str) -> bool:
+        return self.locations.docs_dir(name).is_dir()
+
     def load(self, name: str) -> KnowledgeBase | None:
-        kb_dir = self.locations.kb_dir(name)
         path = self.locations.kb_config_path(name)
         if not path.is_file():
-            if (kb_dir / "docs").is_dir():
+            if self._has_docs(name):
                 return KnowledgeBase(name, KnowledgeBaseConfig(), True, utc_now())
             return None
         try:
