@@ -2,6 +2,7 @@
 
     CofferError
     ├── ValidationFailed          VALIDATION_ERROR       400
+    │   └── InvalidPattern        INVALID_PATTERN        400
     ├── PayloadTooLarge           PAYLOAD_TOO_LARGE      413
     ├── NotFound
     │   ├── KBNotFound            KB_NOT_FOUND           404
@@ -38,6 +39,10 @@ class CofferError(Exception):
 class ValidationFailed(CofferError):
     code = "VALIDATION_ERROR"
     status = 400
+
+
+class InvalidPattern(ValidationFailed):
+    code = "INVALID_PATTERN"
 
 
 class PayloadTooLarge(CofferError):

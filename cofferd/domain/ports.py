@@ -40,6 +40,14 @@ class DocsTree(Protocol):
 
     def stat(self, kb: str, relpath: str) -> FileStat | None: ...
 
+    def absolute(self, kb: str, relpath: str) -> str: ...
+
+    def write(self, kb: str, relpath: str, data: bytes) -> None: ...
+
+    def remove(self, kb: str, relpath: str) -> None: ...
+
+    def remove_originals(self, kb: str, doc_id: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class IndexedFile:
@@ -84,6 +92,8 @@ class IndexStore(Protocol):
 
     async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool: ...
 
+    async def document_ids(self, kb: str, paths: Sequence[str]) -> dict[str, str]: ...
+
     async def delete_kb(self, kb: str) -> int: ...
 
     async def audit(
@@ -107,3 +117,16 @@ class KBRepository(Protocol):
     def remove(self, name: str) -> None: ...
 
     def disk_bytes(self, name: str) -> int: ...
+
+
+@dataclass(frozen=True)
+class RawHit:
+    path: str  # relative to the KB's docs/
+    line_number: int
+    line: str
+
+
+class Grepper(Protocol):
+    async def grep(
+        self, kb: str, pattern: str, max_matches: int, ignore_case: bool = False
+    ) -> tuple[list[RawHit], bool]: ...

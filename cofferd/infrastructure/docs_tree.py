@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from cofferd.domain.errors import StorageError
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
+from cofferd.infrastructure.fsutil import atomic_write
 from cofferd.infrastructure.paths import Locations, normalize_relpath
 
 log = logging.getLogger(__name__)
@@ -148,6 +150,22 @@ class FileDocsTree:
             if _stat(after) == before and len(data) == before.size:
                 return content
         return content
+
+    def absolute(self, kb: str, relpath: str) -> str:
+        return str(self.locations.doc_path(kb, relpath))
+
+    def write(self, kb: str, relpath: str, data: bytes) -> None:
+        atomic_write(self.locations.doc_path(kb, relpath), data)
+
+    def remove(self, kb: str, relpath: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.locations.doc_path(kb, relpath).unlink()
+
+    def remove_originals(self, kb: str, doc_id: str) -> None:
+        raw = self.locations.raw_dir(kb)
+        for original in raw.glob(f"{doc_id}.*") if raw.is_dir() else ():
+            with contextlib.suppress(FileNotFoundError):
+                original.unlink()
 
     def _inside_docs(self, kb: str, path: Path) -> bool:
         return _inside(os.path.realpath(path), self.locations.docs_dir(kb).resolve())

@@ -242,6 +242,20 @@ class SqliteIndexStore:
 
         return await self.db.write(run)
 
+    async def document_ids(self, kb: str, paths: Sequence[str]) -> dict[str, str]:
+        def run(conn: Connection) -> dict[str, str]:
+            found: dict[str, str] = {}
+            for path in set(paths):
+                row = conn.execute(
+                    "SELECT id FROM documents WHERE kind = ? AND resource_name = ? AND path = ?",
+                    (KB_KIND, kb, path),
+                ).fetchone()
+                if row:
+                    found[path] = row[0]
+            return found
+
+        return await self.db.read(run)
+
     async def get_document(self, kb: str, doc_id: str) -> Document | None:
         def run(conn: Connection) -> Document | None:
             row = conn.execute(

@@ -1,38 +1,94 @@
-"""`cofferd`: open the data home, bring every knowledge base up to date."""
+"""cofferd: keeps the search index of every Coffer knowledge base current.
+
+Runs in the foreground (service managers and `make run` start it that way) and serves
+the API on a Unix socket. Settings come from flags, else from the environment:
+
+* ``COFFER_HOME``: data home (default: the platform's user data directory).
+* ``COFFER_SOCKET``: socket path (default: ``cofferd.sock`` in the user runtime directory).
+* ``COFFER_LOG_LEVEL``: DEBUG, INFO (default), WARNING, ERROR.
+* ``COFFER_RECONCILE_INTERVAL``: seconds between full safety reconciles (default 600).
+* ``NOTIFY_SOCKET``, ``LISTEN_FDS``/``LISTEN_PID``: set by systemd for readiness and
+  socket activation.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import os
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 from cofferd import __version__
-from cofferd.application.knowledge_bases import DEFAULT_KB
 from cofferd.infrastructure.paths import Locations
-from cofferd.surfaces.core import Coffer
+from cofferd.surfaces.daemon import AlreadyRunning, Settings, run
+from cofferd.surfaces.unix_socket import SocketInUse
 
-log = logging.getLogger("cofferd")
+# syslog priorities: under systemd, journald reads a `<N>` prefix as the line's level.
+_PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3}
 
 
-async def start(locations: Locations) -> None:
-    coffer = await Coffer.open(locations)
-    try:
-        if not coffer.kbs.list():
-            await coffer.kbs.create(DEFAULT_KB, actor="system")
-        for kb in coffer.kbs.list():
-            if kb.enabled:
-                result = await coffer.reindexer.reconcile(kb)
-                log.info("%s: %s", kb.name, result.as_dict())
-    finally:
-        await coffer.close()
+class JournalFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        priority = _PRIORITY.get(record.levelno, 2 if record.levelno > logging.ERROR else 6)
+        return f"<{priority}>{super().format(record)}"
+
+
+def setup_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if os.environ.get("JOURNAL_STREAM"):  # stderr goes to the journal, which adds the time
+        handler.setFormatter(JournalFormatter("%(name)s: %(message)s"))
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cofferd",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"cofferd {__version__}")
+    p.add_argument("--home", help="data home (env COFFER_HOME)")
+    p.add_argument("--socket", help="Unix socket path (env COFFER_SOCKET)")
+    p.add_argument(
+        "--log-level",
+        default=os.environ.get("COFFER_LOG_LEVEL", "INFO"),
+        choices=["DEBUG", "INFO", "WARNING", "ERROR", "debug", "info", "warning", "error"],
+        help="log level (env COFFER_LOG_LEVEL; default INFO)",
+    )
+    p.add_argument(
+        "--reconcile-interval",
+        type=float,
+        default=float(os.environ.get("COFFER_RECONCILE_INTERVAL", "600")),
+        help="seconds between full safety reconciles (env COFFER_RECONCILE_INTERVAL)",
+    )
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="cofferd", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"cofferd {__version__}")
-    parser.add_argument("--log-level", default="INFO")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(message)s")
-    asyncio.run(start(Locations.from_env()))
+    args = parser().parse_args(argv)
+    setup_logging(args.log_level)
+    locations = Locations.from_env()
+    if args.home:
+        locations = replace(locations, home=Path(args.home).expanduser().absolute())
+    if args.socket:
+        locations = replace(locations, socket=Path(args.socket).expanduser().absolute())
+    if args.reconcile_interval <= 0:
+        print("cofferd: --reconcile-interval must be positive", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(run(locations, Settings(reconcile_interval_s=args.reconcile_interval)))
+    except (AlreadyRunning, SocketInUse) as exc:
+        print(f"cofferd: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

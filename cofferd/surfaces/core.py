@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from cofferd.application.documents import Documents
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.locks import KBLocks
 from cofferd.application.reindexer import Reindexer
 from cofferd.application.retrieval import Retrieval
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.docs_tree import FileDocsTree
+from cofferd.infrastructure.grep import Ripgrep
 from cofferd.infrastructure.index_store import SqliteIndexStore
 from cofferd.infrastructure.kb_files import KBFiles
 from cofferd.infrastructure.paths import Locations
@@ -22,7 +24,9 @@ class Coffer:
         self.locks = KBLocks()
         self.reindexer = Reindexer(self.store, self.tree, self.locks)
         self.kbs = KnowledgeBases(KBFiles(locations), self.store, self.reindexer, self.locks)
-        self.retrieval = Retrieval(self.kbs, self.store)
+        self.grep = Ripgrep(locations)
+        self.retrieval = Retrieval(self.kbs, self.store, self.grep)
+        self.documents = Documents(self.kbs, self.store, self.tree, self.reindexer)
 
     @classmethod
     async def open(cls, locations: Locations) -> Coffer:

@@ -1,0 +1,123 @@
+"""Documents of a knowledge base: list, read, edit and delete, all through the Reindexer."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from cofferd.application import markdown
+from cofferd.application.knowledge_bases import KnowledgeBases
+from cofferd.application.reindexer import Reindexer
+from cofferd.domain.errors import DocumentNotFound, PayloadTooLarge, ValidationFailed
+from cofferd.domain.models import Document
+from cofferd.domain.ports import DocsTree, IndexStore
+
+LIST_LIMIT_MAX = 500
+
+
+@dataclass(frozen=True)
+class DocumentView:
+    document: Document
+    path: str
+    folder_path: str
+    body: str | None = None
+    frontmatter: dict[str, Any] | None = None
+
+
+class Documents:
+    def __init__(
+        self, kbs: KnowledgeBases, store: IndexStore, tree: DocsTree, reindexer: Reindexer
+    ) -> None:
+        self.kbs = kbs
+        self.store = store
+        self.tree = tree
+        self.reindexer = reindexer
+
+    def _view(self, doc: Document, **extra: Any) -> DocumentView:
+        path = self.tree.absolute(doc.resource_name, doc.path)
+        return DocumentView(doc, path, posixpath.dirname(path), **extra)
+
+    async def list(
+        self, kb: str, *, q: str | None = None, limit: int = 50, offset: int = 0
+    ) -> tuple[list[DocumentView], int]:
+        self.kbs.get(kb)
+        if not 1 <= limit <= LIST_LIMIT_MAX:
+            raise ValidationFailed(f"limit must be between 1 and {LIST_LIMIT_MAX}", field="limit")
+        if offset < 0:
+            raise ValidationFailed("offset must not be negative", field="offset")
+        docs, total = await self.store.list_documents(kb, q=q or None, limit=limit, offset=offset)
+        return [self._view(d) for d in docs], total
+
+    async def _get(self, kb: str, doc_id: str) -> Document:
+        self.kbs.get(kb)
+        doc = await self.store.get_document(kb, doc_id)
+        if doc is None:
+            raise DocumentNotFound(kb, doc_id)
+        return doc
+
+    async def get(self, kb: str, doc_id: str) -> DocumentView:
+        doc = await self._get(kb, doc_id)
+        content = self.tree.read(kb, doc.path)
+        if content is None:
+            raise DocumentNotFound(kb, doc_id)
+        text, _ = markdown.decode(content.data)
+        frontmatter, body, _ = markdown.split_frontmatter(text)
+        return self._view(doc, body=body, frontmatter=_jsonable(frontmatter))
+
+    async def edit(self, kb_name: str, doc_id: str, body: str, *, actor: str) -> DocumentView:
+        """Replace the Markdown: a body alone keeps the file's frontmatter; text that starts
+        with frontmatter replaces the whole file. A converted document becomes `edited`."""
+        kb = self.kbs.get_enabled(kb_name)
+        doc = await self._get(kb_name, doc_id)
+        if len(body.encode()) > kb.config.max_document_bytes:
+            raise PayloadTooLarge(
+                "document is larger than this knowledge base's max_document_bytes",
+                limit=kb.config.max_document_bytes,
+            )
+        current = self.tree.read(kb_name, doc.path)
+        if current is None:
+            raise DocumentNotFound(kb_name, doc_id)
+        given_frontmatter, _, _ = markdown.split_frontmatter(body)
+        if given_frontmatter:  # the caller sent a whole file
+            new_text = _mark_edited(body)
+        else:
+            old_text, _ = markdown.decode(current.data)
+            old_frontmatter, old_body, _ = markdown.split_frontmatter(old_text)
+            head = old_text[: len(old_text) - len(old_body)] if old_frontmatter else ""
+            new_text = _mark_edited(head + body)
+        self.tree.write(kb_name, doc.path, new_text.encode())
+        await self.reindexer.sync_paths(kb, [doc.path], actor=actor)
+        return await self.get(kb_name, doc_id)
+
+    async def delete(self, kb: str, doc_id: str, *, actor: str) -> Document:
+        doc = await self._get(kb, doc_id)
+        async with self.reindexer.locks(kb):
+            self.tree.remove(kb, doc.path)
+            self.tree.remove_originals(kb, doc.id)
+            await self.store.delete_document(kb, doc.id, actor)
+        return doc
+
+
+def _mark_edited(text: str) -> str:
+    frontmatter, body, _ = markdown.split_frontmatter(text)
+    if frontmatter.get("source_mode") != "converted":
+        return text  # the author's frontmatter is left exactly as written
+    frontmatter["source_mode"] = "edited"
+    dumped = yaml.safe_dump(frontmatter, sort_keys=False, allow_unicode=True)
+    return f"---\n{dumped}---\n{body}"
+
+
+def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
+    """YAML may hold dates and other non-JSON values; show them as text."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out[str(key)] = _jsonable(value)
+        elif isinstance(value, str | int | float | bool | list) or value is None:
+            out[str(key)] = value
+        else:
+            out[str(key)] = str(value)
+    return out

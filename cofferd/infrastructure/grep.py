@@ -1,0 +1,105 @@
+"""Grep over one knowledge base's docs/ with ripgrep (no index): bounded in matches and time."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import shutil
+import sysconfig
+from pathlib import Path
+
+from cofferd.domain.errors import EngineUnavailable, InvalidPattern
+from cofferd.domain.ports import RawHit
+from cofferd.infrastructure.paths import Locations, normalize_relpath
+
+TIMEOUT_S = 5.0
+MAX_LINE_CHARS = 500
+
+
+def find_rg() -> str | None:
+    """The `rg` installed beside this interpreter (the `ripgrep` wheel), else one on PATH.
+
+    Services start with a minimal PATH, so the venv's own copy comes first."""
+    beside = Path(sysconfig.get_path("scripts")) / "rg"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("rg")
+
+
+class Ripgrep:
+    def __init__(self, locations: Locations, timeout_s: float = TIMEOUT_S) -> None:
+        self.locations = locations
+        self.timeout_s = timeout_s
+        self.binary = find_rg()
+
+    async def grep(
+        self, kb: str, pattern: str, max_matches: int, ignore_case: bool = False
+    ) -> tuple[list[RawHit], bool]:
+        if self.binary is None:
+            raise EngineUnavailable("ripgrep (rg) is not installed", engine="ripgrep")
+        docs = self.locations.docs_dir(kb)
+        args = [
+            self.binary, "--json", "--no-config", "--no-ignore", "--no-messages",
+            "--glob", "*.md", "--glob", "*.markdown",
+            *(["--ignore-case"] if ignore_case else []),
+            "-e", pattern, "--", ".",
+        ]  # fmt: skip
+        proc = await asyncio.create_subprocess_exec(
+            *args,
+            cwd=docs,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=8 * 1024 * 1024,
+        )
+        hits: list[RawHit] = []
+        truncated = False
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                truncated = await _collect(proc, hits, max_matches)
+                stderr = await proc.stderr.read() if proc.stderr else b""
+                code = await proc.wait()
+        except TimeoutError:
+            truncated = True
+            code = 0
+            stderr = b""
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        if code == 2 and not hits and not truncated:
+            message = stderr.decode(errors="replace").strip() or "ripgrep failed"
+            raise InvalidPattern(f"invalid pattern: {message}", field="pattern")
+        return hits, truncated
+
+
+async def _collect(proc: asyncio.subprocess.Process, hits: list[RawHit], limit: int) -> bool:
+    """Read rg's JSON lines into `hits`; True when more matches exist than `limit`."""
+    assert proc.stdout is not None
+    async for raw in proc.stdout:
+        event = json.loads(raw)
+        if event.get("type") != "match":
+            continue
+        if len(hits) >= limit:
+            return True
+        data = event["data"]
+        path = _text(data["path"])
+        line = _text(data["lines"]).rstrip("\n")
+        hits.append(
+            RawHit(
+                path=normalize_relpath(path[2:] if path.startswith("./") else path),
+                line_number=int(data["line_number"]),
+                line=line[:MAX_LINE_CHARS],
+            )
+        )
+    return False
+
+
+def _text(field: dict[str, str]) -> str:
+    if "text" in field:
+        return field["text"]
+    return base64.b64decode(field.get("bytes", "")).decode("utf-8", errors="replace")

@@ -1,0 +1,392 @@
+"""The REST API (seed wire contract; docs/openapi.yaml) over aiohttp."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+
+from cofferd import __version__
+from cofferd.application.documents import DocumentView
+from cofferd.application.retrieval import MAX_MATCHES_DEFAULT, TOP_K_DEFAULT
+from cofferd.domain.errors import ValidationFailed
+from cofferd.domain.models import KB_KIND, KnowledgeBase, Passage, ReindexResult
+from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START
+from cofferd.surfaces.core import Coffer
+from cofferd.surfaces.http_errors import error_middleware, error_response
+from cofferd.surfaces.peercred import peer_uid
+from cofferd.surfaces.watcher import Watcher
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+ACTOR_HEADER = "X-Coffer-Actor"
+
+COFFER: web.AppKey[Coffer] = web.AppKey("coffer", Coffer)
+WATCHER: web.AppKey[Watcher] = web.AppKey("watcher", Watcher)
+STATUS: web.AppKey[Callable[[], Awaitable[dict[str, Any]]]] = web.AppKey("status")
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateKB(_Body):
+    name: str
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class UpdateKB(_Body):
+    config: dict[str, Any]
+
+
+class SearchRequest(_Body):
+    query: str
+    top_k: int = TOP_K_DEFAULT
+
+
+class GrepRequest(_Body):
+    pattern: str
+    max_matches: int = MAX_MATCHES_DEFAULT
+    ignore_case: bool = False
+
+
+class EditDocument(_Body):
+    content: str
+
+
+# -- JSON shapes -------------------------------------------------------------------------
+
+
+def kb_json(kb: KnowledgeBase) -> dict[str, Any]:
+    return kb.snapshot()
+
+
+def document_json(view: DocumentView) -> dict[str, Any]:
+    d = view.document
+    out: dict[str, Any] = {
+        "id": d.id,
+        "kind": d.kind,
+        "knowledge_base": d.resource_name,
+        "title": d.title,
+        "description": d.description,
+        "path": view.path,
+        "relative_path": d.path,
+        "folder_path": view.folder_path,
+        "source_mode": d.source_mode,
+        "content_sha256": d.content_sha256,
+        "embed_pending": d.embed_pending,
+        "metadata": d.metadata,
+        "created_at": d.created_at,
+        "updated_at": d.updated_at,
+    }
+    if view.body is not None:
+        out["content"] = view.body
+        out["frontmatter"] = view.frontmatter or {}
+    return out
+
+
+def passage_json(p: Passage) -> dict[str, Any]:
+    snippet, highlights = split_highlights(p.snippet)
+    return {
+        "document_id": p.document_id,
+        "title": p.title,
+        "text": p.text,
+        "score": p.score,
+        "position": p.position,
+        "path": p.path,
+        "heading": list(p.heading),
+        "snippet": snippet,
+        "highlights": highlights,
+    }
+
+
+def split_highlights(marked: str) -> tuple[str, list[list[int]]]:
+    """Plain snippet text plus [start, end) offsets of the matched terms."""
+    plain: list[str] = []
+    spans: list[list[int]] = []
+    length = 0
+    for i, part in enumerate(marked.split(HIGHLIGHT_START)):
+        hit, _, rest = part.partition(HIGHLIGHT_END) if i else ("", "", part)
+        if hit:
+            spans.append([length, length + len(hit)])
+        plain.append(hit + rest)
+        length += len(hit) + len(rest)
+    return "".join(plain), spans
+
+
+def reindex_json(result: ReindexResult | None) -> dict[str, Any] | None:
+    return result.as_dict() if result else None
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _actor(request: web.Request) -> str:
+    return request.headers.get(ACTOR_HEADER, "user")[:100] or "user"
+
+
+async def _json(request: web.Request, model: type[BaseModel]) -> Any:
+    if not request.can_read_body:
+        raise ValidationFailed("a JSON request body is required")
+    return model.model_validate(await request.json())
+
+
+def _int_query(request: web.Request, name: str, default: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValidationFailed(f"{name} must be an integer", field=name) from None
+
+
+def _kind(request: web.Request) -> str:
+    kind = request.match_info["kind"]
+    if kind != KB_KIND:
+        raise ValidationFailed(f"unknown resource kind {kind!r}", field="kind")
+    return kind
+
+
+# -- handlers ----------------------------------------------------------------------------
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/api/v1/health")
+async def health(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok", "version": __version__})
+
+
+@routes.get("/api/v1/status")
+async def status(request: web.Request) -> web.Response:
+    return web.json_response(await request.app[STATUS]())
+
+
+@routes.get("/api/v1/knowledge_bases")
+async def list_kbs(request: web.Request) -> web.Response:
+    kbs = request.app[COFFER].kbs.list()
+    return web.json_response({"knowledge_bases": [kb_json(k) for k in kbs]})
+
+
+@routes.post("/api/v1/knowledge_bases")
+async def create_kb(request: web.Request) -> web.Response:
+    body = await _json(request, CreateKB)
+    kb = await request.app[COFFER].kbs.create(body.name, body.config, actor=_actor(request))
+    request.app[WATCHER].refresh()
+    return web.json_response(kb_json(kb), status=201)
+
+
+@routes.get("/api/v1/knowledge_bases/{name}")
+async def get_kb(request: web.Request) -> web.Response:
+    return web.json_response(kb_json(request.app[COFFER].kbs.get(request.match_info["name"])))
+
+
+@routes.patch("/api/v1/knowledge_bases/{name}")
+async def update_kb(request: web.Request) -> web.Response:
+    body = await _json(request, UpdateKB)
+    kb, result = await request.app[COFFER].kbs.update_config(
+        request.match_info["name"], body.config, actor=_actor(request)
+    )
+    return web.json_response({**kb_json(kb), "reindex": reindex_json(result)})
+
+
+async def _delete_kb(request: web.Request, name: str) -> web.Response:
+    coffer, watcher = request.app[COFFER], request.app[WATCHER]
+    coffer.kbs.get(name)
+    watcher.forget(name)
+    kb = await coffer.kbs.delete(name, actor=_actor(request))
+    watcher.refresh()
+    return web.json_response({"deleted": kb_json(kb)})
+
+
+@routes.delete("/api/v1/knowledge_bases/{name}")
+async def delete_kb(request: web.Request) -> web.Response:
+    return await _delete_kb(request, request.match_info["name"])
+
+
+@routes.get("/api/v1/knowledge_bases/{name}/documents")
+async def list_documents(request: web.Request) -> web.Response:
+    limit = _int_query(request, "limit", 50)
+    offset = _int_query(request, "offset", 0)
+    views, total = await request.app[COFFER].documents.list(
+        request.match_info["name"], q=request.query.get("q"), limit=limit, offset=offset
+    )
+    return web.json_response(
+        {
+            "documents": [document_json(v) for v in views],
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+        }
+    )
+
+
+@routes.get("/api/v1/knowledge_bases/{name}/documents/{doc_id}")
+async def get_document(request: web.Request) -> web.Response:
+    view = await request.app[COFFER].documents.get(
+        request.match_info["name"], request.match_info["doc_id"]
+    )
+    return web.json_response(document_json(view))
+
+
+@routes.put("/api/v1/knowledge_bases/{name}/documents/{doc_id}")
+async def edit_document(request: web.Request) -> web.Response:
+    body = await _json(request, EditDocument)
+    view = await request.app[COFFER].documents.edit(
+        request.match_info["name"],
+        request.match_info["doc_id"],
+        body.content,
+        actor=_actor(request),
+    )
+    return web.json_response(document_json(view))
+
+
+@routes.delete("/api/v1/knowledge_bases/{name}/documents/{doc_id}")
+async def delete_document(request: web.Request) -> web.Response:
+    doc = await request.app[COFFER].documents.delete(
+        request.match_info["name"], request.match_info["doc_id"], actor=_actor(request)
+    )
+    return web.json_response({"deleted": {"id": doc.id, "relative_path": doc.path}})
+
+
+@routes.post("/api/v1/knowledge_bases/{name}/reindex")
+async def reindex(request: web.Request) -> web.Response:
+    result = await request.app[COFFER].kbs.reindex(
+        request.match_info["name"], actor=_actor(request)
+    )
+    return web.json_response(result.as_dict())
+
+
+@routes.post("/api/v1/knowledge_bases/{name}/search")
+async def search(request: web.Request) -> web.Response:
+    body = await _json(request, SearchRequest)
+    result = await request.app[COFFER].retrieval.search(
+        request.match_info["name"], body.query, body.top_k
+    )
+    return web.json_response({"passages": [passage_json(p) for p in result.passages]})
+
+
+@routes.post("/api/v1/knowledge_bases/{name}/grep")
+async def grep(request: web.Request) -> web.Response:
+    body = await _json(request, GrepRequest)
+    result = await request.app[COFFER].retrieval.grep(
+        request.match_info["name"], body.pattern, body.max_matches, body.ignore_case
+    )
+    return web.json_response(
+        {
+            "hits": [
+                {
+                    "document_id": h.document_id,
+                    "path": h.path,
+                    "line_number": h.line_number,
+                    "line": h.line,
+                }
+                for h in result.hits
+            ],
+            "truncated": result.truncated,
+        }
+    )
+
+
+@routes.get("/api/v1/knowledge_bases/{name}/metrics")
+async def metrics(request: web.Request) -> web.Response:
+    return web.json_response(await request.app[COFFER].kbs.metrics(request.match_info["name"]))
+
+
+@routes.get("/api/v1/audit")
+async def audit(request: web.Request) -> web.Response:
+    kb = request.query.get("kb") or None
+    if kb is not None:
+        request.app[COFFER].kbs.get(kb)
+    limit = _int_query(request, "limit", 50)
+    if not 1 <= limit <= 1000:
+        raise ValidationFailed("limit must be between 1 and 1000", field="limit")
+    return web.json_response({"events": await request.app[COFFER].store.audit_log(kb, limit)})
+
+
+# -- kind-agnostic resources (seed) --------------------------------------------------------
+
+
+def resource_json(kb: KnowledgeBase) -> dict[str, Any]:
+    return {"kind": KB_KIND, "name": kb.name, "enabled": kb.enabled, "config": kb_json(kb)}
+
+
+@routes.get("/api/v1/resources")
+async def list_resources(request: web.Request) -> web.Response:
+    kind = request.query.get("kind")
+    if kind not in (None, KB_KIND):
+        raise ValidationFailed(f"unknown resource kind {kind!r}", field="kind")
+    kbs = request.app[COFFER].kbs.list()
+    return web.json_response({"resources": [resource_json(k) for k in kbs]})
+
+
+@routes.get("/api/v1/resources/{kind}/{name}")
+async def get_resource(request: web.Request) -> web.Response:
+    _kind(request)
+    return web.json_response(resource_json(request.app[COFFER].kbs.get(request.match_info["name"])))
+
+
+@routes.delete("/api/v1/resources/{kind}/{name}")
+async def delete_resource(request: web.Request) -> web.Response:
+    _kind(request)
+    return await _delete_kb(request, request.match_info["name"])
+
+
+async def _set_enabled(request: web.Request, enabled: bool) -> web.Response:
+    _kind(request)
+    coffer, watcher = request.app[COFFER], request.app[WATCHER]
+    kb, result = await coffer.kbs.set_enabled(
+        request.match_info["name"], enabled, actor=_actor(request)
+    )
+    watcher.refresh()
+    return web.json_response({**resource_json(kb), "reindex": reindex_json(result)})
+
+
+@routes.post("/api/v1/resources/{kind}/{name}/enable")
+async def enable_resource(request: web.Request) -> web.Response:
+    return await _set_enabled(request, True)
+
+
+@routes.post("/api/v1/resources/{kind}/{name}/disable")
+async def disable_resource(request: web.Request) -> web.Response:
+    return await _set_enabled(request, False)
+
+
+# -- the application -----------------------------------------------------------------------
+
+
+def peer_check_middleware(uid: int) -> Any:
+    @web.middleware
+    async def check_peer(request: web.Request, handler: Any) -> web.StreamResponse:
+        sock = request.transport.get_extra_info("socket") if request.transport else None
+        if sock is None or peer_uid(sock) != uid:
+            log.warning("refused a connection from another user")
+            response = error_response(
+                403, "FORBIDDEN", "only the user running cofferd may talk to it"
+            )
+            response.force_close()
+            return response
+        result: web.StreamResponse = await handler(request)
+        return result
+
+    return check_peer
+
+
+def create_app(
+    coffer: Coffer, watcher: Watcher, status_fn: Callable[[], Awaitable[dict[str, Any]]]
+) -> web.Application:
+    app = web.Application(
+        client_max_size=MAX_BODY_BYTES,
+        middlewares=[error_middleware, peer_check_middleware(os.getuid())],
+    )
+    app[COFFER] = coffer
+    app[WATCHER] = watcher
+    app[STATUS] = status_fn
+    app.add_routes(routes)
+    return app
