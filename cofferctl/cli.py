@@ -1,10 +1,415 @@
-"""`cofferctl`: the control client for cofferd."""
+"""cofferctl: control cofferd, the Coffer daemon, over its Unix socket.
+
+Exit codes: 0 success, 1 the daemon reported an error, 2 usage error, 3 the daemon is not
+reachable. `--json` prints the API's JSON body unchanged. Colour only on a terminal and
+never when NO_COLOR is set. Environment: COFFER_SOCKET (socket path).
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import sys
+import urllib.parse
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from cofferctl.client import ApiError, Client, DaemonUnreachable
+from cofferctl.socket_path import default_socket
+
+EXIT_OK, EXIT_API, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+START_HINT = "start it with `cofferd` (or `make run` in a checkout)"
 
 
-def main(argv: list[str] | None = None) -> int:
-    print("cofferctl talks to a running cofferd; its commands arrive with the daemon.")
-    return 2 if (argv if argv is not None else sys.argv[1:]) else 0
+class Output:
+    def __init__(self, stream: TextIO, as_json: bool) -> None:
+        self.stream = stream
+        self.as_json = as_json
+        self.color = stream.isatty() and not os.environ.get("NO_COLOR")
+
+    def line(self, text: str = "") -> None:
+        print(text, file=self.stream)
+
+    def json(self, data: Any) -> None:
+        print(json.dumps(data, indent=2, ensure_ascii=False), file=self.stream)
+
+    def style(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        cells = [[str(c) for c in row] for row in rows]
+        widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+        self.line(
+            self.style("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)), "1")
+        )
+        for row in cells:
+            self.line("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+    def highlight(self, text: str, spans: Sequence[Sequence[int]]) -> str:
+        if not self.color or not spans:
+            return text
+        out, last = [], 0
+        for start, end in spans:
+            out += [text[last:start], self.style(text[start:end], "1;33")]
+            last = end
+        out.append(text[last:])
+        return "".join(out)
+
+
+Command = Callable[[Client, argparse.Namespace, Output], Any]
+
+
+def _quote(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+def parse_settings(pairs: Sequence[str]) -> dict[str, Any]:
+    """`chunk_size=256 embedding.model=x` -> {"chunk_size": 256, "embedding": {"model": "x"}}."""
+    config: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"expected KEY=VALUE, got {pair!r}")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        target = config
+        *parents, leaf = key.split(".")
+        for part in parents:
+            target = target.setdefault(part, {})
+        target[leaf] = value
+    return config
+
+
+class UsageError(Exception):
+    pass
+
+
+# -- commands -----------------------------------------------------------------------------
+
+
+def cmd_status(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    s = c.get("/api/v1/status")
+    if out.as_json:
+        return s
+    w = s["watcher"]
+    out.line(f"cofferd {s['version']} (pid {s['pid']}, up {s['uptime_s']} s)")
+    out.line(f"data home  {s['data_home']}")
+    out.line(f"socket     {s['socket']}")
+    out.line(f"database   {s['database']} (SQLite {s['sqlite_version']})")
+    health = "healthy" if w["healthy"] else "NOT RUNNING"
+    out.line(
+        f"watcher    {health}, {w['restarts']} restarts, queue {w['queue_depth']}, "
+        f"last event {w['last_event_at'] or '-'}"
+    )
+    if w["last_error"]:
+        out.line(f"           last error: {w['last_error']}")
+    out.line(
+        f"reconcile  last full {w['last_full_reconcile_at'] or 'running'}"
+        f" ({w['last_full_reconcile_s'] or '-'} s), every {w['reconcile_interval_s']:.0f} s"
+    )
+    out.line()
+    out.table(
+        ["KB", "enabled", "documents", "degraded", "docs folder"],
+        [
+            [k["name"], "yes" if k["enabled"] else "no", k["documents"], k["documents_degraded"],
+             k["docs_path"]]
+            for k in s["knowledge_bases"]
+        ],
+    )  # fmt: skip
+    return None
+
+
+def _kb_rows(kbs: list[dict[str, Any]]) -> list[list[Any]]:
+    rows = []
+    for kb in kbs:
+        cfg = kb["config"]
+        rows.append([
+            kb["name"], "yes" if kb["enabled"] else "no",
+            ",".join(cfg["enabled_modes"]), cfg["chunk_size"], kb["created_at"],
+        ])  # fmt: skip
+    return rows
+
+
+def cmd_kb_list(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    data = c.get("/api/v1/knowledge_bases")
+    if out.as_json:
+        return data
+    out.table(["name", "enabled", "modes", "chunk", "created"], _kb_rows(data["knowledge_bases"]))
+    return None
+
+
+def cmd_kb_create(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    kb = c.post("/api/v1/knowledge_bases", {"name": a.name, "config": parse_settings(a.set)})
+    return kb if out.as_json else out.line(f"created {kb['name']}")
+
+
+def cmd_kb_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    kb = c.get(c.kb(a.name))
+    if out.as_json:
+        return kb
+    out.line(
+        f"{kb['name']} ({'enabled' if kb['enabled'] else 'disabled'}), created {kb['created_at']}"
+    )
+    for key, value in kb["config"].items():
+        out.line(f"  {key}: {json.dumps(value)}")
+    return None
+
+
+def cmd_kb_set(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    kb = c.request("PATCH", c.kb(a.name), {"config": parse_settings(a.settings)})
+    if out.as_json:
+        return kb
+    out.line(f"updated {kb['name']}")
+    if kb.get("reindex"):
+        out.line(f"re-chunked: {kb['reindex']['documents_updated']} documents")
+    return None
+
+
+def cmd_kb_delete(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    if not a.yes:
+        if not sys.stdin.isatty():
+            raise UsageError(f"deleting {a.name!r} removes its folder and files; pass --yes")
+        answer = input(f"Delete knowledge base {a.name!r} and ALL its files? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            out.line("kept")
+            return None
+    data = c.request("DELETE", c.kb(a.name))
+    return data if out.as_json else out.line(f"deleted {a.name}")
+
+
+def _enable(enabled: bool) -> Command:
+    def run(c: Client, a: argparse.Namespace, out: Output) -> Any:
+        verb = "enable" if enabled else "disable"
+        data = c.post(f"/api/v1/resources/knowledge_base/{_quote(a.name)}/{verb}")
+        return data if out.as_json else out.line(f"{verb}d {a.name}")
+
+    return run
+
+
+def cmd_docs(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    data = c.get(c.kb(a.kb, "/documents"), q=a.q, limit=a.limit, offset=a.offset)
+    if out.as_json:
+        return data
+    out.table(
+        ["id", "title", "mode", "updated", "path"],
+        [[d["id"], d["title"][:50], d["source_mode"], d["updated_at"][:19], d["relative_path"]]
+         for d in data["documents"]],
+    )  # fmt: skip
+    shown = len(data["documents"])
+    out.line(f"{data['offset'] + 1 if shown else 0}-{data['offset'] + shown} of {data['total']}")
+    return None
+
+
+def cmd_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    doc = c.get(c.kb(a.kb, f"/documents/{_quote(a.doc)}"))
+    if out.as_json:
+        return doc
+    out.line(out.style(doc["title"], "1") + f"  ({doc['path']})")
+    out.line()
+    out.stream.write(doc["content"])
+    return None
+
+
+def cmd_edit(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    doc = c.get(c.kb(a.kb, f"/documents/{_quote(a.doc)}"))
+    import shlex
+    import subprocess
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    code = subprocess.call([*shlex.split(editor), doc["path"]])
+    if code != 0:
+        raise UsageError(f"{editor} exited with {code}")
+    return None
+
+
+def cmd_rm(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    data = c.request("DELETE", c.kb(a.kb, f"/documents/{_quote(a.doc)}"))
+    return data if out.as_json else out.line(f"deleted {data['deleted']['relative_path']}")
+
+
+def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    data = c.post(c.kb(a.kb, "/search"), {"query": " ".join(a.query), "top_k": a.top_k})
+    if out.as_json:
+        return data
+    if not data["passages"]:
+        out.line("no matches")
+    for i, p in enumerate(data["passages"], 1):
+        heading = " > ".join(p["heading"][1:])
+        where = f"{p['path']}" + (f" > {heading}" if heading else "")
+        out.line(f"{i:>2}. {out.style(p['title'], '1')}  {out.style(where, '2')}  {p['score']:.2f}")
+        snippet = " ".join(out.highlight(p["snippet"], p["highlights"]).split())
+        out.line(f"    {snippet}")
+    return None
+
+
+def cmd_grep(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    body = {"pattern": a.pattern, "max_matches": a.max_matches, "ignore_case": a.ignore_case}
+    data = c.post(c.kb(a.kb, "/grep"), body)
+    if out.as_json:
+        return data
+    for h in data["hits"]:
+        out.line(
+            f"{out.style(h['path'], '35')}:{out.style(str(h['line_number']), '32')}:{h['line']}"
+        )
+    if data["truncated"]:
+        out.line(out.style("(more matches not shown: raise --max-matches)", "2"))
+    return None
+
+
+def cmd_reindex(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    r = c.post(c.kb(a.kb, "/reindex"))
+    if out.as_json:
+        return r
+    out.line(
+        f"{r['scanned']} files: {r['documents_added']} added, {r['documents_updated']} updated, "
+        f"{r['documents_removed']} removed, {r['documents_unchanged']} unchanged, "
+        f"{r['documents_skipped']} skipped"
+    )
+    for s in r["skipped"]:
+        out.line(f"  skipped {s['path']}: {s['reason']}")
+    return None
+
+
+def cmd_metrics(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    m = c.get(c.kb(a.kb, "/metrics"))
+    if out.as_json:
+        return m
+    for key in ("documents", "chunks", "documents_degraded", "disk_bytes"):
+        out.line(f"{key:<20}{m[key]:>12,}")
+    out.line(f"{'modes':<20}{','.join(m['modes']):>12}")
+    return None
+
+
+def cmd_log(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    data = c.get("/api/v1/audit", kb=a.kb, limit=a.limit)
+    if out.as_json:
+        return data
+    out.table(
+        ["time", "actor", "event", "kb", "document"],
+        [[e["at"][:19], e["actor"], e["event"], e["resource_name"] or "-", e["document_id"] or "-"]
+         for e in reversed(data["events"])],
+    )  # fmt: skip
+    return None
+
+
+# -- parser -------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Accepted before or after the command: separate dests, so a subcommand's defaults
+    # cannot reset what was given before it (merged in main()).
+    def options(prefix: str) -> argparse.ArgumentParser:
+        parser = argparse.ArgumentParser(add_help=False)
+        parser.add_argument(
+            "--json", action="store_true", dest=f"{prefix}json", help="print the API's JSON"
+        )
+        parser.add_argument(
+            "--socket",
+            dest=f"{prefix}socket",
+            metavar="PATH",
+            help="daemon socket (env COFFER_SOCKET)",
+        )
+        return parser
+
+    common = options("sub_")
+
+    p = argparse.ArgumentParser(
+        prog="cofferctl",
+        description="Control cofferd, the Coffer daemon.",
+        epilog="Exit codes: 0 ok, 1 error from the daemon, 2 usage, 3 daemon not reachable.",
+        parents=[options("")],
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add(name: str, fn: Command, help: str, parent: Any = sub) -> argparse.ArgumentParser:
+        sp: argparse.ArgumentParser = parent.add_parser(
+            name, help=help, description=help, parents=[common]
+        )
+        sp.set_defaults(fn=fn)
+        return sp
+
+    add("status", cmd_status, "show the daemon, its knowledge bases and the watcher")
+
+    kb = sub.add_parser("kb", help="manage knowledge bases", description="manage knowledge bases")
+    kb_sub = kb.add_subparsers(dest="kb_command", metavar="ACTION", required=True)
+    add("list", cmd_kb_list, "list knowledge bases", kb_sub)
+    sp = add("create", cmd_kb_create, "create a knowledge base", kb_sub)
+    sp.add_argument("name")
+    sp.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="settings")
+    sp = add("show", cmd_kb_show, "show a knowledge base and its settings", kb_sub)
+    sp.add_argument("name")
+    sp = add("set", cmd_kb_set, "change settings (KEY=VALUE, e.g. chunk_size=256)", kb_sub)
+    sp.add_argument("name")
+    sp.add_argument("settings", nargs="+", metavar="KEY=VALUE")
+    sp = add("delete", cmd_kb_delete, "delete a knowledge base and all its files", kb_sub)
+    sp.add_argument("name")
+    sp.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    for verb, enabled in (("enable", True), ("disable", False)):
+        sp = add(verb, _enable(enabled), f"{verb} a knowledge base", kb_sub)
+        sp.add_argument("name")
+
+    sp = add("docs", cmd_docs, "list the documents of a knowledge base")
+    sp.add_argument("kb")
+    sp.add_argument("-q", "--q", help="only titles containing this text")
+    sp.add_argument("--limit", type=int, default=50)
+    sp.add_argument("--offset", type=int, default=0)
+    for name, fn, text in (
+        ("show", cmd_show, "print a document's Markdown"),
+        ("edit", cmd_edit, "open a document in $VISUAL/$EDITOR (saved edits are indexed)"),
+        ("rm", cmd_rm, "delete a document (its file and its original)"),
+    ):
+        sp = add(name, fn, text)
+        sp.add_argument("kb")
+        sp.add_argument("doc", metavar="DOC_ID")
+    sp = add("search", cmd_search, "search a knowledge base")
+    sp.add_argument("kb")
+    sp.add_argument("query", nargs="+")
+    sp.add_argument("-k", "--top-k", type=int, default=10)
+    sp = add("grep", cmd_grep, "search the Markdown files with a regular expression")
+    sp.add_argument("kb")
+    sp.add_argument("pattern")
+    sp.add_argument("-m", "--max-matches", type=int, default=100)
+    sp.add_argument("-i", "--ignore-case", action="store_true")
+    sp = add("reindex", cmd_reindex, "rescan a knowledge base's files now")
+    sp.add_argument("kb")
+    sp = add("metrics", cmd_metrics, "counts and sizes of a knowledge base")
+    sp.add_argument("kb")
+    sp = add("log", cmd_log, "show the audit trail")
+    sp.add_argument("--kb")
+    sp.add_argument("--limit", type=int, default=50)
+    return p
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
+    stdout = stdout or sys.stdout
+    args = build_parser().parse_args(argv)
+    args.json = args.json or args.sub_json
+    args.socket = args.sub_socket or args.socket
+    out = Output(stdout, args.json)
+    socket_path = default_socket({"COFFER_SOCKET": args.socket} if args.socket else None)
+    client = Client(socket_path)
+    try:
+        result = args.fn(client, args, out)
+        if result is not None and out.as_json:
+            out.json(result)
+        return EXIT_OK
+    except DaemonUnreachable:
+        print(f"cofferctl: cofferd is not running on {socket_path}; {START_HINT}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except ApiError as exc:
+        if out.as_json:
+            out.json({"error": {"code": exc.code, "message": exc.message, "details": exc.details}})
+        print(f"cofferctl: {exc.message} ({exc.code})", file=sys.stderr)
+        return EXIT_API
+    except UsageError as exc:
+        print(f"cofferctl: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

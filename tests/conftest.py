@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -8,6 +8,7 @@ import pytest
 from cofferd.domain.models import KnowledgeBase
 from cofferd.infrastructure.paths import Locations
 from cofferd.surfaces.core import Coffer
+from tests.daemon import Daemon, cleanup, new_daemon
 
 
 @pytest.fixture
@@ -30,3 +31,21 @@ async def kb(coffer: Coffer) -> KnowledgeBase:
 @pytest.fixture
 def docs(locations: Locations, kb: KnowledgeBase) -> Path:
     return locations.docs_dir(kb.name)
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    d = new_daemon(tmp_path)
+    try:
+        yield d.start()
+    finally:
+        cleanup(d)
+
+
+@pytest.fixture(scope="module")
+def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    d = new_daemon(tmp_path_factory.mktemp("shared"))
+    try:
+        yield d.start()
+    finally:
+        cleanup(d)

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from cofferd.domain.models import KnowledgeBase
+from cofferd.infrastructure.paths import Locations
 from cofferd.surfaces.core import Coffer
 
 
@@ -20,16 +21,17 @@ def bump_mtime(path: Path) -> None:
 
 
 async def rebuild_dump(coffer: Coffer, kb: KnowledgeBase) -> dict[str, Any]:
-    """The dump of a fresh index built from the same files in a second data home."""
-    from cofferd.infrastructure.paths import Locations
+    return await rebuild_dump_of(coffer.locations.kb_dir(kb.name), coffer.locations.home.parent)
 
-    home = coffer.locations.home.parent / f"rebuild-{os.urandom(4).hex()}"
+
+async def rebuild_dump_of(kb_dir: Path, scratch: Path) -> dict[str, Any]:
+    """The dump of a fresh index built from the same files in a second data home."""
+    home = scratch / f"rebuild-{os.urandom(4).hex()}"
     other = await Coffer.open(Locations(home=home, socket=home / "s.sock"))
     try:
         (home / "knowledge").mkdir(parents=True, exist_ok=True)
-        (home / "knowledge" / kb.name).symlink_to(coffer.locations.kb_dir(kb.name))
-        fresh = other.kbs.get(kb.name)
-        await other.reindexer.reconcile(fresh)
-        return await other.store.dump(kb.name)
+        (home / "knowledge" / kb_dir.name).symlink_to(kb_dir)
+        await other.reindexer.reconcile(other.kbs.get(kb_dir.name))
+        return await other.store.dump(kb_dir.name)
     finally:
         await other.close()

@@ -43,7 +43,7 @@ class Ripgrep:
         docs = self.locations.docs_dir(kb)
         args = [
             self.binary, "--json", "--no-config", "--no-ignore", "--no-messages",
-            "--glob", "*.md", "--glob", "*.markdown",
+            "--glob", "*.md", "--glob", "*.markdown", "--glob", "!.*",
             *(["--ignore-case"] if ignore_case else []),
             "-e", pattern, "--", ".",
         ]  # fmt: skip

@@ -180,6 +180,30 @@ def _keyword_hits(conn: Connection, kb: str, match: str, top_k: int) -> list[Pas
     ]
 
 
+def dump_index(conn: Connection, kb: str) -> dict[str, Any]:
+    """A canonical picture of everything derived for a KB (timestamps left out): the oracle
+    compares it with the dump of a fresh rebuild from the same files."""
+    docs = conn.execute(
+        "SELECT id, path, title, description, content_sha256, embed_pending,"
+        " source_mode, metadata, file_size, file_mtime_ns, chunking FROM documents"
+        " WHERE kind = ? AND resource_name = ? ORDER BY id",
+        (KB_KIND, kb),
+    ).fetchall()
+    chunks = conn.execute(
+        "SELECT c.id, c.document_id, c.position, c.heading, f.text, f.heading, f.kb"
+        " FROM chunks c LEFT JOIN documents_fts f ON f.rowid = c.seq"
+        " WHERE c.kind = ? AND c.resource_name = ? ORDER BY c.id",
+        (KB_KIND, kb),
+    ).fetchall()
+    (fts_rows,) = conn.execute("SELECT count(*) FROM documents_fts").fetchone()
+    (all_chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    return {
+        "documents": [tuple(r) for r in docs],
+        "chunks": [tuple(r) for r in chunks],
+        "orphan_fts_rows": fts_rows - all_chunks,
+    }
+
+
 class SqliteIndexStore:
     """The IndexStore port over one SQLite database."""
 
@@ -352,30 +376,7 @@ class SqliteIndexStore:
         return await self.db.read(run)
 
     async def dump(self, kb: str) -> dict[str, Any]:
-        """A canonical picture of everything derived for a KB (timestamps left out)."""
-
-        def run(conn: Connection) -> dict[str, Any]:
-            docs = conn.execute(
-                "SELECT id, path, title, description, content_sha256, embed_pending,"
-                " source_mode, metadata, file_size, file_mtime_ns, chunking FROM documents"
-                " WHERE kind = ? AND resource_name = ? ORDER BY id",
-                (KB_KIND, kb),
-            ).fetchall()
-            chunks = conn.execute(
-                "SELECT c.id, c.document_id, c.position, c.heading, f.text, f.heading, f.kb"
-                " FROM chunks c LEFT JOIN documents_fts f ON f.rowid = c.seq"
-                " WHERE c.kind = ? AND c.resource_name = ? ORDER BY c.id",
-                (KB_KIND, kb),
-            ).fetchall()
-            (fts_rows,) = conn.execute("SELECT count(*) FROM documents_fts").fetchone()
-            (all_chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
-            return {
-                "documents": [tuple(r) for r in docs],
-                "chunks": [tuple(r) for r in chunks],
-                "orphan_fts_rows": fts_rows - all_chunks,
-            }
-
-        return await self.db.read(run)
+        return await self.db.read(lambda conn: dump_index(conn, kb))
 
     async def total_changes(self) -> int:
         return await self.db.write(lambda conn: int(conn.total_changes))

@@ -25,10 +25,9 @@ from pathlib import Path, PurePosixPath
 
 import platformdirs
 
+from cofferctl.socket_path import APP_NAME, default_socket
 from cofferd.domain.config import check_kb_name
 from cofferd.domain.errors import ValidationFailed
-
-APP_NAME = "coffer"
 
 
 @dataclass(frozen=True)
@@ -40,10 +39,7 @@ class Locations:
     def from_env(cls, env: Mapping[str, str] | None = None) -> Locations:
         env = os.environ if env is None else env
         home = env.get("COFFER_HOME") or str(platformdirs.user_data_path(APP_NAME))
-        socket = env.get("COFFER_SOCKET") or str(
-            platformdirs.user_runtime_path(APP_NAME) / "cofferd.sock"
-        )
-        return cls(home=Path(home).expanduser().absolute(), socket=Path(socket).absolute())
+        return cls(home=Path(home).expanduser().absolute(), socket=default_socket(dict(env)))
 
     @property
     def db_path(self) -> Path:

@@ -1,4 +1,5 @@
-"""One watchfiles watcher over every enabled knowledge base's docs/ tree.
+"""One watchfiles watcher over the whole knowledge/ folder, so knowledge bases created,
+deleted or copied in are covered without restarting it (a restart would leave a gap).
 
 Events are hints, never trusted: each batch becomes a set of paths per KB, and the
 Reindexer stats every one of them (a folder that appeared is scanned whole, a vanished
@@ -62,7 +63,7 @@ class Watcher:
         self.pending: dict[str, set[str]] = {}
         self._full_requested: set[str] = set()
         self._wake = asyncio.Event()
-        self._roots: dict[str, Path] = {}
+        self.root = coffer.locations.knowledge_root
         self._stop_watch = asyncio.Event()
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
@@ -101,27 +102,16 @@ class Watcher:
         self.state.running = False
 
     def refresh(self) -> None:
-        """Re-read which KBs to watch (after a KB is created, deleted, enabled, disabled)."""
-        roots = {
-            kb.name: self.coffer.locations.docs_dir(kb.name)
-            for kb in self.coffer.kbs.list()
-            if kb.enabled
-        }
-        if roots != self._roots:
-            self._roots = roots
-            self.state.watching = sorted(roots)
-            self._stop_watch.set()  # the watch loop restarts with the new roots
+        """Note which KBs are enabled (after one is created, deleted, enabled, disabled)."""
+        self.state.watching = sorted(kb.name for kb in self.coffer.kbs.list() if kb.enabled)
 
     def forget(self, kb: str) -> None:
-        """Stop watching a KB that is about to be deleted, and drop its queued work."""
-        self._roots.pop(kb, None)
+        """Drop queued work of a KB that is about to be deleted."""
         self.pending.pop(kb, None)
         self._full_requested.discard(kb)
-        self.state.watching = sorted(self._roots)
-        self._stop_watch.set()
 
     def request_full(self, kb: str | None = None) -> None:
-        self._full_requested.update([kb] if kb else self._roots)
+        self._full_requested.update([kb] if kb else self.state.watching)
         self._wake.set()
 
     @property
@@ -148,20 +138,19 @@ class Watcher:
     # -- loops ------------------------------------------------------------------------
 
     def _filter(self, change: watchfiles.Change, path: str) -> bool:
-        return not is_noise(Path(path).name)
+        parts = Path(path).relative_to(self.root).parts if path.startswith(str(self.root)) else ()
+        if len(parts) >= 2 and parts[1] != "docs" and parts[1] != "kb.yaml":
+            return False  # raw/ originals and anything else Coffer keeps beside docs/
+        return not any(is_noise(part) for part in parts)
 
     async def _watch_loop(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
         while not self._stopping:
-            roots = [p for p in self._roots.values() if p.is_dir()]
             self._stop_watch.clear()
-            if not roots:
-                self.state.running = True
-                await self._stop_watch.wait()
-                continue
             try:
                 self.state.running = True
                 async for changes in watchfiles.awatch(
-                    *roots,
+                    self.root,
                     watch_filter=self._filter,
                     step=self.step_ms,
                     debounce=self.debounce_ms,
@@ -185,14 +174,17 @@ class Watcher:
         self.state.events_seen += len(changes)
         for _, raw in changes:
             path = Path(raw)
-            for kb, root in self._roots.items():
-                if path == root:
-                    self._full_requested.add(kb)
-                    break
-                if path.is_relative_to(root):
-                    rel = normalize_relpath(path.relative_to(root).as_posix())
-                    self.pending.setdefault(kb, set()).add(rel)
-                    break
+            if not path.is_relative_to(self.root):
+                continue
+            parts = path.relative_to(self.root).parts
+            if not parts:
+                continue
+            kb = parts[0]
+            if len(parts) <= 2:  # a KB folder, its docs/ or kb.yaml appeared or changed
+                self._full_requested.add(kb)
+            else:
+                rel = normalize_relpath("/".join(parts[2:]))
+                self.pending.setdefault(kb, set()).add(rel)
         self._wake.set()
 
     async def _work_loop(self) -> None:
@@ -222,9 +214,12 @@ class Watcher:
         try:
             kb = self.coffer.kbs.get(kb_name)
         except CofferError:
-            return  # deleted meanwhile
+            return  # not a knowledge base (or deleted meanwhile)
         if not kb.enabled:
             return
+        if kb_name not in self.state.watching:
+            await self.coffer.kbs.adopt(kb_name)  # copied or synced in from elsewhere
+            self.refresh()
         try:
             if paths is None:
                 await self.coffer.reindexer.reconcile(kb)

@@ -1,0 +1,175 @@
+"""Run the real cofferd in a temporary data home on a real Unix socket, and talk to it
+through cofferctl's client, checking every response against docs/openapi.yaml."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from cofferctl.client import ApiError, Client, DaemonUnreachable
+from cofferd.infrastructure import database
+from cofferd.infrastructure.index_store import dump_index
+
+REPO = Path(__file__).resolve().parent.parent
+CONTRACT = REPO / "docs" / "openapi.yaml"
+BIN = Path(sys.executable).parent
+SPEC_URI = "urn:coffer:openapi"
+T = TypeVar("T")
+
+
+@cache
+def contract() -> dict[str, Any]:
+    spec: dict[str, Any] = yaml.safe_load(CONTRACT.read_text())
+    return spec
+
+
+@cache
+def _registry() -> Registry:
+    resource: Resource[Any] = DRAFT202012.create_resource(contract())
+    return Registry().with_resource(SPEC_URI, resource)
+
+
+def _pointer(*parts: str) -> str:
+    return "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def operation_for(method: str, path: str) -> tuple[str, dict[str, Any]] | None:
+    for template, item in contract()["paths"].items():
+        pattern = "^" + re.sub(r"\{[^}]+\}", "[^/]+", template) + "$"
+        if re.match(pattern, path.split("?")[0]) and method.lower() in item:
+            return template, item[method.lower()]
+    return None
+
+
+def check_response(method: str, path: str, status: int, body: Any) -> None:
+    """Fail when the contract lacks the route or status, or the body does not validate."""
+    found = operation_for(method, path)
+    assert found, f"{method} {path} is not in the contract"
+    template, op = found
+    responses = op["responses"]
+    assert str(status) in responses, f"{method} {template} -> {status} is not in the contract"
+    response = responses[str(status)]
+    location = ["paths", template, method.lower(), "responses", str(status)]
+    if "$ref" in response:
+        location = response["$ref"].lstrip("#/").split("/")
+        response = contract()["components"]["responses"][location[-1]]
+    if "content" not in response:
+        return
+    ref = f"{SPEC_URI}#/" + _pointer(*location, "content", "application/json", "schema")
+    validator = Draft202012Validator({"$ref": ref}, registry=_registry())
+    errors = sorted(validator.iter_errors(body), key=lambda e: list(e.path))
+    assert not errors, (
+        f"{method} {template} -> {status}: {errors[0].message} at {list(errors[0].path)}"
+    )
+
+
+class ContractClient(Client):
+    def send(self, method: str, path: str, body: Any = None, query: Any = None) -> Any:
+        status, data = super().send(method, path, body, query)
+        check_response(method, path, status, data)
+        return status, data
+
+
+def wait_for(condition: Callable[[], T], timeout: float = 15.0, interval: float = 0.02) -> T:
+    """Poll until `condition()` is truthy; return its value."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = condition()
+        except (ApiError, OSError, AssertionError) as exc:
+            last = exc
+        if last and not isinstance(last, Exception):
+            return last  # type: ignore[no-any-return]
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s; last value: {last!r}")
+
+
+@dataclass
+class Daemon:
+    home: Path
+    socket: Path
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def client(self) -> ContractClient:
+        return ContractClient(self.socket, actor="tests", timeout=60)
+
+    def docs(self, kb: str) -> Path:
+        return self.home / "knowledge" / kb / "docs"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("NOTIFY_", "LISTEN_"))}
+        env.update(COFFER_HOME=str(self.home), COFFER_SOCKET=str(self.socket), **extra)
+        return env
+
+    def start(self, *args: str, wait: bool = True, **env: str) -> Daemon:
+        self.log_handle = open(self.log, "ab")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [str(BIN / "cofferd"), "--log-level", "DEBUG", *args],
+            env=self.env(**env),
+            stdout=self.log_handle,
+            stderr=subprocess.STDOUT,
+        )
+        if wait:
+            wait_for(self.healthy, timeout=30)
+        return self
+
+    def healthy(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(
+                f"cofferd exited with {self.proc.returncode}:\n{self.log.read_text()}"
+            )
+        try:
+            return bool(self.client.get("/api/v1/health"))
+        except (DaemonUnreachable, OSError):
+            return False
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        code = self.proc.wait(timeout)
+        self.log_handle.close()
+        return code
+
+    def settled(self, kb: str) -> bool:
+        status = self.client.get("/api/v1/status")
+        return status["queue_depth"] == 0 and not status["watcher"]["busy"]
+
+    def dump(self, kb: str) -> dict[str, Any]:
+        conn = database.connect(self.home / "coffer.db", readonly=True)
+        try:
+            return dump_index(conn, kb)
+        finally:
+            conn.close()
+
+
+def new_daemon(tmp: Path) -> Daemon:
+    run = Path(tempfile.mkdtemp(prefix="cof", dir="/tmp"))  # sockets need short paths
+    return Daemon(home=tmp / "home", socket=run / "cofferd.sock", log=tmp / "cofferd.log")
+
+
+def cleanup(d: Daemon) -> None:
+    if d.proc and d.proc.poll() is None:
+        d.proc.kill()
+        d.proc.wait()
+    shutil.rmtree(d.socket.parent, ignore_errors=True)
