@@ -93,7 +93,7 @@ def wait_for(condition: Callable[[], T], timeout: float = 15.0, interval: float 
     while time.monotonic() < deadline:
         try:
             last = condition()
-        except (ApiError, OSError, AssertionError) as exc:
+        except (ApiError, DaemonUnreachable, OSError, AssertionError) as exc:
             last = exc
         if last and not isinstance(last, Exception):
             return last  # type: ignore[no-any-return]
@@ -117,7 +117,7 @@ class Daemon:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NOTIFY_", "LISTEN_"))}
-        env.update(COFFER_HOME=str(self.home), COFFER_SOCKET=str(self.socket), **extra)
+        env.update({"COFFER_HOME": str(self.home), "COFFER_SOCKET": str(self.socket), **extra})
         return env
 
     def start(self, *args: str, wait: bool = True, **env: str) -> Daemon:
