@@ -42,28 +42,29 @@ async def main() -> None:
     corpus, queries, qrels = load_scifact()
     home = scratch_home("scifact")
     locations = Locations(home=home, socket=home / "cofferd.sock")
-    coffer = await Coffer.open(locations)
-    kb = await coffer.kbs.create("scifact")
-    docs = locations.docs_dir("scifact")
-    for doc in corpus:
-        body = f"# {doc['title']}\n\n{doc['text']}\n" if doc["title"] else doc["text"] + "\n"
-        (docs / f"{doc['_id']}.md").write_text(body, encoding="utf-8")
-    started = time.perf_counter()
-    result = await coffer.reindexer.reconcile(kb)
-    print(f"indexed {result.documents_added} abstracts in {time.perf_counter() - started:.1f} s")
+    async with await Coffer.open(locations) as coffer:
+        kb = await coffer.kbs.create("scifact")
+        docs = locations.docs_dir("scifact")
+        for doc in corpus:
+            body = f"# {doc['title']}\n\n{doc['text']}\n" if doc["title"] else doc["text"] + "\n"
+            (docs / f"{doc['_id']}.md").write_text(body, encoding="utf-8")
+        started = time.perf_counter()
+        result = await coffer.reindexer.reconcile(kb)
+        print(
+            f"indexed {result.documents_added} abstracts in {time.perf_counter() - started:.1f} s"
+        )
 
-    ndcgs, recalls = [], []
-    for qid, rels in sorted(qrels.items()):
-        found = await coffer.retrieval.search("scifact", queries[qid], top_k=100)
-        ranked: list[str] = []
-        for p in found.passages:
-            cid = p.path[: -len(".md")]
-            if cid not in ranked:
-                ranked.append(cid)
-        ndcgs.append(ndcg_at(ranked, rels, 10))
-        relevant = {d for d, r in rels.items() if r > 0}
-        recalls.append(len(relevant & set(ranked[:100])) / len(relevant))
-    await coffer.close()
+        ndcgs, recalls = [], []
+        for qid, rels in sorted(qrels.items()):
+            found = await coffer.retrieval.search("scifact", queries[qid], top_k=100)
+            ranked: list[str] = []
+            for p in found.passages:
+                cid = p.path[: -len(".md")]
+                if cid not in ranked:
+                    ranked.append(cid)
+            ndcgs.append(ndcg_at(ranked, rels, 10))
+            relevant = {d for d, r in rels.items() if r > 0}
+            recalls.append(len(relevant & set(ranked[:100])) / len(relevant))
     print(f"machine: {machine()}")
     print(f"SciFact test queries: {len(ndcgs)}")
     print(f"nDCG@10    {sum(ndcgs) / len(ndcgs):.4f}")

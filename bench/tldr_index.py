@@ -29,35 +29,34 @@ QUERIES = [
 async def main() -> None:
     home = scratch_home("tldr")
     locations = Locations(home=home, socket=home / "cofferd.sock")
-    coffer = await Coffer.open(locations)
-    kb = await coffer.kbs.create("tldr")
-    docs = locations.docs_dir("tldr")
-    docs.rmdir()
-    extract_tldr(home / "src").rename(docs)
-    files = [p for p in docs.rglob("*.md") if p.is_file() and not p.is_symlink()]
-    total_bytes = sum(p.stat().st_size for p in files)
+    async with await Coffer.open(locations) as coffer:
+        kb = await coffer.kbs.create("tldr")
+        docs = locations.docs_dir("tldr")
+        docs.rmdir()
+        extract_tldr(home / "src").rename(docs)
+        files = [p for p in docs.rglob("*.md") if p.is_file() and not p.is_symlink()]
+        total_bytes = sum(p.stat().st_size for p in files)
 
-    started = time.perf_counter()
-    cold = await coffer.reindexer.reconcile(kb)
-    cold_s = time.perf_counter() - started
-    rss_after_cold = peak_rss_mb()
-
-    noop_runs = []
-    for _ in range(5):
         started = time.perf_counter()
-        noop = await coffer.reindexer.reconcile(kb)
-        noop_runs.append(time.perf_counter() - started)
-        assert not noop.changed
+        cold = await coffer.reindexer.reconcile(kb)
+        cold_s = time.perf_counter() - started
+        rss_after_cold = peak_rss_mb()
 
-    for q in QUERIES:  # warm the page cache once
-        await coffer.retrieval.search("tldr", q)
-    latencies = []
-    for _ in range(10):
-        for q in QUERIES:
+        noop_runs = []
+        for _ in range(5):
             started = time.perf_counter()
+            noop = await coffer.reindexer.reconcile(kb)
+            noop_runs.append(time.perf_counter() - started)
+            assert not noop.changed
+
+        for q in QUERIES:  # warm the page cache once
             await coffer.retrieval.search("tldr", q)
-            latencies.append((time.perf_counter() - started) * 1000)
-    await coffer.close()
+        latencies = []
+        for _ in range(10):
+            for q in QUERIES:
+                started = time.perf_counter()
+                await coffer.retrieval.search("tldr", q)
+                latencies.append((time.perf_counter() - started) * 1000)
     db_mb = sum(p.stat().st_size for p in home.glob("coffer.db*") if p.is_file()) / 1e6
 
     print(f"machine: {machine()}")

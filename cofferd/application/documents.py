@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import posixpath
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +61,7 @@ class Documents:
 
     async def get(self, kb: str, doc_id: str) -> DocumentView:
         doc = await self._get(kb, doc_id)
-        content = self.tree.read(kb, doc.path)
+        content = await asyncio.to_thread(self.tree.read, kb, doc.path)
         if content is None:
             raise DocumentNotFound(kb, doc_id)
         text, _ = markdown.decode(content.data)
@@ -77,7 +78,7 @@ class Documents:
                 "document is larger than this knowledge base's max_document_bytes",
                 limit=kb.config.max_document_bytes,
             )
-        current = self.tree.read(kb_name, doc.path)
+        current = await asyncio.to_thread(self.tree.read, kb_name, doc.path)
         if current is None:
             raise DocumentNotFound(kb_name, doc_id)
         given_frontmatter, _, _ = markdown.split_frontmatter(body)
@@ -88,7 +89,7 @@ class Documents:
             old_frontmatter, old_body, _ = markdown.split_frontmatter(old_text)
             head = old_text[: len(old_text) - len(old_body)] if old_frontmatter else ""
             new_text = _mark_edited(head + body)
-        self.tree.write(kb_name, doc.path, new_text.encode())
+        await asyncio.to_thread(self.tree.write, kb_name, doc.path, new_text.encode())
         await self.reindexer.sync_paths(kb, [doc.path], actor=actor)
         return await self.get(kb_name, doc_id)
 

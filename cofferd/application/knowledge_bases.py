@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from cofferd.application.locks import KBLocks
@@ -103,9 +104,10 @@ class KnowledgeBases:
     async def metrics(self, name: str) -> dict[str, Any]:
         kb = self.get(name)
         counts = await self.store.metrics(name)
+        originals = await asyncio.to_thread(self.repo.originals_bytes, name)
         return {
             **counts,
             "modes": list(kb.config.enabled_modes),
             "default_mode": kb.config.default_mode,
-            "disk_bytes": self.repo.disk_bytes(name),
+            "disk_bytes": counts["document_bytes"] + originals,
         }

@@ -147,9 +147,15 @@ class Reindexer:
     ) -> _Batch:
         """Read, hash, parse and chunk (CPU and file work, off the event loop)."""
         config = kb.config
+        stamp = utc_now()
         for path in paths:
             known = indexed.get(path)
-            content = self.tree.read(kb.name, path)
+            try:
+                content = self.tree.read(kb.name, path)
+            except OSError as exc:
+                result.documents_skipped += 1
+                result.skipped.append({"path": path, "reason": f"unreadable: {exc.strerror}"})
+                continue  # its rows (if any) stay until the file can be read again
             if content is None:
                 if known is not None:
                     batch.removed.append(known.document_id)
@@ -177,7 +183,6 @@ class Reindexer:
                     result.documents_removed += 1
                 continue
             doc_id = known.document_id if known else markdown.document_id(path)
-            stamp = utc_now()
             document = Document(
                 id=doc_id,
                 resource_name=kb.name,

@@ -77,21 +77,18 @@ def transaction(conn: Connection) -> Iterator[Connection]:
     conn.execute("COMMIT")
 
 
-_savepoints = itertools.count()
-
-
 @contextlib.contextmanager
 def savepoint(conn: Connection) -> Iterator[Connection]:
-    """A nested atomic unit: on error only its own changes are undone."""
-    name = f"sp{next(_savepoints)}"
-    conn.execute(f"SAVEPOINT {name}")
+    """A nested atomic unit: on error only its own changes are undone. (One fixed name:
+    SQLite nests same-named savepoints, and the statements stay in its cache.)"""
+    conn.execute("SAVEPOINT unit")
     try:
         yield conn
     except BaseException:
-        conn.execute(f"ROLLBACK TO {name}")
-        conn.execute(f"RELEASE {name}")
+        conn.execute("ROLLBACK TO unit")
+        conn.execute("RELEASE unit")
         raise
-    conn.execute(f"RELEASE {name}")
+    conn.execute("RELEASE unit")
 
 
 class Database:
@@ -105,21 +102,28 @@ class Database:
 
     async def open(self) -> Database:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = await aiosqlite.Connection(lambda: connect(self.path), iter_chunk_size=64)
-        await self.write(schema.migrate)
-        for _ in range(READERS):
-            reader = aiosqlite.Connection(
-                lambda: connect(self.path, readonly=True), iter_chunk_size=64
+        try:
+            self._writer = await aiosqlite.Connection(
+                lambda: connect(self.path), iter_chunk_size=64
             )
-            self._readers.append(await reader)
+            await self.write(schema.migrate)
+            for _ in range(READERS):
+                reader = aiosqlite.Connection(
+                    lambda: connect(self.path, readonly=True), iter_chunk_size=64
+                )
+                self._readers.append(await reader)
+        except BaseException:
+            await self.close(optimize=False)  # its threads would keep the process alive
+            raise
         return self
 
-    async def close(self) -> None:
+    async def close(self, *, optimize: bool = True) -> None:
         for conn in self._readers:
             await conn.close()
         self._readers.clear()
         if self._writer is not None:
-            await self.write(lambda c: c.execute("PRAGMA optimize"))
+            if optimize:
+                await self.write(lambda c: c.execute("PRAGMA optimize"))
             await self._writer.close()
             self._writer = None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import re
@@ -51,12 +52,14 @@ class FileDocsTree:
 
     def __init__(self, locations: Locations) -> None:
         self.locations = locations
+        self._folders: dict[str, bool] = {}  # folder -> inside its docs tree (reset per scan)
 
     def scan(self, kb: str, under: str = "") -> TreeScan:
         """Every Markdown file in the docs tree, or in its folder `under` (relative).
 
         A folder that cannot be listed is reported in `failed_dirs`, never taken as empty.
         """
+        self._folders.clear()
         root = self.locations.docs_dir(kb)
         try:
             real_root = root.resolve(strict=True)
@@ -135,21 +138,41 @@ class FileDocsTree:
     def read(self, kb: str, relpath: str) -> FileContent | None:
         """The file's bytes, read again while it changes under us (a save in progress)."""
         path = self.locations.doc_path(kb, relpath)
-        if not self._inside_docs(kb, path):
+        if not self._folder_inside_docs(kb, path.parent):
             return None
         content: FileContent | None = None
         for _ in range(READ_ATTEMPTS):
             try:
-                with open(path, "rb") as fh:
-                    before = _stat(os.fstat(fh.fileno()))
-                    data = fh.read()
-                after = path.stat()
-            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                content = self._read_once(kb, path)
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 return None
-            content = FileContent(data=data, stat=before)
-            if _stat(after) == before and len(data) == before.size:
+            if content is None or content.stat.size == len(content.data):
                 return content
         return content
+
+    def _read_once(self, kb: str, path: Path) -> FileContent | None:
+        """One read of the file (its target checked first if it is a symlink)."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:  # ELOOP: the file is a symlink; check its target
+                raise
+            if not self._inside_docs(kb, path):
+                return None
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            before = _stat(os.fstat(fd))
+            data = fh.read()
+            after = _stat(os.fstat(fd))
+        # A write during the read shows as a changed stat: report a size that cannot match.
+        return FileContent(data=data, stat=before if after == before else FileStat(-1, 0))
+
+    def _folder_inside_docs(self, kb: str, folder: Path) -> bool:
+        key = str(folder)
+        inside = self._folders.get(key)
+        if inside is None:
+            inside = self._folders[key] = self._inside_docs(kb, folder)
+        return inside
 
     def absolute(self, kb: str, relpath: str) -> str:
         return str(self.locations.doc_path(kb, relpath))

@@ -71,7 +71,8 @@ def _audit(
 
 def _write_document(conn: Connection, kb: str, w: DocumentWrite, actor: str) -> None:
     d = w.document
-    _delete_chunks(conn, kb, d.id)
+    if w.event != "kb_document_ingested":  # a new document has no chunks to replace
+        _delete_chunks(conn, kb, d.id)
     for chunk in w.chunks:
         cur = conn.execute(
             "INSERT INTO chunks (id, document_id, kind, resource_name, position, heading)"
@@ -225,11 +226,15 @@ class SqliteIndexStore:
             else:
                 rows = []
                 for p in paths:
-                    # '0' sorts right after '/': the range holds exactly the folder's files.
-                    rows += conn.execute(
-                        sql + " AND (path = ? OR (path > ? AND path < ?))",
-                        (KB_KIND, kb, p, p + "/", p + "0"),
-                    ).fetchall()
+                    # One index range holds `p` and everything under `p/` ('0' sorts right
+                    # after '/'); it also holds siblings like `p.md`, dropped here.
+                    rows += [
+                        r
+                        for r in conn.execute(
+                            sql + " AND path >= ? AND path < ?", (KB_KIND, kb, p, p + "0")
+                        )
+                        if r[0] == p or r[0].startswith(p + "/")
+                    ]
             return {r[0]: IndexedFile(r[1], FileStat(r[2], r[3]), r[4], r[5]) for r in rows}
 
         return await self.db.read(run)
@@ -363,15 +368,20 @@ class SqliteIndexStore:
 
     async def metrics(self, kb: str) -> dict[str, int]:
         def run(conn: Connection) -> dict[str, int]:
-            docs, degraded = conn.execute(
-                "SELECT count(*), coalesce(sum(embed_pending), 0) FROM documents"
-                " WHERE kind = ? AND resource_name = ?",
+            docs, degraded, doc_bytes = conn.execute(
+                "SELECT count(*), coalesce(sum(embed_pending), 0), coalesce(sum(file_size), 0)"
+                " FROM documents WHERE kind = ? AND resource_name = ?",
                 (KB_KIND, kb),
             ).fetchone()
             (chunks,) = conn.execute(
                 "SELECT count(*) FROM chunks WHERE kind = ? AND resource_name = ?", (KB_KIND, kb)
             ).fetchone()
-            return {"documents": docs, "chunks": chunks, "documents_degraded": degraded}
+            return {
+                "documents": docs,
+                "chunks": chunks,
+                "documents_degraded": degraded,
+                "document_bytes": doc_bytes,
+            }
 
         return await self.db.read(run)
 

@@ -6,6 +6,7 @@ with its settings. A folder with a docs/ tree and no kb.yaml is adopted with def
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 from typing import Any
@@ -82,12 +83,12 @@ class KBFiles:
     def remove(self, name: str) -> None:
         shutil.rmtree(self.locations.kb_dir(name))
 
-    def disk_bytes(self, name: str) -> int:
+    def originals_bytes(self, name: str) -> int:
+        """Bytes of the originals kept in raw/ (the Markdown is counted by the index)."""
         total = 0
-        for path in self.locations.kb_dir(name).rglob("*"):
-            try:
+        raw = self.locations.raw_dir(name)
+        for path in raw.rglob("*") if raw.is_dir() else ():
+            with contextlib.suppress(OSError):
                 if path.is_file() and not path.is_symlink():
                     total += path.stat().st_size
-            except OSError:
-                continue
         return total

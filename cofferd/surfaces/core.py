@@ -36,3 +36,9 @@ class Coffer:
 
     async def close(self) -> None:
         await self.db.close()
+
+    async def __aenter__(self) -> Coffer:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()

@@ -220,11 +220,20 @@ class Watcher:
         if kb_name not in self.state.watching:
             await self.coffer.kbs.adopt(kb_name)  # copied or synced in from elsewhere
             self.refresh()
+        started = time.perf_counter()
         try:
             if paths is None:
-                await self.coffer.reindexer.reconcile(kb)
+                result = await self.coffer.reindexer.reconcile(kb)
             else:
-                await self.coffer.reindexer.sync_paths(kb, paths)
+                result = await self.coffer.reindexer.sync_paths(kb, paths)
+            log.debug(
+                "%s: %s %s paths in %.3f s: %s",
+                kb_name,
+                "reconciled" if paths is None else "synced",
+                "all" if paths is None else len(paths),
+                time.perf_counter() - started,
+                result.as_dict(),
+            )
         except CofferError as exc:
             log.error("%s: %s", kb_name, exc.message)
 
