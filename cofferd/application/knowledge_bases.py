@@ -93,7 +93,7 @@ class KnowledgeBases:
         kb = self.get(name)
         async with self.locks(name):
             await self.store.delete_kb(name)
-            self.repo.remove(name)
+            await asyncio.to_thread(self.repo.remove, name)
         self.locks.forget(name)
         await self.store.audit("resource_deleted", actor, name, None, kb.snapshot())
         return kb

@@ -73,45 +73,46 @@ class Daemon:
             lock.close()
 
     async def _serve(self) -> None:
-        coffer = await Coffer.open(self.locations)
-        try:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        async with contextlib.AsyncExitStack() as stack:
+            self.coffer = coffer = await stack.enter_async_context(
+                await Coffer.open(self.locations)
+            )
             for kb in coffer.kbs.list():
                 await coffer.kbs.adopt(kb.name)
             if not coffer.kbs.list():
                 await coffer.kbs.create(DEFAULT_KB, actor="system")
                 log.info("created the default knowledge base %r", DEFAULT_KB)
-            watcher = Watcher(coffer, reconcile_interval_s=self.settings.reconcile_interval_s)
-            self.coffer, self.watcher = coffer, watcher
+            self.watcher = watcher = Watcher(
+                coffer, reconcile_interval_s=self.settings.reconcile_interval_s
+            )
+            stack.push_async_callback(watcher.stop)
             inherited = systemd.inherited_socket()
-            bound = unix_socket.BoundSocket(inherited, None) if inherited else None
-            bound = bound or unix_socket.bind(self.locations.socket)
+            bound = (
+                unix_socket.BoundSocket(inherited, None)
+                if inherited
+                else unix_socket.bind(self.locations.socket)
+            )
+            stack.callback(bound.remove)
             runner = web.AppRunner(
                 create_app(coffer, watcher, self.status), access_log=None, handle_signals=False
             )
             await runner.setup()
-            try:
-                await web.SockSite(runner, bound.sock, shutdown_timeout=2.0).start()
-                watcher.start(full_reconcile=True)
-                log.info(
-                    "cofferd %s serving on %s; data home %s",
-                    __version__,
-                    "an inherited socket" if inherited else self.locations.socket,
-                    self.locations.home,
-                )
-                systemd.notify("READY=1\nSTATUS=serving")
-                loop = asyncio.get_running_loop()
-                for sig in (signal.SIGTERM, signal.SIGINT):
-                    loop.add_signal_handler(sig, self.request_stop)
-                await self._stop.wait()
-                log.info("stopping")
-                systemd.notify("STOPPING=1")
-            finally:
-                await runner.cleanup()  # stop accepting, close connections
-                bound.remove()
-                if hasattr(self, "watcher"):
-                    await watcher.stop()
-        finally:
-            await coffer.close()
+            stack.push_async_callback(runner.cleanup)  # first out: stop accepting requests
+            await web.SockSite(runner, bound.sock, shutdown_timeout=2.0).start()
+            watcher.start(full_reconcile=True)
+            log.info(
+                "cofferd %s serving on %s; data home %s",
+                __version__,
+                "an inherited socket" if inherited else self.locations.socket,
+                self.locations.home,
+            )
+            systemd.notify("READY=1\nSTATUS=serving")
+            await self._stop.wait()
+            log.info("stopping")
+            systemd.notify("STOPPING=1")
         log.info("stopped")
 
     async def status(self) -> dict[str, Any]:

@@ -54,6 +54,11 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
+        if exc.status in (404, 405):
+            code = HTTP_CODES[exc.status]
+            return error_response(
+                exc.status, code, f"{exc.reason}: {request.method} {request.path}"
+            )
         return from_exception(exc)
     except Exception as exc:  # noqa: BLE001 - the API boundary; unexpected errors are logged
         return from_exception(exc)
