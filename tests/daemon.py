@@ -3,6 +3,7 @@ through cofferctl's client, checking every response against docs/openapi.yaml.""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -173,3 +174,32 @@ def cleanup(d: Daemon) -> None:
         d.proc.kill()
         d.proc.wait()
     shutil.rmtree(d.socket.parent, ignore_errors=True)
+
+
+def upload(
+    d: Daemon, kb: str, filename: str, data: bytes, *, replace: bool = False
+) -> tuple[int, Any]:
+    """POST a multipart upload, as a browser or curl would; the reply is contract-checked."""
+    from cofferctl.client import exchange
+
+    boundary = "cofferboundary7MA4YWxkTrZu0gW"
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n".encode()
+        + data
+        + b"\r\n"
+    ]
+    if replace:
+        disposition = 'Content-Disposition: form-data; name="replace"'
+        parts.append(f"--{boundary}\r\n{disposition}\r\n\r\ntrue\r\n".encode())
+    body = b"".join(parts) + f"--{boundary}--\r\n".encode()
+    path = f"/api/v1/knowledge_bases/{kb}/documents"
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: cofferd\r\nConnection: close\r\n"
+        f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
+        f"Content-Length: {len(body)}\r\nX-Coffer-Actor: tests\r\n\r\n"
+    )
+    status, raw = exchange(d.socket, head.encode() + body, 120)
+    reply = json.loads(raw)
+    check_response("POST", path, status, reply)
+    return status, reply

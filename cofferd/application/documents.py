@@ -7,8 +7,6 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from cofferd.application import markdown
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
@@ -107,8 +105,7 @@ def _mark_edited(text: str) -> str:
     if frontmatter.get("source_mode") != "converted":
         return text  # the author's frontmatter is left exactly as written
     frontmatter["source_mode"] = "edited"
-    dumped = yaml.safe_dump(frontmatter, sort_keys=False, allow_unicode=True)
-    return f"---\n{dumped}---\n{body}"
+    return markdown.compose(frontmatter, body)
 
 
 def _jsonable(data: dict[str, Any]) -> dict[str, Any]:

@@ -51,6 +51,16 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def body_hash(body: str) -> str:
+    return content_hash(body.encode("utf-8"))
+
+
+def compose(frontmatter: dict[str, Any], body: str) -> str:
+    """A Markdown file: YAML frontmatter, then the body (as split_frontmatter returns it)."""
+    head = yaml.safe_dump(frontmatter, sort_keys=False, allow_unicode=True, width=1000)
+    return f"---\n{head}---\n{body.lstrip(chr(10))}"
+
+
 def document_id(relpath: str) -> str:
     """Stable without touching the file: `<ULID>.md` at the top of docs/ is that ULID; any
     other file's id derives from its path (lowercase, so it never equals a ULID)."""
@@ -135,6 +145,9 @@ def parse(data: bytes, relpath: str) -> ParsedMarkdown:
         _text_value(frontmatter.get("title")) or first_heading(body) or PurePosixPath(relpath).stem
     )
     mode = frontmatter.get("source_mode")
+    recorded = frontmatter.get("body_sha256")
+    if mode == "converted" and isinstance(recorded, str) and recorded != body_hash(body):
+        mode = "edited"  # changed in an editor since conversion: never overwrite it
     metadata: dict[str, Any] = {
         out: frontmatter[key]
         for key, out in METADATA_KEYS.items()

@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 BATCH = 500
 PROGRESS_EVERY = 5000
+# Markdown made from a document can be larger than the original (tables, frontmatter);
+# a Markdown file is skipped only beyond this multiple of max_document_bytes.
+MARKDOWN_LIMIT_FACTOR = 4
 
 
 @dataclass
@@ -167,7 +170,7 @@ class Reindexer:
                 result.documents_unchanged += 1
                 continue
             reason = None
-            if len(content.data) > config.max_document_bytes:
+            if len(content.data) > config.max_document_bytes * MARKDOWN_LIMIT_FACTOR:
                 reason = "too_large"
             else:
                 try:

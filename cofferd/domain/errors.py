@@ -10,7 +10,8 @@
     ├── Conflict
     │   ├── KBExists              KB_EXISTS              409
     │   ├── KBDisabled            KB_DISABLED            409
-    │   └── ReconversionBlocked   RECONVERSION_BLOCKED   409
+    │   ├── ReconversionBlocked   RECONVERSION_BLOCKED   409
+    │   └── SourceMissing         SOURCE_MISSING         409
     ├── IngestRejected            INGEST_REJECTED        422
     ├── EngineUnavailable         ENGINE_UNAVAILABLE     503
     └── StorageError              STORAGE_ERROR          500
@@ -90,9 +91,20 @@ class ReconversionBlocked(Conflict):
     code = "RECONVERSION_BLOCKED"
 
 
+class SourceMissing(Conflict):
+    code = "SOURCE_MISSING"
+
+
 class IngestRejected(CofferError):
+    """details["reason"] is one of: empty, too_large, unsupported_type, duplicate,
+    conversion_failed."""
+
     code = "INGEST_REJECTED"
     status = 422
+
+    def __init__(self, reason: str, message: str, **details: object) -> None:
+        super().__init__(message, reason=reason, **details)
+        self.reason = reason
 
 
 class EngineUnavailable(CofferError):

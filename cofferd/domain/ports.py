@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from cofferd.domain.models import Chunk, Document, KnowledgeBase, Passage
@@ -47,6 +48,10 @@ class DocsTree(Protocol):
     def remove(self, kb: str, relpath: str) -> None: ...
 
     def remove_originals(self, kb: str, doc_id: str) -> None: ...
+
+    def keep_original(self, kb: str, doc_id: str, ext: str, source: Path) -> None: ...
+
+    def original(self, kb: str, doc_id: str) -> Path | None: ...
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,10 @@ class IndexStore(Protocol):
 
     async def document_ids(self, kb: str, paths: Sequence[str]) -> dict[str, str]: ...
 
+    async def find_by_metadata(
+        self, kb: str, key: str, value: str | None = None
+    ) -> list[Document]: ...
+
     async def delete_kb(self, kb: str) -> int: ...
 
     async def audit(
@@ -130,3 +139,21 @@ class Grepper(Protocol):
     async def grep(
         self, kb: str, pattern: str, max_matches: int, ignore_case: bool = False
     ) -> tuple[list[RawHit], bool]: ...
+
+
+class ConversionFailed(Exception):
+    """The converter could not turn this document into Markdown (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Converted:
+    markdown: str
+    title: str | None
+
+
+class MarkdownConverter(Protocol):
+    engine: str
+
+    def formats(self) -> tuple[str, ...]: ...
+
+    async def convert(self, path: Path, fmt: str) -> Converted: ...

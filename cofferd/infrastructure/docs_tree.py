@@ -190,6 +190,21 @@ class FileDocsTree:
             with contextlib.suppress(FileNotFoundError):
                 original.unlink()
 
+    def keep_original(self, kb: str, doc_id: str, ext: str, source: Path) -> None:
+        """Store the original as raw/<id>.<ext>, replacing any earlier one of the document."""
+        target = self.locations.raw_path(kb, doc_id, ext)
+        if target.exists() and target.samefile(source):
+            return  # reconverting from the kept original itself
+        atomic_write(target, source.read_bytes(), mode=0o600)
+        for older in self.locations.raw_dir(kb).glob(f"{doc_id}.*"):
+            if older != target:
+                older.unlink(missing_ok=True)
+
+    def original(self, kb: str, doc_id: str) -> Path | None:
+        raw = self.locations.raw_dir(kb)
+        found = sorted(raw.glob(f"{doc_id}.*")) if raw.is_dir() else []
+        return found[0] if found else None
+
     def _inside_docs(self, kb: str, path: Path) -> bool:
         return _inside(os.path.realpath(path), self.locations.docs_dir(kb).resolve())
 

@@ -285,6 +285,23 @@ class SqliteIndexStore:
 
         return await self.db.read(run)
 
+    async def find_by_metadata(self, kb: str, key: str, value: str | None = None) -> list[Document]:
+        """Documents whose metadata has `key` (equal to `value` when given), oldest first."""
+
+        def run(conn: Connection) -> list[Document]:
+            sql = (
+                "SELECT * FROM documents WHERE kind = ? AND resource_name = ?"
+                " AND json_extract(metadata, '$.' || ?) IS NOT NULL"
+            )
+            args: list[Any] = [KB_KIND, kb, key]
+            if value is not None:
+                sql += " AND json_extract(metadata, '$.' || ?) = ?"
+                args += [key, value]
+            rows = conn.execute(sql + " ORDER BY created_at, id", args).fetchall()
+            return [_document(r) for r in rows]
+
+        return await self.db.read(run)
+
     async def get_document(self, kb: str, doc_id: str) -> Document | None:
         def run(conn: Connection) -> Document | None:
             row = conn.execute(

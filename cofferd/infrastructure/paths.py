@@ -10,6 +10,7 @@ Layout of the data home::
 
     coffer.db                      derived index (+ audit); deleting it loses only time
     cofferd.lock                   held by the running daemon
+    incoming/                      uploads in flight
     knowledge/<kb>/kb.yaml         the knowledge base's configuration
     knowledge/<kb>/docs/           Markdown files: the truth
     knowledge/<kb>/raw/            originals of converted documents
@@ -48,6 +49,11 @@ class Locations:
     @property
     def lock_path(self) -> Path:
         return self.home / "cofferd.lock"
+
+    @property
+    def incoming_dir(self) -> Path:
+        """Uploads stream here before they are checked (same filesystem as the KBs)."""
+        return self.home / "incoming"
 
     @property
     def knowledge_root(self) -> Path:

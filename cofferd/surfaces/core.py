@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from cofferd.application.documents import Documents
+from cofferd.application.ingest import Ingest
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.locks import KBLocks
 from cofferd.application.reindexer import Reindexer
 from cofferd.application.retrieval import Retrieval
+from cofferd.infrastructure.conversion import WorkerConverter
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.docs_tree import FileDocsTree
 from cofferd.infrastructure.grep import Ripgrep
@@ -27,6 +29,10 @@ class Coffer:
         self.grep = Ripgrep(locations)
         self.retrieval = Retrieval(self.kbs, self.store, self.grep)
         self.documents = Documents(self.kbs, self.store, self.tree, self.reindexer)
+        self.converter = WorkerConverter()
+        self.ingest = Ingest(
+            self.kbs, self.store, self.tree, self.reindexer, self.documents, self.converter
+        )
 
     @classmethod
     async def open(cls, locations: Locations) -> Coffer:
@@ -35,6 +41,7 @@ class Coffer:
         return cls(locations, db)
 
     async def close(self) -> None:
+        await self.converter.close()
         await self.db.close()
 
     async def __aenter__(self) -> Coffer:

@@ -7,6 +7,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ class Daemon:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
+        shutil.rmtree(self.locations.incoming_dir, ignore_errors=True)  # uploads cut short
         async with contextlib.AsyncExitStack() as stack:
             self.coffer = coffer = await stack.enter_async_context(
                 await Coffer.open(self.locations)

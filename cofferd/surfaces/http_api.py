@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 from pydantic import BaseModel, ConfigDict, Field
 
 from cofferd import __version__
 from cofferd.application.documents import DocumentView
+from cofferd.application.ingest import IngestResult
 from cofferd.application.retrieval import MAX_MATCHES_DEFAULT, TOP_K_DEFAULT
-from cofferd.domain.errors import ValidationFailed
+from cofferd.domain.errors import IngestRejected, ValidationFailed
 from cofferd.domain.models import KB_KIND, KnowledgeBase, Passage, ReindexResult
 from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START
 from cofferd.surfaces.core import Coffer
@@ -57,6 +60,19 @@ class GrepRequest(_Body):
 
 class EditDocument(_Body):
     content: str
+
+
+class AddDocument(_Body):
+    """Either `source_path` (a file on this machine, tracked for check-sources) or
+    `content` (Markdown written directly)."""
+
+    source_path: str | None = None
+    content: str | None = None
+    title: str | None = None
+    replace: bool = False
+
+
+UPLOAD_CHUNK = 256 * 1024
 
 
 # -- JSON shapes -------------------------------------------------------------------------
@@ -117,6 +133,14 @@ def split_highlights(marked: str) -> tuple[str, list[list[int]]]:
         plain.append(hit + rest)
         length += len(hit) + len(rest)
     return "".join(plain), spans
+
+
+def ingest_json(result: IngestResult) -> dict[str, Any]:
+    return {
+        "status": result.status,
+        "message": result.message,
+        "document": document_json(result.document),
+    }
 
 
 def reindex_json(result: ReindexResult | None) -> dict[str, Any] | None:
@@ -233,6 +257,99 @@ async def get_document(request: web.Request) -> web.Response:
         request.match_info["name"], request.match_info["doc_id"]
     )
     return web.json_response(document_json(view))
+
+
+@routes.post("/api/v1/knowledge_bases/{name}/documents")
+async def add_document(request: web.Request) -> web.Response:
+    coffer = request.app[COFFER]
+    name, actor = request.match_info["name"], _actor(request)
+    if request.content_type == "multipart/form-data":
+        result = await _upload(request, coffer, name, actor)
+    else:
+        body = await _json(request, AddDocument)
+        if (body.source_path is None) == (body.content is None):
+            raise ValidationFailed("give exactly one of source_path or content")
+        if body.content is not None:
+            result = await coffer.ingest.add_markdown(name, body.content, body.title, actor=actor)
+        else:
+            assert body.source_path is not None
+            source = Path(body.source_path).expanduser()
+            if not source.is_absolute():
+                raise ValidationFailed("source_path must be absolute", field="source_path")
+            result = await coffer.ingest.add_file(
+                name,
+                source,
+                source.name,
+                replace=body.replace,
+                source_path=str(source),
+                actor=actor,
+            )
+    return web.json_response(ingest_json(result), status=201 if result.status == "added" else 200)
+
+
+async def _upload(request: web.Request, coffer: Coffer, name: str, actor: str) -> IngestResult:
+    """Stream the `file` part to disk, refusing it as soon as it passes the KB's limit."""
+    limit = coffer.kbs.get_enabled(name).config.max_document_bytes
+    replace = request.query.get("replace", "").lower() in ("1", "true", "yes")
+    incoming = coffer.locations.incoming_dir
+    incoming.mkdir(parents=True, exist_ok=True)
+    reader = await request.multipart()
+    tmp: Path | None = None
+    filename = None
+    try:
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                continue
+            if part.name == "replace":
+                replace = (await part.text()).strip().lower() in ("1", "true", "yes", "on")
+            elif part.name == "file" and tmp is None:
+                filename = part.filename
+                if not filename:
+                    raise ValidationFailed("the file part needs a filename", field="file")
+                fd, raw = tempfile.mkstemp(dir=incoming, prefix="upload-")
+                tmp = Path(raw)
+                size = 0
+                with os.fdopen(fd, "wb") as fh:
+                    while chunk := await part.read_chunk(UPLOAD_CHUNK):
+                        size += len(chunk)
+                        if size > limit:
+                            raise IngestRejected(
+                                "too_large",
+                                f"{filename!r} is larger than this knowledge base takes "
+                                f"({limit:,} bytes)",
+                                limit=limit,
+                            )
+                        fh.write(chunk)
+        if tmp is None or filename is None:
+            raise ValidationFailed("multipart field 'file' is required", field="file")
+        return await coffer.ingest.add_file(name, tmp, filename, replace=replace, actor=actor)
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
+@routes.post("/api/v1/knowledge_bases/{name}/documents/{doc_id}/reconvert")
+async def reconvert(request: web.Request) -> web.Response:
+    result = await request.app[COFFER].ingest.reconvert(
+        request.match_info["name"], request.match_info["doc_id"], actor=_actor(request)
+    )
+    return web.json_response(ingest_json(result))
+
+
+@routes.post("/api/v1/knowledge_bases/{name}/documents/{doc_id}/update-source")
+async def update_source(request: web.Request) -> web.Response:
+    result = await request.app[COFFER].ingest.update_source(
+        request.match_info["name"], request.match_info["doc_id"], actor=_actor(request)
+    )
+    return web.json_response(ingest_json(result))
+
+
+@routes.post("/api/v1/knowledge_bases/{name}/check-sources")
+async def check_sources(request: web.Request) -> web.Response:
+    report = await request.app[COFFER].ingest.check_sources(
+        request.match_info["name"], actor=_actor(request)
+    )
+    return web.json_response(report.as_dict())
 
 
 @routes.put("/api/v1/knowledge_bases/{name}/documents/{doc_id}")

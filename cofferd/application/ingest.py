@@ -1,0 +1,315 @@
+"""Any document in, a Markdown document out: conversion, provenance, re-upload, reconvert,
+update-source and check-sources. Every path ends in the Reindexer."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any, Literal
+
+from ulid import ULID
+
+from cofferd.application import markdown
+from cofferd.application.documents import Documents, DocumentView
+from cofferd.application.knowledge_bases import KnowledgeBases
+from cofferd.application.locks import KBLocks
+from cofferd.application.reindexer import Reindexer
+from cofferd.domain.errors import (
+    IngestRejected,
+    ReconversionBlocked,
+    SourceMissing,
+    ValidationFailed,
+)
+from cofferd.domain.models import Document, KnowledgeBase, utc_now
+from cofferd.domain.ports import ConversionFailed, DocsTree, IndexStore, MarkdownConverter
+
+PASSTHROUGH = ("md", "txt")
+ALIASES = {"markdown": "md", "htm": "html", "text": "txt"}
+Status = Literal["added", "updated", "unchanged"]
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    status: Status
+    document: DocumentView
+    message: str
+
+
+@dataclass
+class SourceCheck:
+    unchanged: list[dict[str, Any]] = field(default_factory=list)
+    changed: list[dict[str, Any]] = field(default_factory=list)
+    missing: list[dict[str, Any]] = field(default_factory=list)
+    updated: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "unchanged": self.unchanged,
+            "changed": self.changed,
+            "missing": self.missing,
+            "updated": self.updated,
+        }
+
+
+def file_format(filename: str) -> str:
+    ext = PurePath(filename).suffix.lower().lstrip(".")
+    return ALIASES.get(ext, ext)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1024 * 1024):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class Ingest:
+    def __init__(
+        self,
+        kbs: KnowledgeBases,
+        store: IndexStore,
+        tree: DocsTree,
+        reindexer: Reindexer,
+        documents: Documents,
+        converter: MarkdownConverter,
+    ) -> None:
+        self.kbs = kbs
+        self.store = store
+        self.tree = tree
+        self.reindexer = reindexer
+        self.documents = documents
+        self.converter = converter
+        self.locks = KBLocks()  # one ingest at a time per KB: the duplicate checks hold
+
+    def supported_formats(self) -> list[str]:
+        return sorted({*self.converter.formats(), *PASSTHROUGH})
+
+    # -- adding -------------------------------------------------------------------------
+
+    async def add_file(
+        self,
+        kb_name: str,
+        source: Path,
+        filename: str,
+        *,
+        replace: bool = False,
+        source_path: str | None = None,
+        actor: str = "user",
+    ) -> IngestResult:
+        """Convert and add one file (a temporary upload, or the user's own file when
+        `source_path` tracks it)."""
+        kb = self.kbs.get_enabled(kb_name)
+        filename = PurePath(filename).name or "document"
+        self._check_file(kb, source, filename)
+        async with self.locks(kb.name):
+            digest = await asyncio.to_thread(sha256_file, source)
+            same_bytes = await self.store.find_by_metadata(kb.name, "source_sha256", digest)
+            for doc in same_bytes:
+                if doc.metadata.get("original_filename") == filename:
+                    view = await self.documents.get(kb.name, doc.id)
+                    return IngestResult("unchanged", view, "identical to the stored original")
+            if same_bytes:
+                doc = same_bytes[0]
+                raise IngestRejected(
+                    "duplicate",
+                    f"the same file is already in {kb.name!r} as {doc.title!r}",
+                    document_id=doc.id,
+                    title=doc.title,
+                )
+            named = await self.store.find_by_metadata(kb.name, "original_filename", filename)
+            if named and not replace:
+                raise IngestRejected(
+                    "duplicate",
+                    f"{filename!r} is already in {kb.name!r}; pass replace to update it",
+                    document_id=named[0].id,
+                    title=named[0].title,
+                )
+            target = named[0] if named else None
+            return await self._convert_and_write(
+                kb, source, filename, digest, target, source_path, actor
+            )
+
+    async def add_markdown(
+        self, kb_name: str, content: str, title: str | None, *, actor: str
+    ) -> IngestResult:
+        """A new document written directly in Markdown (an agent's notes, say)."""
+        kb = self.kbs.get_enabled(kb_name)
+        if not content.strip():
+            raise IngestRejected("empty", "the document is empty")
+        if len(content.encode()) > kb.config.max_document_bytes:
+            raise IngestRejected("too_large", "the document is larger than max_document_bytes")
+        doc_id = str(ULID())
+        frontmatter, body, _ = markdown.split_frontmatter(content)
+        if title:
+            frontmatter = {"title": title, **{k: v for k, v in frontmatter.items() if k != "title"}}
+        text = markdown.compose(frontmatter, body) if frontmatter else body
+        await asyncio.to_thread(self.tree.write, kb.name, f"{doc_id}.md", text.encode())
+        await self.reindexer.sync_paths(kb, [f"{doc_id}.md"], actor=actor)
+        return IngestResult("added", await self.documents.get(kb.name, doc_id), "added")
+
+    def _check_file(self, kb: KnowledgeBase, source: Path, filename: str) -> None:
+        if not source.is_file():
+            raise ValidationFailed(f"{source} is not a file", field="path")
+        size = source.stat().st_size
+        if size == 0:
+            raise IngestRejected("empty", f"{filename!r} is empty")
+        if size > kb.config.max_document_bytes:
+            raise IngestRejected(
+                "too_large",
+                f"{filename!r} is {size:,} bytes; this knowledge base takes at most "
+                f"{kb.config.max_document_bytes:,}",
+                limit=kb.config.max_document_bytes,
+            )
+        fmt = file_format(filename)
+        if fmt not in self.supported_formats():
+            raise IngestRejected(
+                "unsupported_type",
+                f"{filename!r}: .{fmt or '?'} files are not supported",
+                supported=self.supported_formats(),
+            )
+
+    async def _convert_and_write(
+        self,
+        kb: KnowledgeBase,
+        source: Path,
+        filename: str,
+        digest: str,
+        target: Document | None,
+        source_path: str | None,
+        actor: str,
+    ) -> IngestResult:
+        fmt = file_format(filename)
+        frontmatter, body = await self._to_markdown(source, fmt, filename)
+        doc_id = target.id if target else str(ULID())
+        frontmatter.update(
+            {
+                "source_filename": filename,
+                "source_format": fmt,
+                "source_sha256": digest,
+                "converter": "passthrough" if fmt in PASSTHROUGH else self.converter.engine,
+                "converted_at": utc_now(),
+                "source_mode": "converted",
+                "body_sha256": markdown.body_hash(body),
+            }
+        )
+        if source_path:
+            frontmatter["source_path"] = source_path
+        text = markdown.compose(frontmatter, body)
+        await asyncio.to_thread(self.tree.keep_original, kb.name, doc_id, fmt, source)
+        await asyncio.to_thread(self.tree.write, kb.name, f"{doc_id}.md", text.encode())
+        result = await self.reindexer.sync_paths(kb, [f"{doc_id}.md"], actor=actor)
+        if result.skipped and not target:
+            self.tree.remove(kb.name, f"{doc_id}.md")
+            self.tree.remove_originals(kb.name, doc_id)
+            reason = result.skipped[0]["reason"]
+            raise IngestRejected(
+                "too_large" if reason == "too_large" else "conversion_failed",
+                f"{filename!r} converted to Markdown that cannot be indexed: {reason}",
+            )
+        view = await self.documents.get(kb.name, doc_id)
+        if target:
+            return IngestResult("updated", view, f"updated {view.document.title!r} in place")
+        return IngestResult("added", view, f"added {view.document.title!r}")
+
+    async def _to_markdown(
+        self, source: Path, fmt: str, filename: str
+    ) -> tuple[dict[str, Any], str]:
+        """(frontmatter, body) of the converted document, its title set."""
+        if fmt in PASSTHROUGH:
+            data = await asyncio.to_thread(source.read_bytes)
+            try:
+                text, _ = markdown.decode(data)
+            except markdown.NotText as exc:
+                raise IngestRejected("conversion_failed", f"{filename!r}: {exc}") from None
+            frontmatter, body, _ = markdown.split_frontmatter(text)
+            title = frontmatter.get("title") or markdown.first_heading(body)
+        else:
+            try:
+                converted = await self.converter.convert(source, fmt)
+            except ConversionFailed as exc:
+                raise IngestRejected(
+                    "conversion_failed", f"{filename!r} could not be converted: {exc}"
+                ) from None
+            frontmatter, body = {}, converted.markdown.strip("\n") + "\n"
+            title = converted.title or markdown.first_heading(body)
+        frontmatter["title"] = str(title or PurePath(filename).stem)
+        return frontmatter, body
+
+    # -- keeping converted documents current -----------------------------------------------
+
+    async def _converted(self, kb_name: str, doc_id: str) -> tuple[KnowledgeBase, Document]:
+        kb = self.kbs.get_enabled(kb_name)
+        doc = (await self.documents.get(kb_name, doc_id)).document
+        if "source_sha256" not in doc.metadata:
+            raise ValidationFailed(f"{doc.title!r} was not converted from another file")
+        if doc.source_mode == "edited":
+            raise ReconversionBlocked(
+                f"{doc.title!r} was edited since it was converted; converting again would "
+                "overwrite those edits",
+                document_id=doc.id,
+            )
+        return kb, doc
+
+    async def reconvert(self, kb_name: str, doc_id: str, *, actor: str) -> IngestResult:
+        """Convert the kept original again (after a converter upgrade, say)."""
+        kb, doc = await self._converted(kb_name, doc_id)
+        original = self.tree.original(kb.name, doc.id)
+        if original is None:
+            raise SourceMissing(f"the original of {doc.title!r} is not in raw/")
+        filename = str(doc.metadata.get("original_filename") or original.name)
+        async with self.locks(kb.name):
+            return await self._convert_and_write(
+                kb,
+                original,
+                filename,
+                str(doc.metadata["source_sha256"]),
+                doc,
+                doc.metadata.get("source_path"),
+                actor,
+            )
+
+    async def update_source(self, kb_name: str, doc_id: str, *, actor: str) -> IngestResult:
+        """Ingest the tracked file at `source_path` again, in place."""
+        kb, doc = await self._converted(kb_name, doc_id)
+        source_path = doc.metadata.get("source_path")
+        if not source_path:
+            raise ValidationFailed(f"{doc.title!r} does not track a source file")
+        source = Path(source_path)
+        if not source.is_file():
+            raise SourceMissing(f"the source {source_path} is gone", source_path=source_path)
+        filename = str(doc.metadata.get("original_filename") or source.name)
+        self._check_file(kb, source, filename)
+        async with self.locks(kb.name):
+            digest = await asyncio.to_thread(sha256_file, source)
+            if digest == doc.metadata.get("source_sha256"):
+                view = await self.documents.get(kb.name, doc.id)
+                return IngestResult("unchanged", view, "the source has not changed")
+            return await self._convert_and_write(
+                kb, source, filename, digest, doc, source_path, actor
+            )
+
+    async def check_sources(self, kb_name: str, *, actor: str) -> SourceCheck:
+        kb = self.kbs.get_enabled(kb_name)
+        report = SourceCheck()
+        for doc in await self.store.find_by_metadata(kb.name, "source_path"):
+            path = Path(str(doc.metadata["source_path"]))
+            entry = {"document_id": doc.id, "title": doc.title, "source_path": str(path)}
+            if not path.is_file():
+                report.missing.append(entry)
+                continue
+            if await asyncio.to_thread(sha256_file, path) == doc.metadata.get("source_sha256"):
+                report.unchanged.append(entry)
+                continue
+            if doc.source_mode == "edited":
+                report.changed.append({**entry, "note": "edited in Coffer; not updated"})
+            elif kb.config.auto_update_sources:
+                await self.update_source(kb.name, doc.id, actor=actor)
+                report.updated.append(entry)
+            else:
+                report.changed.append(entry)
+        counts = {key: len(value) for key, value in report.as_dict().items()}
+        await self.store.audit("kb_sources_checked", actor, kb.name, None, counts)
+        return report

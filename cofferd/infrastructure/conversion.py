@@ -1,0 +1,121 @@
+"""Converting documents to Markdown (the MarkdownConverter port), safely.
+
+markitdown runs in a worker process (convert_worker) with a memory cap and a wall-clock
+timeout per document; zip-based formats are checked for bombs before they reach it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sys
+import zipfile
+from pathlib import Path
+
+from cofferd.domain.ports import ConversionFailed, Converted
+
+log = logging.getLogger(__name__)
+
+CONVERTED_FORMATS = ("pdf", "docx", "pptx", "xlsx", "html", "htm", "csv", "json", "xml", "epub")
+ZIP_FORMATS = ("docx", "pptx", "xlsx", "epub")
+TIMEOUT_S = 60.0
+MEMORY_MB = 2048
+MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
+MAX_COMPRESSION_RATIO = 100
+REPLY_LIMIT_BYTES = 512 * 1024 * 1024
+
+
+def check_zip(path: Path) -> None:
+    """Refuse archives that inflate to far more than they weigh (zip bombs)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError):
+        return  # not a zip after all: markitdown decides what it is
+    inflated = sum(i.file_size for i in infos)
+    packed = sum(i.compress_size for i in infos)
+    if inflated > MAX_UNCOMPRESSED_BYTES:
+        raise ConversionFailed(
+            f"archive inflates to {inflated:,} bytes (limit {MAX_UNCOMPRESSED_BYTES:,})"
+        )
+    if packed and inflated / packed > MAX_COMPRESSION_RATIO and inflated > 10 * 1024 * 1024:
+        raise ConversionFailed(
+            f"archive compression ratio {inflated / packed:.0f}:1 is beyond "
+            f"{MAX_COMPRESSION_RATIO}:1 (a zip bomb?)"
+        )
+
+
+class WorkerConverter:
+    """Conversions one at a time through one long-lived worker process."""
+
+    engine = "markitdown"
+
+    def __init__(self, *, timeout_s: float = TIMEOUT_S, memory_mb: int = MEMORY_MB) -> None:
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self._proc: asyncio.subprocess.Process | None = None
+        self._lock = asyncio.Lock()
+
+    def formats(self) -> tuple[str, ...]:
+        return CONVERTED_FORMATS
+
+    async def convert(self, path: Path, fmt: str) -> Converted:
+        if fmt in ZIP_FORMATS:
+            await asyncio.to_thread(check_zip, path)
+        async with self._lock:
+            proc = await self._worker()
+            assert proc.stdin is not None and proc.stdout is not None
+            request = json.dumps({"path": str(path), "format": fmt}) + "\n"
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    proc.stdin.write(request.encode())
+                    await proc.stdin.drain()
+                    line = await proc.stdout.readline()
+            except TimeoutError:
+                await self._kill()
+                raise ConversionFailed(
+                    f"conversion took longer than {self.timeout_s:g} s and was stopped"
+                ) from None
+            except (BrokenPipeError, ConnectionResetError, ValueError):
+                line = b""
+            if not line:
+                code = await self._kill()
+                raise ConversionFailed(f"the converter crashed on this document (exit {code})")
+        reply = json.loads(line)
+        if not reply["ok"]:
+            raise ConversionFailed(reply["error"])
+        return Converted(markdown=reply["markdown"] or "", title=reply.get("title"))
+
+    async def _worker(self) -> asyncio.subprocess.Process:
+        if self._proc is None or self._proc.returncode is not None:
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "cofferd.infrastructure.convert_worker", str(self.memory_mb),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                limit=REPLY_LIMIT_BYTES,
+            )  # fmt: skip
+        return self._proc
+
+    async def _kill(self) -> int | None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return None
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        return await proc.wait()
+
+    async def close(self) -> None:
+        async with self._lock:
+            proc, self._proc = self._proc, None
+            if proc is not None and proc.returncode is None:
+                assert proc.stdin is not None
+                proc.stdin.close()
+                try:
+                    async with asyncio.timeout(5):
+                        await proc.wait()
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()

@@ -1,0 +1,45 @@
+"""The conversion worker: a separate process that imports markitdown once and converts
+files on request, under a memory cap. Documents are untrusted input; if one crashes or
+exhausts this process, the daemon only sees a failed conversion and starts a new worker.
+
+Protocol: one JSON object per line on stdin ({"path", "format"}), one per line on stdout
+({"ok": true, "markdown", "title"} or {"ok": false, "error"}).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+from typing import Any
+
+
+def limit_memory(megabytes: int) -> None:
+    limit = megabytes * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def serve(memory_mb: int) -> None:
+    from markitdown import MarkItDown  # heavy (~0.75 s): once per worker
+
+    converter = MarkItDown(enable_plugins=False)
+    limit_memory(memory_mb)
+    out = sys.stdout
+    for line in sys.stdin:
+        request = json.loads(line)
+        reply: dict[str, Any]
+        try:
+            result = converter.convert_local(
+                request["path"], file_extension="." + request["format"]
+            )
+            reply = {"ok": True, "markdown": result.markdown, "title": result.title}
+        except MemoryError:
+            reply = {"ok": False, "error": "the document needs more memory than allowed"}
+        except Exception as exc:  # noqa: BLE001 - any converter failure is the document's
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]) if len(sys.argv) > 1 else 2048)

@@ -1,0 +1,93 @@
+"""The conversion worker is a blast wall: hangs, memory exhaustion and crashes become clear
+failures, and the next document converts normally."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from cofferd.domain.ports import ConversionFailed
+from cofferd.infrastructure import conversion
+from cofferd.infrastructure.conversion import WorkerConverter, check_zip
+from tests.samples import make_docx, make_pdf, make_xlsx, zip_bomb_docx
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    for name, data in {
+        "ok.docx": make_docx("healthy document text"),
+        "big.pdf": make_pdf("many pages " * 40, pages=60),
+        "sheet.xlsx": make_xlsx("cell text"),
+        "bomb.docx": zip_bomb_docx(200),
+    }.items():
+        (tmp_path / name).write_bytes(data)
+        out[name] = tmp_path / name
+    return out
+
+
+async def test_converts_and_reuses_one_worker(files: dict[str, Path]) -> None:
+    converter = WorkerConverter()
+    try:
+        first = await converter.convert(files["ok.docx"], "docx")
+        pid = converter._proc.pid if converter._proc else None
+        second = await converter.convert(files["sheet.xlsx"], "xlsx")
+        assert "healthy document text" in first.markdown and "cell text" in second.markdown
+        assert converter._proc is not None and converter._proc.pid == pid
+    finally:
+        await converter.close()
+
+
+async def test_a_hang_is_stopped_and_the_next_document_converts(files: dict[str, Path]) -> None:
+    converter = WorkerConverter(timeout_s=0.05)
+    try:
+        with pytest.raises(ConversionFailed, match="longer than"):
+            await converter.convert(files["big.pdf"], "pdf")
+        converter.timeout_s = 60
+        assert "healthy" in (await converter.convert(files["ok.docx"], "docx")).markdown
+    finally:
+        await converter.close()
+
+
+async def test_memory_is_capped_and_exhaustion_is_a_clear_failure(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # let the bomb through the zip check: the cap is the last line of defence
+    monkeypatch.setattr(conversion, "check_zip", lambda path: None)
+    converter = WorkerConverter(memory_mb=1024)
+    try:
+        with pytest.raises(ConversionFailed):
+            await converter.convert(files["bomb.docx"], "docx")
+        if converter._proc is not None and converter._proc.returncode is None:
+            status = Path(f"/proc/{converter._proc.pid}/status").read_text()
+            peak_kb = int(status.split("VmPeak:")[1].split()[0])
+            assert peak_kb <= 1024 * 1024
+        assert "healthy" in (await converter.convert(files["ok.docx"], "docx")).markdown
+    finally:
+        await converter.close()
+
+
+async def test_a_worker_that_dies_mid_conversion_is_a_clear_failure(
+    files: dict[str, Path],
+) -> None:
+    converter = WorkerConverter()
+    try:
+        await converter.convert(files["ok.docx"], "docx")  # the worker is up
+        assert converter._proc is not None
+        pid = converter._proc.pid
+        asyncio.get_running_loop().call_later(0.3, os.kill, pid, signal.SIGKILL)
+        with pytest.raises(ConversionFailed, match="crashed"):
+            await converter.convert(files["big.pdf"], "pdf")
+        assert "healthy" in (await converter.convert(files["ok.docx"], "docx")).markdown
+    finally:
+        await converter.close()
+
+
+def test_zip_bombs_are_refused_before_conversion(files: dict[str, Path]) -> None:
+    with pytest.raises(ConversionFailed, match=r"zip bomb|inflates"):
+        check_zip(files["bomb.docx"])
+    check_zip(files["ok.docx"])  # an ordinary docx passes

@@ -1,0 +1,258 @@
+"""Any-format ingest against a real daemon, with real markitdown on real generated files."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cofferctl.client import ApiError
+from tests.daemon import Daemon, upload, wait_for
+from tests.samples import MAKERS, make_docx, make_pdf, zip_bomb_docx
+
+
+def new_kb(d: Daemon, **config: Any) -> str:
+    name = "in-" + uuid.uuid4().hex[:8]
+    d.client.post("/api/v1/knowledge_bases", {"name": name, "config": config})
+    return name
+
+
+def search(d: Daemon, kb: str, query: str) -> list[dict[str, Any]]:
+    body = d.client.post(d.client.kb(kb, "/search"), {"query": query})
+    passages: list[dict[str, Any]] = body["passages"]
+    return passages
+
+
+def add_path(d: Daemon, kb: str, path: Path, replace: bool = False) -> dict[str, Any]:
+    body = {"source_path": str(path), "replace": replace}
+    result: dict[str, Any] = d.client.post(d.client.kb(kb, "/documents"), body)
+    return result
+
+
+def rejected(call: Any) -> ApiError:
+    with pytest.raises(ApiError) as err:
+        call()
+    assert err.value.code == "INGEST_REJECTED" and err.value.status == 422
+    return err.value
+
+
+@pytest.fixture(scope="module")
+def kb(shared_daemon: Daemon) -> str:
+    return new_kb(shared_daemon)
+
+
+@pytest.mark.parametrize("fmt", sorted(MAKERS))
+def test_every_format_becomes_searchable_markdown(shared_daemon: Daemon, kb: str, fmt: str) -> None:
+    d = shared_daemon
+    token = f"zebra{fmt}quartz"
+    data = MAKERS[fmt](f"The {token} appears here.")
+    status, reply = upload(d, kb, f"sample.{fmt}", data)
+    assert status == 201 and reply["status"] == "added"
+    doc = reply["document"]
+    assert token in doc["content"]
+    assert [p["document_id"] for p in search(d, kb, token)] == [doc["id"]]  # searchable at once
+    assert Path(doc["path"]).name == f"{doc['id']}.md"
+    raw = d.home / "knowledge" / kb / "raw" / f"{doc['id']}.{fmt}"
+    assert raw.read_bytes() == data
+    meta = doc["metadata"]
+    assert meta["original_filename"] == f"sample.{fmt}" and meta["original_format"] == fmt
+    assert "source_path" not in meta  # an upload of bytes is never path-tracked
+    front = doc["frontmatter"]
+    assert front["source_mode"] == "converted" and front["source_filename"] == f"sample.{fmt}"
+    assert front["converter"] == ("passthrough" if fmt in ("md", "txt") else "markitdown")
+    assert doc["source_mode"] == "converted"
+
+
+def test_markdown_passes_through_unchanged(shared_daemon: Daemon, kb: str) -> None:
+    body = "# Kept as is\n\n* a list\n\n```\ncode\n```\n"
+    _, reply = upload(shared_daemon, kb, "as-is.md", body.encode())
+    assert reply["document"]["content"] == body
+    assert reply["document"]["title"] == "Kept as is"
+
+
+def test_path_ingest_tracks_the_source(shared_daemon: Daemon, kb: str, tmp_path: Path) -> None:
+    source = tmp_path / "tracked.docx"
+    source.write_bytes(make_docx("tracked walrus text"))
+    reply = add_path(shared_daemon, kb, source)
+    assert reply["document"]["metadata"]["source_path"] == str(source)
+    assert search(shared_daemon, kb, "walrus")
+
+
+def test_reupload_rules(shared_daemon: Daemon, tmp_path: Path) -> None:
+    d = shared_daemon
+    kb = new_kb(d)
+    draft, second = make_docx("first draft otter"), make_docx("second draft heron")
+    first = upload(d, kb, "plan.docx", draft)[1]["document"]
+    # byte-identical re-upload: a no-op that says so
+    status, again = upload(d, kb, "plan.docx", draft)
+    assert status == 200 and again["status"] == "unchanged"
+    assert again["document"]["id"] == first["id"]
+    # the same bytes under another name: a duplicate, naming the existing document
+    err = rejected(lambda: upload_or_raise(d, kb, "copy.docx", draft))
+    assert err.details["reason"] == "duplicate" and err.details["document_id"] == first["id"]
+    # the same name with new bytes: refused without replace, updated in place with it
+    err = rejected(lambda: upload_or_raise(d, kb, "plan.docx", second))
+    assert err.details["reason"] == "duplicate"
+    status, updated = upload(d, kb, "plan.docx", second, replace=True)
+    assert status == 200 and updated["status"] == "updated"
+    assert updated["document"]["id"] == first["id"]
+    assert search(d, kb, "heron") and not search(d, kb, "otter")
+    raw = list((d.home / "knowledge" / kb / "raw").glob(f"{first['id']}.*"))
+    assert [p.read_bytes() for p in raw] == [second]
+    assert d.client.get(d.client.kb(kb, "/documents"))["total"] == 1
+
+
+def upload_or_raise(d: Daemon, kb: str, name: str, data: bytes) -> Any:
+    status, reply = upload(d, kb, name, data)
+    if status >= 400:
+        e = reply["error"]
+        raise ApiError(status, e["code"], e["message"], e["details"])
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("empty.pdf", b"", "empty"),
+        ("program.exe", b"MZ\x90\x00", "unsupported_type"),
+        ("noext", b"just bytes", "unsupported_type"),
+        ("truncated.pdf", make_pdf("cut short", pages=3)[:700], "conversion_failed"),
+        ("random.pdf", os.urandom(4096), "conversion_failed"),
+        ("bomb.docx", zip_bomb_docx(300), "conversion_failed"),
+    ],
+)
+def test_hostile_input_is_rejected_and_loses_nothing(
+    shared_daemon: Daemon, kb: str, name: str, data: bytes, reason: str
+) -> None:
+    d = shared_daemon
+    before = d.client.get(d.client.kb(kb, "/documents"))["total"]
+    err = rejected(lambda: upload_or_raise(d, kb, name, data))
+    assert err.details["reason"] == reason and err.message
+    if reason == "unsupported_type":
+        assert "pdf" in err.details["supported"] and "docx" in err.details["supported"]
+    assert d.healthy()
+    assert d.client.get(d.client.kb(kb, "/documents"))["total"] == before
+    assert search(d, kb, "zebradocxquartz")  # what was there is still there
+
+
+def test_text_named_docx_converts_as_text(shared_daemon: Daemon, kb: str) -> None:
+    status, reply = upload(shared_daemon, kb, "pretend.docx", b"only plain text pelican inside\n")
+    assert status == 201 and "pelican" in reply["document"]["content"]
+
+
+def test_size_limit_is_enforced_while_streaming(shared_daemon: Daemon) -> None:
+    d = shared_daemon
+    kb = new_kb(d, max_document_bytes=1024)
+    assert upload(d, kb, "fits.txt", b"x" * 1024)[0] == 201
+    status, reply = upload(d, kb, "over.txt", b"y" * 1025)
+    assert status == 422 and reply["error"]["details"]["reason"] == "too_large"
+    assert not list((d.home / "incoming").glob("*"))  # nothing left behind
+
+
+def test_delete_cascades(shared_daemon: Daemon) -> None:
+    d = shared_daemon
+    kb = new_kb(d)
+    doc = upload(d, kb, "gone.pdf", make_pdf("ephemeral mayfly"))[1]["document"]
+    d.client.request("DELETE", d.client.kb(kb, f"/documents/{doc['id']}"))
+    assert not Path(doc["path"]).exists()
+    assert not list((d.home / "knowledge" / kb / "raw").glob(f"{doc['id']}.*"))
+    assert not search(d, kb, "mayfly")
+    upload(d, kb, "kept.pdf", make_pdf("kept bison"))
+    d.client.request("DELETE", d.client.kb(kb))
+    assert not (d.home / "knowledge" / kb).exists()
+
+
+def test_reconvert_and_its_blocking(shared_daemon: Daemon) -> None:
+    d = shared_daemon
+    kb = new_kb(d)
+    doc = upload(d, kb, "r.html", b"<h1>Title</h1><p>reconvert ibis</p>")[1]["document"]
+    path = f"/documents/{doc['id']}/reconvert"
+    again = d.client.post(d.client.kb(kb, path))
+    assert again["status"] == "updated" and again["document"]["id"] == doc["id"]
+    # edited through the API: blocked
+    d.client.request(
+        "PUT", d.client.kb(kb, f"/documents/{doc['id']}"), {"content": "# Mine now\n\nmy words"}
+    )
+    with pytest.raises(ApiError) as err:
+        d.client.post(d.client.kb(kb, path))
+    assert err.value.code == "RECONVERSION_BLOCKED"
+    # edited in an editor (the frontmatter still says converted): blocked too
+    other = upload(d, kb, "s.html", b"<p>second egret</p>")[1]["document"]
+    text = Path(other["path"]).read_text()
+    Path(other["path"]).write_text(text + "\nA line I added by hand.\n")
+    wait_for(lambda: search(d, kb, "hand"))
+    with pytest.raises(ApiError) as err:
+        d.client.post(d.client.kb(kb, f"/documents/{other['id']}/reconvert"))
+    assert err.value.code == "RECONVERSION_BLOCKED"
+    assert "A line I added by hand." in Path(other["path"]).read_text()
+
+
+def test_update_source_and_check_sources(shared_daemon: Daemon, tmp_path: Path) -> None:
+    d = shared_daemon
+    kb = new_kb(d)
+    a, b, c = (tmp_path / f"{n}.docx" for n in "abc")
+    a.write_bytes(make_docx("alpha version one"))
+    b.write_bytes(make_docx("bravo version one"))
+    c.write_bytes(make_docx("charlie version one"))
+    ids = {p.name: add_path(d, kb, p)["document"]["id"] for p in (a, b, c)}
+
+    def check() -> dict[str, list[str]]:
+        report = d.client.post(d.client.kb(kb, "/check-sources"))
+        return {k: sorted(Path(e["source_path"]).name for e in v) for k, v in report.items()}
+
+    assert check() == {
+        "unchanged": ["a.docx", "b.docx", "c.docx"],
+        "changed": [],
+        "missing": [],
+        "updated": [],
+    }
+    b.write_bytes(make_docx("bravo version two"))
+    moved = c.rename(tmp_path / "c.moved")
+    assert check() == {
+        "unchanged": ["a.docx"],
+        "changed": ["b.docx"],
+        "missing": ["c.docx"],
+        "updated": [],
+    }
+    assert not search(d, kb, "two")  # only reported, not updated
+
+    upd = d.client.post(d.client.kb(kb, f"/documents/{ids['b.docx']}/update-source"))
+    assert upd["status"] == "updated" and search(d, kb, "two")
+    with pytest.raises(ApiError) as err:
+        d.client.post(d.client.kb(kb, f"/documents/{ids['c.docx']}/update-source"))
+    assert err.value.code == "SOURCE_MISSING"
+    moved.rename(c)  # restored
+    assert check()["missing"] == []
+
+    # auto-update refreshes changed sources, but never a document edited in Coffer
+    d.client.request("PATCH", d.client.kb(kb), {"config": {"auto_update_sources": True}})
+    d.client.request(
+        "PUT", d.client.kb(kb, f"/documents/{ids['a.docx']}"), {"content": "# A\n\nhand edit"}
+    )
+    a.write_bytes(make_docx("alpha version three"))
+    c.write_bytes(make_docx("charlie version three"))
+    report = check()
+    assert report["updated"] == ["c.docx"] and report["changed"] == ["a.docx"]
+    assert search(d, kb, "charlie") and search(d, kb, "hand")
+    with pytest.raises(ApiError) as err:
+        d.client.post(d.client.kb(kb, f"/documents/{ids['a.docx']}/update-source"))
+    assert err.value.code == "RECONVERSION_BLOCKED"
+    front = yaml.safe_load(
+        Path(d.client.get(d.client.kb(kb, f"/documents/{ids['c.docx']}"))["path"])
+        .read_text()
+        .split("---")[1]
+    )
+    assert front["source_mode"] == "converted"
+
+
+def test_markdown_content_from_agents(shared_daemon: Daemon, kb: str) -> None:
+    reply = shared_daemon.client.post(
+        shared_daemon.client.kb(kb, "/documents"),
+        {"content": "Findings about the kestrel.", "title": "Bird notes"},
+    )
+    assert reply["status"] == "added" and reply["document"]["title"] == "Bird notes"
+    assert search(shared_daemon, kb, "kestrel")[0]["title"] == "Bird notes"
