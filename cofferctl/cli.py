@@ -19,6 +19,7 @@ from cofferctl.client import ApiError, Client, DaemonUnreachable
 from cofferctl.socket_path import default_socket
 
 EXIT_OK, EXIT_API, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+RESULT_FAILED = object()  # a command's result when it printed its own failures
 START_HINT = "start it with `cofferd` (or `make run` in a checkout)"
 
 
@@ -283,6 +284,94 @@ def cmd_metrics(c: Client, a: argparse.Namespace, out: Output) -> Any:
     return None
 
 
+def expand_paths(patterns: Sequence[str], formats: set[str]) -> tuple[list[str], int]:
+    """Files named, matched by a glob, or found under a directory (hidden ones skipped);
+    files in directories whose type Coffer cannot read are counted, not sent."""
+    import glob
+
+    files: list[str] = []
+    ignored = 0
+    for pattern in patterns:
+        matches = glob.glob(pattern, recursive=True) if glob.has_magic(pattern) else [pattern]
+        for match in sorted(matches):
+            if os.path.isdir(match):
+                for root, dirs, names in os.walk(match):
+                    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                    for name in sorted(names):
+                        if name.startswith("."):
+                            continue
+                        if name.rpartition(".")[2].lower() in formats:
+                            files.append(os.path.join(root, name))
+                        else:
+                            ignored += 1
+            else:
+                files.append(match)
+    return [os.path.abspath(f) for f in files], ignored
+
+
+def cmd_add(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    formats = set(c.get("/api/v1/status").get("formats", [])) | {"markdown", "htm"}
+    files, ignored = expand_paths(a.paths, formats)
+    if not files:
+        raise UsageError("no files to add")
+    progress = sys.stderr.isatty() and not out.as_json and len(files) > 1
+    results: list[dict[str, Any]] = []
+    for i, path in enumerate(files, 1):
+        if progress:
+            done = int(30 * i / len(files))
+            name = os.path.basename(path)[:40]
+            print(f"\r[{'#' * done}{' ' * (30 - done)}] {i}/{len(files)} {name:<40}", end="",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        try:
+            reply = c.post(c.kb(a.kb, "/documents"), {"source_path": path, "replace": a.replace})
+            results.append({"path": path, "status": reply["status"],
+                            "document_id": reply["document"]["id"]})  # fmt: skip
+        except ApiError as exc:
+            if exc.code not in ("INGEST_REJECTED", "VALIDATION_ERROR"):
+                raise
+            reason = exc.details.get("reason", exc.code.lower())
+            results.append({"path": path, "status": "rejected", "reason": reason,
+                            "message": exc.message})  # fmt: skip
+    if progress:
+        print(file=sys.stderr)
+    counts = {s: sum(r["status"] == s for r in results)
+              for s in ("added", "updated", "unchanged", "rejected")}  # fmt: skip
+    if out.as_json:
+        out.json({"results": results, "counts": counts, "ignored": ignored})
+    else:
+        for r in results:
+            if r["status"] == "rejected":
+                out.line(f"{out.style('rejected', '31')} {r['path']}: {r['message']}")
+        summary = ", ".join(f"{n} {s}" for s, n in counts.items())
+        out.line(summary + (f"; {ignored} files of other types ignored" if ignored else ""))
+    return RESULT_FAILED if counts["rejected"] else None
+
+
+def _ingest_command(action: str) -> Command:
+    def run(c: Client, a: argparse.Namespace, out: Output) -> Any:
+        reply = c.post(c.kb(a.kb, f"/documents/{_quote(a.doc)}/{action}"))
+        return reply if out.as_json else out.line(reply["message"])
+
+    return run
+
+
+def cmd_check_sources(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    report = c.post(c.kb(a.kb, "/check-sources"))
+    if out.as_json:
+        return report
+    rows = [
+        [state, e["document_id"], e["title"][:40], e["source_path"], e.get("note", "")]
+        for state in ("changed", "missing", "updated", "unchanged")
+        for e in report[state]
+    ]
+    if rows:
+        out.table(["state", "id", "title", "source", "note"], rows)
+    out.line(
+        ", ".join(f"{len(report[k])} {k}" for k in ("unchanged", "changed", "missing", "updated"))
+    )
+    return None
+
+
 def cmd_log(c: Client, a: argparse.Namespace, out: Output) -> Any:
     data = c.get("/api/v1/audit", kb=a.kb, limit=a.limit)
     if out.as_json:
@@ -356,14 +445,23 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-q", "--q", help="only titles containing this text")
     sp.add_argument("--limit", type=int, default=50)
     sp.add_argument("--offset", type=int, default=0)
-    for name, fn, text in (
+    document_commands: tuple[tuple[str, Command, str], ...] = (
         ("show", cmd_show, "print a document's Markdown"),
         ("edit", cmd_edit, "open a document in $VISUAL/$EDITOR (saved edits are indexed)"),
         ("rm", cmd_rm, "delete a document (its file and its original)"),
-    ):
+        ("reconvert", _ingest_command("reconvert"), "convert a document's kept original again"),
+        ("update-source", _ingest_command("update-source"), "ingest a tracked source file again"),
+    )
+    for name, fn, text in document_commands:
         sp = add(name, fn, text)
         sp.add_argument("kb")
         sp.add_argument("doc", metavar="DOC_ID")
+    sp = add("add", cmd_add, "add files (any supported format; folders recursively, globs)")
+    sp.add_argument("kb")
+    sp.add_argument("paths", nargs="+", metavar="PATH")
+    sp.add_argument("--replace", action="store_true", help="update documents of the same name")
+    sp = add("check-sources", cmd_check_sources, "compare tracked originals with their files")
+    sp.add_argument("kb")
     sp = add("search", cmd_search, "search a knowledge base")
     sp.add_argument("kb")
     sp.add_argument("query", nargs="+")
@@ -393,6 +491,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     client = Client(socket_path)
     try:
         result = args.fn(client, args, out)
+        if result is RESULT_FAILED:
+            return EXIT_API
         if result is not None and out.as_json:
             out.json(result)
         return EXIT_OK

@@ -142,3 +142,38 @@ def test_cofferctl_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_add_files_folders_and_globs(shared_daemon: Daemon, tmp_path: Path) -> None:
+    from tests.samples import make_docx, make_html, make_pdf
+
+    d = shared_daemon
+    kb = "add-" + uuid.uuid4().hex[:6]
+    run(d, "kb", "create", kb)
+    folder = tmp_path / "inbox"
+    (folder / "nested").mkdir(parents=True)
+    (folder / "a.docx").write_bytes(make_docx("docx swallow"))
+    (folder / "nested" / "b.pdf").write_bytes(make_pdf("pdf sparrow"))
+    (folder / "picture.png").write_bytes(b"\x89PNG not a document")
+    (folder / ".hidden.html").write_bytes(make_html("never added"))
+    (tmp_path / "c.html").write_bytes(make_html("html finch"))
+    (tmp_path / "empty.txt").write_bytes(b"")
+
+    code, out = run(d, "add", kb, str(folder), str(tmp_path / "*.html"))
+    assert code == 0
+    assert "3 added, 0 updated, 0 unchanged, 0 rejected; 1 files of other types ignored" in out
+    for word in ("swallow", "sparrow", "finch"):
+        assert word in run(d, "search", kb, word)[1]
+    assert "never" not in run(d, "search", kb, "never")[1]
+
+    code, out = run(d, "add", kb, str(folder / "a.docx"), str(tmp_path / "empty.txt"), "--json")
+    summary = json.loads(out)
+    assert code == 1 and summary["counts"] == {
+        "added": 0, "updated": 0, "unchanged": 1, "rejected": 1
+    }  # fmt: skip
+    assert summary["results"][1]["reason"] == "empty"
+
+    code, out = run(d, "check-sources", kb)
+    assert code == 0 and "3 unchanged, 0 changed, 0 missing, 0 updated" in out
+    (folder / "nested" / "b.pdf").unlink()
+    assert "1 missing" in run(d, "check-sources", kb)[1]

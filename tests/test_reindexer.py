@@ -159,7 +159,7 @@ async def test_bad_files_never_stop_the_reconcile(
 async def test_oversized_file_is_skipped_with_a_reason(coffer: Coffer, docs: Path) -> None:
     kb = await coffer.kbs.create("small", {"max_document_bytes": 1024})
     big = coffer.locations.docs_dir("small") / "big.md"
-    write(big, "word " * 400)
+    write(big, "word " * 1000)  # over 4 x max_document_bytes
     r = await coffer.reindexer.reconcile(kb)
     assert r.skipped == [{"path": "big.md", "reason": "too_large"}]
 

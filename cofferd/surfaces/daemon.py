@@ -140,6 +140,7 @@ class Daemon:
             "database": str(self.locations.db_path),
             "sqlite_version": SQLITE_VERSION,
             "knowledge_bases": kbs,
+            "formats": self.coffer.ingest.supported_formats(),
             "watcher": watcher,
             "queue_depth": watcher["queue_depth"],
             "startup_reconcile_done": watcher["last_full_reconcile_at"] is not None,
