@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --config-settings editable_mode=compat -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --config-settings editable_mode=compat -e '.[dev,local]'
 	$(BIN)/python -m compileall -q cofferd cofferctl  # cofferctl starts faster from bytecode
 	touch $@
 

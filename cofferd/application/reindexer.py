@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cofferd.application import markdown
@@ -47,6 +47,7 @@ class Reindexer:
         self.store = store
         self.tree = tree
         self.locks = locks
+        self.on_change: Callable[[], None] | None = None  # e.g. wake the embedding queue
         # Files skipped for a reason (binary, too large) by stat, so they are not re-read.
         self._skipped: dict[tuple[str, str], FileStat] = {}
 
@@ -137,6 +138,8 @@ class Reindexer:
                 log.info("%s: %d of %d files indexed", kb.name, start, len(todo))
         if pending is not None:
             await pending
+        if self.on_change is not None and (result.documents_added or result.documents_updated):
+            self.on_change()
         return result
 
     def _prepare(
@@ -197,6 +200,7 @@ class Reindexer:
                 metadata=parsed.metadata,
                 created_at=stamp,
                 updated_at=stamp,
+                embed_pending=config.vector_enabled,
             )
             chunks = chunk_markdown(
                 parsed.body, parsed.title, config.chunk_size, config.chunk_overlap

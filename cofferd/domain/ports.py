@@ -157,3 +157,54 @@ class MarkdownConverter(Protocol):
     def formats(self) -> tuple[str, ...]: ...
 
     async def convert(self, path: Path, fmt: str) -> Converted: ...
+
+
+@dataclass(frozen=True)
+class EmbedJob:
+    """A document that owes vectors: its chunks' ids and the text to embed."""
+
+    document_id: str
+    content_sha256: str
+    chunks: Sequence[tuple[str, str]]
+
+
+class EmbeddingFailed(Exception):
+    """The embedding provider is unavailable or returned unusable vectors."""
+
+
+class Embedder(Protocol):
+    dimensions: int
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    async def close(self) -> None: ...
+
+
+class VectorStore(Protocol):
+    async def vectors_available(self) -> bool: ...
+
+    async def pending_embeds(self, kb: str, limit: int, now: float) -> list[EmbedJob]: ...
+
+    async def store_vectors(
+        self,
+        kb: str,
+        model: str,
+        dimensions: int,
+        done: Sequence[tuple[EmbedJob, Sequence[Sequence[float]]]],
+    ) -> int: ...
+
+    async def embed_failed(
+        self, kb: str, doc_ids: Sequence[str], error: str, retry_at: float
+    ) -> None: ...
+
+    async def reset_vectors(
+        self, kb: str, pending: bool, model: str | None = None, dims: int | None = None
+    ) -> None: ...
+
+    async def retry_embeds_now(self, kb: str) -> None: ...
+
+    async def vector_model(self, kb: str) -> tuple[str, int] | None: ...
+
+    async def vector_search(
+        self, kb: str, vector: Sequence[float], top_k: int
+    ) -> list[Passage]: ...

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from cofferd.infrastructure import schema
+from cofferd.infrastructure import schema, vec_index
 
 
 def _choose_driver() -> ModuleType:
@@ -59,6 +59,7 @@ def connect(path: Path, *, readonly: bool = False) -> Connection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA cache_size = -16000")
+    vec_index.load(conn)
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from cofferd.domain.models import KB_KIND, WORKSPACE_GLOBAL, Document, Passage, utc_now
-from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFile
-from cofferd.infrastructure import fts
+from cofferd.domain.ports import DocumentWrite, EmbedJob, FileStat, IndexedFile
+from cofferd.infrastructure import fts, vec_index
 from cofferd.infrastructure.database import Connection, Database, savepoint, transaction
 
 # Group commits: each document is atomic in its own SAVEPOINT; the batch commits together.
@@ -42,12 +42,13 @@ def _document(row: Any) -> Document:
 
 
 def _delete_chunks(conn: Connection, kb: str, doc_id: str) -> None:
-    seqs = conn.execute(
-        "SELECT seq FROM chunks WHERE kind = ? AND resource_name = ? AND document_id = ?",
+    rows = conn.execute(
+        "SELECT seq, id FROM chunks WHERE kind = ? AND resource_name = ? AND document_id = ?",
         (KB_KIND, kb, doc_id),
     ).fetchall()
-    if seqs:
-        conn.executemany("DELETE FROM documents_fts WHERE rowid = ?", seqs)
+    if rows:
+        conn.executemany("DELETE FROM documents_fts WHERE rowid = ?", [(r[0],) for r in rows])
+        vec_index.delete(conn, kb, [r[1] for r in rows])
         conn.execute(
             "DELETE FROM chunks WHERE kind = ? AND resource_name = ? AND document_id = ?",
             (KB_KIND, kb, doc_id),
@@ -106,7 +107,8 @@ def _write_document(conn: Connection, kb: str, w: DocumentWrite, actor: str) -> 
             content_sha256 = excluded.content_sha256, embed_pending = excluded.embed_pending,
             source_mode = excluded.source_mode, metadata = excluded.metadata,
             updated_at = excluded.updated_at, file_size = excluded.file_size,
-            file_mtime_ns = excluded.file_mtime_ns, chunking = excluded.chunking
+            file_mtime_ns = excluded.file_mtime_ns, chunking = excluded.chunking,
+            embed_error = NULL, embed_retry_at = 0
         """,
         (
             d.id,
@@ -166,19 +168,20 @@ def _keyword_hits(conn: Connection, kb: str, match: str, top_k: int) -> list[Pas
             """,
         (fts.HIGHLIGHT_START, fts.HIGHLIGHT_END, match, fts.RANK, kb, top_k),
     ).fetchall()
-    return [
-        Passage(
-            document_id=r["document_id"],
-            title=r["title"],
-            text=fts.display_text(r["text"]),
-            score=float(r["score"]),
-            position=int(r["position"]),
-            path=r["path"],
-            heading=tuple(json.loads(r["heading"])),
-            snippet=fts.display_text(r["snip"]),
-        )
-        for r in rows
-    ]
+    return [_passage(r, float(r["score"]), r["snip"]) for r in rows]
+
+
+def _passage(row: Any, score: float, snippet: str) -> Passage:
+    return Passage(
+        document_id=row["document_id"],
+        title=row["title"],
+        text=fts.display_text(row["text"]),
+        score=score,
+        position=int(row["position"]),
+        path=row["path"],
+        heading=tuple(json.loads(row["heading"])),
+        snippet=fts.display_text(snippet),
+    )
 
 
 def dump_index(conn: Connection, kb: str) -> dict[str, Any]:
@@ -198,9 +201,11 @@ def dump_index(conn: Connection, kb: str) -> dict[str, Any]:
     ).fetchall()
     (fts_rows,) = conn.execute("SELECT count(*) FROM documents_fts").fetchone()
     (all_chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    vectors = vec_index.chunk_ids(conn, kb) if vec_index.available(conn) else []
     return {
         "documents": [tuple(r) for r in docs],
         "chunks": [tuple(r) for r in chunks],
+        "vectors": vectors,
         "orphan_fts_rows": fts_rows - all_chunks,
     }
 
@@ -357,6 +362,7 @@ class SqliteIndexStore:
                 conn.execute(
                     "DELETE FROM chunks WHERE kind = ? AND resource_name = ?", (KB_KIND, kb)
                 )
+                vec_index.drop(conn, kb)
                 cur = conn.execute(
                     "DELETE FROM documents WHERE kind = ? AND resource_name = ?", (KB_KIND, kb)
                 )
@@ -385,8 +391,9 @@ class SqliteIndexStore:
 
     async def metrics(self, kb: str) -> dict[str, int]:
         def run(conn: Connection) -> dict[str, int]:
-            docs, degraded, doc_bytes = conn.execute(
-                "SELECT count(*), coalesce(sum(embed_pending), 0), coalesce(sum(file_size), 0)"
+            docs, pending, degraded, doc_bytes = conn.execute(
+                "SELECT count(*), coalesce(sum(embed_pending), 0),"
+                " count(embed_error), coalesce(sum(file_size), 0)"
                 " FROM documents WHERE kind = ? AND resource_name = ?",
                 (KB_KIND, kb),
             ).fetchone()
@@ -397,6 +404,7 @@ class SqliteIndexStore:
                 "documents": docs,
                 "chunks": chunks,
                 "documents_degraded": degraded,
+                "embed_pending": pending,
                 "document_bytes": doc_bytes,
             }
 
@@ -404,6 +412,137 @@ class SqliteIndexStore:
 
     async def dump(self, kb: str) -> dict[str, Any]:
         return await self.db.read(lambda conn: dump_index(conn, kb))
+
+    # -- vectors -----------------------------------------------------------------------
+
+    async def vectors_available(self) -> bool:
+        return await self.db.read(vec_index.available)
+
+    async def pending_embeds(self, kb: str, limit: int, now: float) -> list[EmbedJob]:
+        """Documents that owe vectors and are due, with their chunks' text."""
+
+        def run(conn: Connection) -> list[EmbedJob]:
+            docs = conn.execute(
+                "SELECT id, content_sha256 FROM documents WHERE kind = ? AND resource_name = ?"
+                " AND embed_pending = 1 AND embed_retry_at <= ? ORDER BY embed_retry_at, id"
+                " LIMIT ?",
+                (KB_KIND, kb, now, limit),
+            ).fetchall()
+            jobs = []
+            for doc_id, sha in docs:
+                chunks = conn.execute(
+                    "SELECT c.id, c.heading, f.text FROM chunks c"
+                    " JOIN documents_fts f ON f.rowid = c.seq"
+                    " WHERE c.kind = ? AND c.resource_name = ? AND c.document_id = ?"
+                    " ORDER BY c.position",
+                    (KB_KIND, kb, doc_id),
+                ).fetchall()
+                texts = [
+                    (cid, " / ".join(json.loads(heading)) + "\n\n" + fts.display_text(text))
+                    for cid, heading, text in chunks
+                ]
+                jobs.append(EmbedJob(doc_id, sha, texts))
+            return jobs
+
+        return await self.db.read(run)
+
+    async def store_vectors(
+        self,
+        kb: str,
+        model: str,
+        dimensions: int,
+        done: Sequence[tuple[EmbedJob, Sequence[Sequence[float]]]],
+    ) -> int:
+        """Write the vectors of documents whose content did not change meanwhile; only
+        vector rows and the embed flags are touched."""
+
+        def run(conn: Connection) -> int:
+            stored = 0
+            with transaction(conn):
+                vec_index.ensure(conn, kb, model, dimensions)
+                for job, vectors in done:
+                    current = conn.execute(
+                        "SELECT content_sha256 FROM documents"
+                        " WHERE kind = ? AND resource_name = ? AND id = ?",
+                        (KB_KIND, kb, job.document_id),
+                    ).fetchone()
+                    if current is None or current[0] != job.content_sha256:
+                        continue  # edited or deleted while it was embedded: embedded again
+                    ids = [cid for cid, _ in job.chunks]
+                    vec_index.delete(conn, kb, ids)
+                    vec_index.insert(conn, kb, list(zip(ids, vectors, strict=True)))
+                    conn.execute(
+                        "UPDATE documents SET embed_pending = 0, embed_error = NULL,"
+                        " embed_retry_at = 0 WHERE kind = ? AND resource_name = ? AND id = ?",
+                        (KB_KIND, kb, job.document_id),
+                    )
+                    stored += 1
+            return stored
+
+        return await self.db.write(run)
+
+    async def embed_failed(
+        self, kb: str, doc_ids: Sequence[str], error: str, retry_at: float
+    ) -> None:
+        def run(conn: Connection) -> None:
+            with transaction(conn):
+                conn.executemany(
+                    "UPDATE documents SET embed_error = ?, embed_retry_at = ?"
+                    " WHERE kind = ? AND resource_name = ? AND id = ?",
+                    [(error[:500], retry_at, KB_KIND, kb, d) for d in doc_ids],
+                )
+
+        await self.db.write(run)
+
+    async def reset_vectors(
+        self, kb: str, pending: bool, model: str | None = None, dims: int | None = None
+    ) -> None:
+        """Drop the KB's vectors (and make an empty table for `model` at `dims`); every
+        document then owes new ones, or, with vectors off, none."""
+
+        def run(conn: Connection) -> None:
+            with transaction(conn):
+                vec_index.drop(conn, kb)
+                if model is not None and dims is not None:
+                    vec_index.ensure(conn, kb, model, dims)
+                conn.execute(
+                    "UPDATE documents SET embed_pending = ?, embed_error = NULL,"
+                    " embed_retry_at = 0 WHERE kind = ? AND resource_name = ?",
+                    (int(pending), KB_KIND, kb),
+                )
+
+        await self.db.write(run)
+
+    async def retry_embeds_now(self, kb: str) -> None:
+        def run(conn: Connection) -> None:
+            with transaction(conn):
+                conn.execute(
+                    "UPDATE documents SET embed_retry_at = 0 WHERE kind = ? AND resource_name = ?"
+                    " AND embed_pending = 1 AND embed_retry_at > 0",
+                    (KB_KIND, kb),
+                )
+
+        await self.db.write(run)
+
+    async def vector_model(self, kb: str) -> tuple[str, int] | None:
+        return await self.db.read(lambda conn: vec_index.recorded(conn, kb))
+
+    async def vector_search(self, kb: str, vector: Sequence[float], top_k: int) -> list[Passage]:
+        def run(conn: Connection) -> list[Passage]:
+            passages = []
+            for chunk, distance in vec_index.search(conn, kb, vector, top_k):
+                row = conn.execute(
+                    "SELECT c.document_id, c.position, c.heading, f.text, d.title, d.path"
+                    " FROM chunks c JOIN documents_fts f ON f.rowid = c.seq"
+                    " JOIN documents d ON d.kind = c.kind AND d.resource_name = c.resource_name"
+                    " AND d.id = c.document_id WHERE c.id = ?",
+                    (chunk,),
+                ).fetchone()
+                if row is not None:
+                    passages.append(_passage(row, 1.0 - distance, row["text"][:300]))
+            return passages
+
+        return await self.db.read(run)
 
     async def total_changes(self) -> int:
         return await self.db.write(lambda conn: int(conn.total_changes))

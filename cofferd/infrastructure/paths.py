@@ -11,6 +11,7 @@ Layout of the data home::
     coffer.db                      derived index (+ audit); deleting it loses only time
     cofferd.lock                   held by the running daemon
     incoming/                      uploads in flight
+    models/                        local embedding models (assembled, not downloaded)
     knowledge/<kb>/kb.yaml         the knowledge base's configuration
     knowledge/<kb>/docs/           Markdown files: the truth
     knowledge/<kb>/raw/            originals of converted documents
@@ -54,6 +55,11 @@ class Locations:
     def incoming_dir(self) -> Path:
         """Uploads stream here before they are checked (same filesystem as the KBs)."""
         return self.home / "incoming"
+
+    @property
+    def models_dir(self) -> Path:
+        """Local embedding models assembled from installed packages."""
+        return self.home / "models"
 
     @property
     def knowledge_root(self) -> Path:

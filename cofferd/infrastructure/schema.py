@@ -60,6 +60,19 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX idx_audit_resource ON audit(resource_name, id);
     """,
+    # 2: vectors. embed_pending = vectors owed (new content, or a failed embed);
+    # embed_error/embed_retry_at describe the last failure (documents_degraded).
+    """
+    CREATE TABLE vec_tables (
+        resource_name   TEXT    NOT NULL PRIMARY KEY,
+        table_name      TEXT    NOT NULL,
+        model           TEXT    NOT NULL,
+        dimensions      INTEGER NOT NULL
+    );
+    ALTER TABLE documents ADD COLUMN embed_error TEXT;
+    ALTER TABLE documents ADD COLUMN embed_retry_at REAL NOT NULL DEFAULT 0;
+    CREATE INDEX idx_documents_embed ON documents(kind, resource_name, embed_pending)
+    """,
 ]
 
 

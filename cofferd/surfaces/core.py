@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cofferd.application.documents import Documents
+from cofferd.application.embeddings import Embeddings
 from cofferd.application.ingest import Ingest
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.locks import KBLocks
@@ -11,6 +12,7 @@ from cofferd.application.retrieval import Retrieval
 from cofferd.infrastructure.conversion import WorkerConverter
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.docs_tree import FileDocsTree
+from cofferd.infrastructure.embedders import make_embedder
 from cofferd.infrastructure.grep import Ripgrep
 from cofferd.infrastructure.index_store import SqliteIndexStore
 from cofferd.infrastructure.kb_files import KBFiles
@@ -27,7 +29,11 @@ class Coffer:
         self.reindexer = Reindexer(self.store, self.tree, self.locks)
         self.kbs = KnowledgeBases(KBFiles(locations), self.store, self.reindexer, self.locks)
         self.grep = Ripgrep(locations)
-        self.retrieval = Retrieval(self.kbs, self.store, self.grep)
+        self.embeddings = Embeddings(
+            self.kbs, self.store, lambda config: make_embedder(config, locations.models_dir)
+        )
+        self.reindexer.on_change = self.embeddings.wake
+        self.retrieval = Retrieval(self.kbs, self.store, self.store, self.grep, self.embeddings)
         self.documents = Documents(self.kbs, self.store, self.tree, self.reindexer)
         self.converter = WorkerConverter()
         self.ingest = Ingest(
@@ -41,6 +47,7 @@ class Coffer:
         return cls(locations, db)
 
     async def close(self) -> None:
+        await self.embeddings.stop()
         await self.converter.close()
         await self.db.close()
 

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from cofferd import __version__
 from cofferd.application.knowledge_bases import DEFAULT_KB
+from cofferd.infrastructure import vec_index
 from cofferd.infrastructure.database import SQLITE_VERSION
 from cofferd.infrastructure.paths import Locations
 from cofferd.surfaces import systemd, unix_socket
@@ -105,6 +106,7 @@ class Daemon:
             stack.push_async_callback(runner.cleanup)  # first out: stop accepting requests
             await web.SockSite(runner, bound.sock, shutdown_timeout=2.0).start()
             watcher.start(full_reconcile=True)
+            coffer.embeddings.start()
             log.info(
                 "cofferd %s serving on %s; data home %s",
                 __version__,
@@ -121,15 +123,21 @@ class Daemon:
         kbs = []
         for kb in self.coffer.kbs.list():
             counts = await self.coffer.store.metrics(kb.name)
-            kbs.append(
-                {
-                    "name": kb.name,
-                    "enabled": kb.enabled,
-                    "documents": counts["documents"],
-                    "documents_degraded": counts["documents_degraded"],
-                    "docs_path": str(self.locations.docs_dir(kb.name)),
+            entry: dict[str, Any] = {
+                "name": kb.name,
+                "enabled": kb.enabled,
+                "documents": counts["documents"],
+                "documents_degraded": counts["documents_degraded"],
+                "docs_path": str(self.locations.docs_dir(kb.name)),
+            }
+            if kb.config.vector_enabled and kb.config.embedding is not None:
+                entry["vectors"] = {
+                    "model": kb.config.embedding.model,
+                    "provider": kb.config.embedding.provider,
+                    "embed_pending": counts["embed_pending"],
+                    **self.coffer.embeddings.status(kb.name),
                 }
-            )
+            kbs.append(entry)
         watcher = self.watcher.status()
         return {
             "version": __version__,
@@ -139,6 +147,7 @@ class Daemon:
             "socket": str(self.locations.socket),
             "database": str(self.locations.db_path),
             "sqlite_version": SQLITE_VERSION,
+            "vector_search": vec_index.load_error or "available",
             "knowledge_bases": kbs,
             "formats": self.coffer.ingest.supported_formats(),
             "watcher": watcher,

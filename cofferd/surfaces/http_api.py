@@ -374,9 +374,9 @@ async def delete_document(request: web.Request) -> web.Response:
 
 @routes.post("/api/v1/knowledge_bases/{name}/reindex")
 async def reindex(request: web.Request) -> web.Response:
-    result = await request.app[COFFER].kbs.reindex(
-        request.match_info["name"], actor=_actor(request)
-    )
+    coffer, name = request.app[COFFER], request.match_info["name"]
+    result = await coffer.kbs.reindex(name, actor=_actor(request))
+    await coffer.embeddings.retry_now(name)
     return web.json_response(result.as_dict())
 
 

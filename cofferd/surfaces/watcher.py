@@ -224,6 +224,8 @@ class Watcher:
         try:
             if paths is None:
                 result = await self.coffer.reindexer.reconcile(kb)
+                if kb.config.vector_enabled:
+                    await self.coffer.embeddings.retry_now(kb.name)
             else:
                 result = await self.coffer.reindexer.sync_paths(kb, paths)
             log.debug(

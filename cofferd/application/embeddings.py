@@ -1,0 +1,181 @@
+"""Vectors follow keyword rows in the background, so saving never waits on an embedder.
+
+Documents written to a vector-enabled KB owe vectors (`embed_pending`); this queue embeds
+them in batches. A failure keeps the flag, records the error (the document is
+"degraded": keyword search and grep still find it) and retries with backoff, touching only
+vector rows. A change of model or width empties the KB's vectors and embeds it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cofferd.application.knowledge_bases import KnowledgeBases
+from cofferd.domain.config import EmbeddingConfig
+from cofferd.domain.errors import CofferError
+from cofferd.domain.models import KnowledgeBase
+from cofferd.domain.ports import Embedder, EmbeddingFailed, VectorStore
+
+log = logging.getLogger(__name__)
+
+BATCH_DOCUMENTS = 16
+BACKOFF_S = (15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+IDLE_RECHECK_S = 15.0
+QUERY_TIMEOUT_S = 10.0
+
+
+@dataclass
+class KBEmbedState:
+    failures: int = 0
+    last_error: str | None = None
+    embedded: int = 0
+
+
+class Embeddings:
+    def __init__(
+        self,
+        kbs: KnowledgeBases,
+        store: VectorStore,
+        make_embedder: Callable[[EmbeddingConfig], Embedder],
+    ) -> None:
+        self.kbs = kbs
+        self.store = store
+        self.make_embedder = make_embedder
+        self._embedders: dict[str, tuple[str, Embedder]] = {}
+        self._state: dict[str, KBEmbedState] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.unavailable: str | None = None  # why vectors cannot work here at all
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="embeddings")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for _, embedder in self._embedders.values():
+            await embedder.close()
+        self._embedders.clear()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def retry_now(self, kb: str) -> None:
+        """A reconcile asks for another try of failed embeds, without waiting out backoff."""
+        self._state.pop(kb, None)
+        await self.store.retry_embeds_now(kb)
+        self.wake()
+
+    # -- the work -------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                worked = await self.run_once()
+            except CofferError as exc:
+                log.error("embedding: %s", exc.message)
+                worked = False
+            if not worked:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), IDLE_RECHECK_S)
+                self._wake.clear()
+
+    async def run_once(self) -> bool:
+        """One batch for each KB that owes vectors; True when something was attempted."""
+        if not await self.store.vectors_available():
+            self.unavailable = "sqlite-vec is not loaded; keyword search and grep still work"
+            return False
+        worked = False
+        for kb in self.kbs.list():
+            if not kb.enabled:
+                continue
+            await self._follow_model(kb)
+            if kb.config.vector_enabled and await self._embed_batch(kb):
+                worked = True
+        return worked
+
+    async def drain(self, kb_name: str) -> None:
+        """Embed everything a KB owes now (tests and benchmarks; the daemon uses the loop)."""
+        kb = self.kbs.get(kb_name)
+        await self._follow_model(kb)
+        while await self._embed_batch(kb):
+            pass
+
+    async def _follow_model(self, kb: KnowledgeBase) -> None:
+        recorded = await self.store.vector_model(kb.name)
+        embedding = kb.config.embedding
+        if kb.config.vector_enabled and embedding is not None:
+            if recorded != (embedding.identity(), embedding.dimensions):
+                if recorded is not None:
+                    log.info("%s: embedding model changed; embedding it again", kb.name)
+                await self.store.reset_vectors(
+                    kb.name, pending=True, model=embedding.identity(), dims=embedding.dimensions
+                )
+        elif recorded is not None:
+            await self.store.reset_vectors(kb.name, pending=False)
+
+    def _embedder(self, kb: KnowledgeBase) -> Embedder:
+        config = kb.config.embedding
+        assert config is not None
+        cached = self._embedders.get(kb.name)
+        if cached is None or cached[0] != config.identity():
+            self._embedders[kb.name] = (config.identity(), self.make_embedder(config))
+        return self._embedders[kb.name][1]
+
+    async def _embed_batch(self, kb: KnowledgeBase) -> bool:
+        config = kb.config.embedding
+        assert config is not None
+        jobs = await self.store.pending_embeds(kb.name, BATCH_DOCUMENTS, time.time())
+        if not jobs:
+            return False
+        state = self._state.setdefault(kb.name, KBEmbedState())
+        texts = [text for job in jobs for _, text in job.chunks]
+        try:
+            vectors = await self._embedder(kb).embed(texts) if texts else []
+        except (EmbeddingFailed, CofferError) as exc:
+            message = exc.message if isinstance(exc, CofferError) else str(exc)
+            delay = BACKOFF_S[min(state.failures, len(BACKOFF_S) - 1)]
+            state.failures += 1
+            state.last_error = message
+            log.warning("%s: embedding failed (%s); retrying in %.0f s", kb.name, message, delay)
+            await self.store.embed_failed(
+                kb.name, [j.document_id for j in jobs], message, time.time() + delay
+            )
+            return False
+        done, start = [], 0
+        for job in jobs:
+            done.append((job, vectors[start : start + len(job.chunks)]))
+            start += len(job.chunks)
+        state.embedded += await self.store.store_vectors(
+            kb.name, config.identity(), config.dimensions, done
+        )
+        state.failures, state.last_error = 0, None
+        return True
+
+    async def embed_query(self, kb: KnowledgeBase, text: str) -> list[float] | None:
+        """The query's vector, or None when the embedder is down (search degrades)."""
+        assert kb.config.embedding is not None
+        try:
+            async with asyncio.timeout(min(QUERY_TIMEOUT_S, kb.config.embedding.timeout_s)):
+                (vector,) = await self._embedder(kb).embed([text])
+        except (EmbeddingFailed, CofferError, TimeoutError) as exc:
+            log.warning("%s: query embedding failed (%s); keyword search only", kb.name, exc)
+            return None
+        return vector
+
+    def status(self, kb: str) -> dict[str, Any]:
+        state = self._state.get(kb, KBEmbedState())
+        return {
+            "embedded_this_run": state.embedded,
+            "consecutive_failures": state.failures,
+            "last_error": state.last_error,
+            "unavailable": self.unavailable,
+        }
