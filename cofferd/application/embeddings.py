@@ -52,6 +52,7 @@ class Embeddings:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.unavailable: str | None = None  # why vectors cannot work here at all
+        self._available: bool | None = None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="embeddings")
@@ -88,10 +89,18 @@ class Embeddings:
                     await asyncio.wait_for(self._wake.wait(), IDLE_RECHECK_S)
                 self._wake.clear()
 
+    async def available(self) -> bool:
+        """Whether vectors can work at all here (sqlite-vec loaded); checked once."""
+        if self._available is None:
+            self._available = await self.store.vectors_available()
+            if not self._available:
+                self.unavailable = "sqlite-vec is not loaded; keyword search and grep still work"
+                log.warning(self.unavailable)
+        return self._available
+
     async def run_once(self) -> bool:
         """One batch for each KB that owes vectors; True when something was attempted."""
-        if not await self.store.vectors_available():
-            self.unavailable = "sqlite-vec is not loaded; keyword search and grep still work"
+        if not await self.available():
             return False
         worked = False
         for kb in self.kbs.list():
@@ -105,8 +114,10 @@ class Embeddings:
     async def drain(self, kb_name: str) -> None:
         """Embed everything a KB owes now (tests and benchmarks; the daemon uses the loop)."""
         kb = self.kbs.get(kb_name)
+        if not await self.available():
+            return
         await self._follow_model(kb)
-        while await self._embed_batch(kb):
+        while kb.config.vector_enabled and await self._embed_batch(kb):
             pass
 
     async def _follow_model(self, kb: KnowledgeBase) -> None:

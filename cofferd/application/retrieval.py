@@ -98,7 +98,11 @@ class Retrieval:
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= TOP_K_MAX:
             raise ValidationFailed(f"top_k must be between 1 and {TOP_K_MAX}", field="top_k")
         mode = kb.config.default_mode
-        if mode in ("vector", "hybrid") and kb.config.vector_enabled:
+        if (
+            mode in ("vector", "hybrid")
+            and kb.config.vector_enabled
+            and await self.embeddings.available()
+        ):
             return await self._with_vectors(kb, query, top_k, mode == "hybrid")
         passages = await self.store.keyword_search(kb.name, query, top_k)
         return SearchResult(mode="keyword", passages=passages)
@@ -106,8 +110,11 @@ class Retrieval:
     async def _with_vectors(
         self, kb: KnowledgeBase, query: str, top_k: int, hybrid: bool
     ) -> SearchResult:
-        assert kb.config.embedding is not None
-        if hybrid and beyond_latin(query) and not kb.config.embedding.covers_all_languages():
+        embedding = kb.config.embedding
+        assert embedding is not None
+        current = (embedding.identity(), embedding.dimensions)
+        stale = await self.vectors.vector_model(kb.name) != current  # model switch under way
+        if stale or (hybrid and beyond_latin(query) and not embedding.covers_all_languages()):
             passages = await self.store.keyword_search(kb.name, query, top_k)
             return SearchResult(mode="keyword", passages=passages)
         vector = await self.embeddings.embed_query(kb, query)

@@ -96,8 +96,7 @@ def insert(conn: Any, kb: str, rows: Sequence[tuple[str, Sequence[float]]]) -> N
 
 
 def search(conn: Any, kb: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-    assert sqlite_vec is not None
-    if recorded(conn, kb) is None:
+    if sqlite_vec is None or recorded(conn, kb) is None:
         return []
     rows = conn.execute(
         f"SELECT chunk_id, distance FROM {table_name(kb)} WHERE embedding MATCH ? AND k = ?",
