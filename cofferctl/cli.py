@@ -372,15 +372,30 @@ def cmd_check_sources(c: Client, a: argparse.Namespace, out: Output) -> Any:
     return None
 
 
+def cmd_mcp(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    from cofferctl import mcp_server  # only this command pays for importing mcp
+
+    mcp_server.run(c.socket_path)
+    return None
+
+
 def cmd_log(c: Client, a: argparse.Namespace, out: Output) -> Any:
     data = c.get("/api/v1/audit", kb=a.kb, limit=a.limit)
+    calls = c.get("/api/v1/mcp_invocations", limit=a.limit)
     if out.as_json:
-        return data
+        return {**data, **calls}
     out.table(
         ["time", "actor", "event", "kb", "document"],
         [[e["at"][:19], e["actor"], e["event"], e["resource_name"] or "-", e["document_id"] or "-"]
          for e in reversed(data["events"])],
     )  # fmt: skip
+    if calls["invocations"]:
+        out.line()
+        out.table(
+            ["time", "agent", "MCP tool", "ms", "outcome"],
+            [[i["at"][:19], i["client"], i["tool"], f"{i['duration_ms']:.0f}", i["outcome"]]
+             for i in reversed(calls["invocations"])],
+        )  # fmt: skip
     return None
 
 
@@ -475,7 +490,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("kb")
     sp = add("metrics", cmd_metrics, "counts and sizes of a knowledge base")
     sp.add_argument("kb")
-    sp = add("log", cmd_log, "show the audit trail")
+    add("mcp", cmd_mcp, "serve MCP on stdio: AI agents search and write through cofferd")
+    sp = add("log", cmd_log, "show the audit trail and the MCP tool calls")
     sp.add_argument("--kb")
     sp.add_argument("--limit", type=int, default=50)
     return p

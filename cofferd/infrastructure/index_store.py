@@ -379,6 +379,28 @@ class SqliteIndexStore:
 
         await self.db.write(run)
 
+    async def record_invocation(
+        self, client: str, tool: str, duration_ms: float, outcome: str
+    ) -> None:
+        def run(conn: Connection) -> None:
+            with transaction(conn):
+                conn.execute(
+                    "INSERT INTO mcp_invocations (at, client, tool, duration_ms, outcome)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (utc_now(), client[:100], tool[:100], duration_ms, outcome[:100]),
+                )
+
+        await self.db.write(run)
+
+    async def invocations(self, limit: int) -> list[dict[str, Any]]:
+        def run(conn: Connection) -> list[dict[str, Any]]:
+            rows = conn.execute(
+                "SELECT * FROM mcp_invocations ORDER BY id DESC LIMIT ?", (limit,)
+            ).fetchall()
+            return [dict(r) for r in rows]
+
+        return await self.db.read(run)
+
     async def audit_log(self, kb: str | None, limit: int) -> list[dict[str, Any]]:
         def run(conn: Connection) -> list[dict[str, Any]]:
             where, args = ("WHERE resource_name = ?", [kb]) if kb else ("", [])

@@ -73,6 +73,17 @@ MIGRATIONS: list[str] = [
     ALTER TABLE documents ADD COLUMN embed_retry_at REAL NOT NULL DEFAULT 0;
     CREATE INDEX idx_documents_embed ON documents(kind, resource_name, embed_pending)
     """,
+    # 3: what agents did through MCP (no arguments, no document contents).
+    """
+    CREATE TABLE mcp_invocations (
+        id              INTEGER PRIMARY KEY,
+        at              TEXT    NOT NULL,
+        client          TEXT    NOT NULL,
+        tool            TEXT    NOT NULL,
+        duration_ms     REAL    NOT NULL,
+        outcome         TEXT    NOT NULL
+    )
+    """,
 ]
 
 

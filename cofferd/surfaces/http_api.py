@@ -62,6 +62,13 @@ class EditDocument(_Body):
     content: str
 
 
+class Invocation(_Body):
+    client: str = Field(min_length=1, max_length=100)
+    tool: str = Field(min_length=1, max_length=100)
+    duration_ms: float = Field(ge=0)
+    outcome: str = Field(min_length=1, max_length=100)
+
+
 class AddDocument(_Body):
     """Either `source_path` (a file on this machine, tracked for check-sources) or
     `content` (Markdown written directly)."""
@@ -425,6 +432,23 @@ async def audit(request: web.Request) -> web.Response:
     if not 1 <= limit <= 1000:
         raise ValidationFailed("limit must be between 1 and 1000", field="limit")
     return web.json_response({"events": await request.app[COFFER].store.audit_log(kb, limit)})
+
+
+@routes.post("/api/v1/mcp_invocations")
+async def record_invocation(request: web.Request) -> web.Response:
+    body = await _json(request, Invocation)
+    await request.app[COFFER].store.record_invocation(
+        body.client, body.tool, body.duration_ms, body.outcome
+    )
+    return web.json_response({"recorded": True}, status=201)
+
+
+@routes.get("/api/v1/mcp_invocations")
+async def list_invocations(request: web.Request) -> web.Response:
+    limit = _int_query(request, "limit", 50)
+    if not 1 <= limit <= 1000:
+        raise ValidationFailed("limit must be between 1 and 1000", field="limit")
+    return web.json_response({"invocations": await request.app[COFFER].store.invocations(limit)})
 
 
 # -- kind-agnostic resources (seed) --------------------------------------------------------
