@@ -379,6 +379,16 @@ def cmd_mcp(c: Client, a: argparse.Namespace, out: Output) -> Any:
     return None
 
 
+def cmd_service(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    from cofferctl import service
+
+    try:
+        code = service.execute(a.action, a.dry_run, out.line)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    return RESULT_FAILED if code else None
+
+
 def cmd_log(c: Client, a: argparse.Namespace, out: Output) -> Any:
     data = c.get("/api/v1/audit", kb=a.kb, limit=a.limit)
     calls = c.get("/api/v1/mcp_invocations", limit=a.limit)
@@ -491,6 +501,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("metrics", cmd_metrics, "counts and sizes of a knowledge base")
     sp.add_argument("kb")
     add("mcp", cmd_mcp, "serve MCP on stdio: AI agents search and write through cofferd")
+    service = sub.add_parser(
+        "service", help="start cofferd with the OS", description="start cofferd with the OS"
+    )
+    service_sub = service.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for action, text in (
+        ("install", "write and enable the systemd user units (launchd agent on macOS)"),
+        ("uninstall", "stop, disable and remove them"),
+        ("status", "show the service's state"),
+    ):
+        sp = add(action, cmd_service, text, service_sub)
+        sp.add_argument("--dry-run", action="store_true", help="print, do nothing")
     sp = add("log", cmd_log, "show the audit trail and the MCP tool calls")
     sp.add_argument("--kb")
     sp.add_argument("--limit", type=int, default=50)

@@ -24,7 +24,7 @@ QUERY_MAX_CHARS = 2000
 MAX_MATCHES_DEFAULT = 100
 MAX_MATCHES_MAX = 10_000
 RRF_K = 60
-FUSION_CANDIDATES = 50
+FUSION_CANDIDATES = 20  # per list; measured best for RRF(K=60) on SciFact (20: 0.716, 50: 0.712)
 LATIN_END = 0x24F  # letters above Latin Extended-B are another script
 
 

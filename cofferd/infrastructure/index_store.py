@@ -171,6 +171,15 @@ def _keyword_hits(conn: Connection, kb: str, match: str, top_k: int) -> list[Pas
     return [_passage(r, float(r["score"]), r["snip"]) for r in rows]
 
 
+def embedding_text(heading: list[str], text: str) -> str:
+    """A chunk as it is embedded: its heading path for context, without repeating the
+    heading the chunk itself starts with."""
+    first_line = text.lstrip().split("\n", 1)[0]
+    if heading and first_line.lstrip("#").strip() == heading[-1]:
+        heading = heading[:-1]
+    return " / ".join(heading) + "\n\n" + text if heading else text
+
+
 def _passage(row: Any, score: float, snippet: str) -> Passage:
     return Passage(
         document_id=row["document_id"],
@@ -460,7 +469,7 @@ class SqliteIndexStore:
                     (KB_KIND, kb, doc_id),
                 ).fetchall()
                 texts = [
-                    (cid, " / ".join(json.loads(heading)) + "\n\n" + fts.display_text(text))
+                    (cid, embedding_text(json.loads(heading), fts.display_text(text)))
                     for cid, heading, text in chunks
                 ]
                 jobs.append(EmbedJob(doc_id, sha, texts))
@@ -551,18 +560,25 @@ class SqliteIndexStore:
 
     async def vector_search(self, kb: str, vector: Sequence[float], top_k: int) -> list[Passage]:
         def run(conn: Connection) -> list[Passage]:
-            passages = []
-            for chunk, distance in vec_index.search(conn, kb, vector, top_k):
-                row = conn.execute(
-                    "SELECT c.document_id, c.position, c.heading, f.text, d.title, d.path"
+            hits = vec_index.search(conn, kb, vector, top_k)
+            if not hits:
+                return []
+            marks = ",".join("?" * len(hits))
+            rows = {
+                r["id"]: r
+                for r in conn.execute(
+                    "SELECT c.id, c.document_id, c.position, c.heading, f.text, d.title, d.path"
                     " FROM chunks c JOIN documents_fts f ON f.rowid = c.seq"
                     " JOIN documents d ON d.kind = c.kind AND d.resource_name = c.resource_name"
-                    " AND d.id = c.document_id WHERE c.id = ?",
-                    (chunk,),
-                ).fetchone()
-                if row is not None:
-                    passages.append(_passage(row, 1.0 - distance, row["text"][:300]))
-            return passages
+                    f" AND d.id = c.document_id WHERE c.id IN ({marks})",
+                    [chunk for chunk, _ in hits],
+                )
+            }
+            return [
+                _passage(rows[chunk], 1.0 - distance, rows[chunk]["text"][:300])
+                for chunk, distance in hits
+                if chunk in rows
+            ]
 
         return await self.db.read(run)
 
