@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -104,13 +105,12 @@ def test_socket_activation(tmp_path: Path) -> None:
     listener.listen(16)
     fd = listener.fileno()
     # as systemd does: the socket is fd 3, LISTEN_PID is the daemon's own pid
+    exec_as_systemd = (
+        "import os, sys; os.dup2(int(sys.argv[1]), 3); os.environ['LISTEN_FDS'] = '1';"
+        " os.environ['LISTEN_PID'] = str(os.getpid()); os.execv(sys.argv[2], sys.argv[2:])"
+    )
     proc = subprocess.Popen(
-        [
-            "/bin/sh",
-            "-c",
-            f'exec 3<&{fd}; LISTEN_FDS=1 LISTEN_PID=$$ exec "$0"',
-            str(BIN / "cofferd"),
-        ],
+        [sys.executable, "-c", exec_as_systemd, str(fd), str(BIN / "cofferd")],
         env=d.env(COFFER_SOCKET=str(tmp_path / "unused.sock")),
         pass_fds=(fd,),
         stdout=subprocess.DEVNULL,
