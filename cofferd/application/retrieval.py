@@ -7,6 +7,7 @@ with such a model, results on Chinese fell from 0.82 to 0.53 nDCG@10 when measur
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import replace
 
@@ -117,15 +118,23 @@ class Retrieval:
         if stale or (hybrid and beyond_latin(query) and not embedding.covers_all_languages()):
             passages = await self.store.keyword_search(kb.name, query, top_k)
             return SearchResult(mode="keyword", passages=passages)
-        vector = await self.embeddings.embed_query(kb, query)
-        if vector is None:
-            passages = await self.store.keyword_search(kb.name, query, top_k)
-            return SearchResult(mode="keyword", passages=passages, fallback="keyword")
         if not hybrid:
-            return SearchResult(
-                mode="vector", passages=await self.vectors.vector_search(kb.name, vector, top_k)
-            )
+            vector = await self.embeddings.embed_query(kb, query)
+            if vector is None:
+                passages = await self.store.keyword_search(kb.name, query, top_k)
+                return SearchResult(mode="keyword", passages=passages, fallback="keyword")
+            passages = await self.vectors.vector_search(kb.name, vector, top_k)
+            return SearchResult(mode="vector", passages=passages)
         depth = max(top_k, FUSION_CANDIDATES)
-        keyword = await self.store.keyword_search(kb.name, query, depth)
+        # the keyword list is read while the query is embedded
+        keyword_task = asyncio.ensure_future(self.store.keyword_search(kb.name, query, depth))
+        try:
+            vector = await self.embeddings.embed_query(kb, query)
+        except BaseException:
+            keyword_task.cancel()
+            raise
+        keyword = await keyword_task
+        if vector is None:
+            return SearchResult(mode="keyword", passages=keyword[:top_k], fallback="keyword")
         semantic = await self.vectors.vector_search(kb.name, vector, depth)
         return SearchResult(mode="hybrid", passages=fuse([(1.0, keyword), (1.0, semantic)], top_k))
