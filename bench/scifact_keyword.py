@@ -14,8 +14,10 @@ import json
 import math
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 
 from bench.common import DATA, machine, scratch_home
+from cofferd.domain.models import Passage
 from cofferd.infrastructure.paths import Locations
 from cofferd.surfaces.core import Coffer
 
@@ -29,6 +31,11 @@ def load_scifact() -> tuple[list[dict[str, str]], dict[str, str], dict[str, dict
         qid, cid, score = line.split()
         qrels[qid][cid] = int(score)
     return corpus, queries, qrels
+
+
+def ranked_documents(passages: Sequence[Passage]) -> list[str]:
+    """Document ids (file stems) in the order of their best passage."""
+    return list(dict.fromkeys(p.path.rsplit("/", 1)[-1].removesuffix(".md") for p in passages))
 
 
 def ndcg_at(ranked: list[str], rels: dict[str, int], k: int) -> float:
@@ -57,11 +64,7 @@ async def main() -> None:
         ndcgs, recalls = [], []
         for qid, rels in sorted(qrels.items()):
             found = await coffer.retrieval.search("scifact", queries[qid], top_k=100)
-            ranked: list[str] = []
-            for p in found.passages:
-                cid = p.path[: -len(".md")]
-                if cid not in ranked:
-                    ranked.append(cid)
+            ranked = ranked_documents(found.passages)
             ndcgs.append(ndcg_at(ranked, rels, 10))
             relevant = {d for d, r in rels.items() if r > 0}
             recalls.append(len(relevant & set(ranked[:100])) / len(relevant))

@@ -12,7 +12,7 @@ import asyncio
 import time
 
 from bench.common import machine, median, percentile, scratch_home
-from bench.scifact_keyword import load_scifact, ndcg_at
+from bench.scifact_keyword import load_scifact, ndcg_at, ranked_documents
 from cofferd.infrastructure.paths import Locations
 from cofferd.surfaces.core import Coffer
 
@@ -30,11 +30,7 @@ async def evaluate(
         started = time.perf_counter()
         found = await coffer.retrieval.search("scifact", queries[qid], top_k=10)
         latencies.append((time.perf_counter() - started) * 1000)
-        ranked: list[str] = []
-        for p in found.passages:
-            cid = p.path[: -len(".md")]
-            if cid not in ranked:
-                ranked.append(cid)
+        ranked = ranked_documents(found.passages)
         scores.append(ndcg_at(ranked, rels, 10))
     return sum(scores) / len(scores), latencies
 
