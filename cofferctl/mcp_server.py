@@ -178,7 +178,9 @@ def add_document(
     file_path: str | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = (
-        {"source_path": file_path} if file_path else {"content": content or "", "title": title}
+        {"source_path": file_path, "track_source": False}
+        if file_path
+        else {"content": content or "", "title": title}
     )
     reply = client.post(client.kb(kb, "/documents"), body)
     return {"status": reply["status"], "document": _document(reply["document"], False)}

@@ -35,7 +35,9 @@ async def error_of(client: Client, tool: str, **arguments: Any) -> str:
     return " ".join(getattr(c, "text", "") for c in result.content)
 
 
-async def test_an_agent_reads_and_writes_through_the_daemon(shared_daemon: Daemon) -> None:
+async def test_an_agent_reads_and_writes_through_the_daemon(
+    shared_daemon: Daemon, tmp_path: Path
+) -> None:
     d = shared_daemon
     kb = "mcp-" + uuid.uuid4().hex[:6]
     d.client.post("/api/v1/knowledge_bases", {"name": kb})
@@ -70,8 +72,14 @@ async def test_an_agent_reads_and_writes_through_the_daemon(shared_daemon: Daemo
         listing = await call(client, "list_documents", kb=kb, title_filter="deploy")
         assert listing["total"] == 1
 
+        source = tmp_path / "report.html"
+        source.write_text("<h1>Report</h1><p>quarterly falcon numbers</p>")
+        converted = await call(client, "add_document", kb=kb, file_path=str(source))
+        assert "source_path" not in converted["document"]["metadata"]  # agents never track
+        assert (await call(client, "search", kb=kb, query="falcon"))["passages"]
+
         await call(client, "delete_document", kb=kb, document_id=doc_id)
-        assert (await call(client, "list_documents", kb=kb))["total"] == 0
+        assert (await call(client, "list_documents", kb=kb))["total"] == 1
 
         assert "KB_NOT_FOUND" in await error_of(client, "search", kb="no-such-kb", query="x")
         assert "DOCUMENT_NOT_FOUND" in await error_of(

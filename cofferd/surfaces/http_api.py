@@ -74,6 +74,7 @@ class AddDocument(_Body):
     `content` (Markdown written directly)."""
 
     source_path: str | None = None
+    track_source: bool = True  # remember source_path for check-sources (not for agents)
     content: str | None = None
     title: str | None = None
     replace: bool = False
@@ -288,7 +289,7 @@ async def add_document(request: web.Request) -> web.Response:
                 source,
                 source.name,
                 replace=body.replace,
-                source_path=str(source),
+                source_path=str(source) if body.track_source else None,
                 actor=actor,
             )
     return web.json_response(ingest_json(result), status=201 if result.status == "added" else 200)
