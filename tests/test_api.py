@@ -91,6 +91,20 @@ def test_kb_lifecycle(shared_daemon: Daemon) -> None:
     assert error_of(lambda: d.client.get(d.client.kb(name))).code == "KB_NOT_FOUND"
 
 
+def test_an_unloadable_local_model_is_refused_at_once(shared_daemon: Daemon) -> None:
+    d = shared_daemon
+    config = {
+        "enabled_modes": ["keyword", "grep", "vector"],
+        "embedding": {"provider": "local", "model": "BAAI/bge-small-en-v1.5", "dimensions": 384},
+    }
+    err = error_of(
+        lambda: d.client.post("/api/v1/knowledge_bases", {"name": "hub", "config": config})
+    )
+    assert (err.status, err.code) == (503, "ENGINE_UNAVAILABLE")
+    assert "bge-small" in err.message
+    assert error_of(lambda: d.client.get(d.client.kb("hub"))).code == "KB_NOT_FOUND"
+
+
 def new_kb_named(d: Daemon, name: str) -> None:
     d.client.post("/api/v1/knowledge_bases", {"name": name})
 

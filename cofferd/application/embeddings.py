@@ -18,7 +18,7 @@ from typing import Any
 
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.domain.config import EmbeddingConfig
-from cofferd.domain.errors import CofferError
+from cofferd.domain.errors import CofferError, EngineUnavailable
 from cofferd.domain.models import KnowledgeBase
 from cofferd.domain.ports import Embedder, EmbeddingFailed, VectorStore
 
@@ -83,6 +83,10 @@ class Embeddings:
                 worked = await self.run_once()
             except CofferError as exc:
                 log.error("embedding: %s", exc.message)
+                worked = False
+            except Exception:
+                # The queue must outlive any single failure; it is logged and retried.
+                log.exception("embedding queue failed; retrying shortly")
                 worked = False
             if not worked:
                 with contextlib.suppress(TimeoutError):
@@ -170,6 +174,19 @@ class Embeddings:
         )
         state.failures, state.last_error = 0, None
         return True
+
+    async def check(self, config: EmbeddingConfig) -> None:
+        """Refuse a local model that cannot load here (a hub name offline, a bad folder)
+        when it is configured, rather than degrading every document later."""
+        if config.provider != "local":
+            return  # a remote provider may be down now and back later: that degrades
+        embedder = self.make_embedder(config)
+        try:
+            await embedder.embed(["ready"])
+        except EmbeddingFailed as exc:
+            raise EngineUnavailable(str(exc), model=config.model) from None
+        finally:
+            await embedder.close()
 
     async def embed_query(self, kb: KnowledgeBase, text: str) -> list[float] | None:
         """The query's vector, or None when the embedder is down (search degrades)."""

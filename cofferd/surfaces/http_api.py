@@ -16,6 +16,7 @@ from cofferd import __version__
 from cofferd.application.documents import DocumentView
 from cofferd.application.ingest import IngestResult
 from cofferd.application.retrieval import MAX_MATCHES_DEFAULT, TOP_K_DEFAULT
+from cofferd.domain.config import KnowledgeBaseConfig, merge_config, parse_config
 from cofferd.domain.errors import IngestRejected, ValidationFailed
 from cofferd.domain.models import KB_KIND, KnowledgeBase, Passage, ReindexResult
 from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START
@@ -185,6 +186,11 @@ def _kind(request: web.Request) -> str:
     return kind
 
 
+async def _check_embedding(coffer: Coffer, config: KnowledgeBaseConfig) -> None:
+    if config.vector_enabled and config.embedding is not None:
+        await coffer.embeddings.check(config.embedding)
+
+
 # -- handlers ----------------------------------------------------------------------------
 
 routes = web.RouteTableDef()
@@ -209,7 +215,9 @@ async def list_kbs(request: web.Request) -> web.Response:
 @routes.post("/api/v1/knowledge_bases")
 async def create_kb(request: web.Request) -> web.Response:
     body = await _json(request, CreateKB)
-    kb = await request.app[COFFER].kbs.create(body.name, body.config, actor=_actor(request))
+    coffer = request.app[COFFER]
+    await _check_embedding(coffer, parse_config(body.config))
+    kb = await coffer.kbs.create(body.name, body.config, actor=_actor(request))
     request.app[WATCHER].refresh()
     return web.json_response(kb_json(kb), status=201)
 
@@ -222,9 +230,9 @@ async def get_kb(request: web.Request) -> web.Response:
 @routes.patch("/api/v1/knowledge_bases/{name}")
 async def update_kb(request: web.Request) -> web.Response:
     body = await _json(request, UpdateKB)
-    kb, result = await request.app[COFFER].kbs.update_config(
-        request.match_info["name"], body.config, actor=_actor(request)
-    )
+    coffer, name = request.app[COFFER], request.match_info["name"]
+    await _check_embedding(coffer, merge_config(coffer.kbs.get(name).config, body.config))
+    kb, result = await coffer.kbs.update_config(name, body.config, actor=_actor(request))
     return web.json_response({**kb_json(kb), "reindex": reindex_json(result)})
 
 

@@ -238,6 +238,11 @@ class Watcher:
             )
         except CofferError as exc:
             log.error("%s: %s", kb_name, exc.message)
+        except Exception as exc:
+            # An unexpected failure must not end the loop that keeps every KB current:
+            # log it, show it in status, and let the next full reconcile repair.
+            log.exception("%s: indexing failed", kb_name)
+            self.state.last_error = f"{type(exc).__name__}: {exc}"
 
     async def _periodic_loop(self) -> None:
         while not self._stopping:
