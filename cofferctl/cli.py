@@ -113,14 +113,23 @@ def cmd_status(c: Client, a: argparse.Namespace, out: Output) -> Any:
     )
     out.line()
     out.table(
-        ["KB", "enabled", "documents", "degraded", "docs folder"],
+        ["KB", "enabled", "documents", "degraded", "vectors", "docs folder"],
         [
             [k["name"], "yes" if k["enabled"] else "no", k["documents"], k["documents_degraded"],
-             k["docs_path"]]
+             _vectors(k.get("vectors")), k["docs_path"]]
             for k in s["knowledge_bases"]
         ],
     )  # fmt: skip
+    if s.get("vector_search", "available") != "available":
+        out.line(f"vector search: {s['vector_search']}")
     return None
+
+
+def _vectors(state: dict[str, Any] | None) -> str:
+    if not state:
+        return "-"
+    pending = f", {state['embed_pending']} to embed" if state["embed_pending"] else ""
+    return f"{state['model']}{pending}"
 
 
 def _kb_rows(kbs: list[dict[str, Any]]) -> list[list[Any]]:
