@@ -99,3 +99,11 @@ async def test_metrics(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> None:
     m = await coffer.kbs.metrics("notes")
     assert m["documents"] == 1 and m["chunks"] == 1 and m["documents_degraded"] == 0
     assert m["modes"] == ["keyword", "grep"] and m["disk_bytes"] > 0
+
+
+async def test_a_docs_folder_without_settings_is_adopted_once(coffer: Coffer) -> None:
+    docs = coffer.locations.docs_dir("plain")
+    write(docs / "a.md", "# A")
+    kb = await coffer.kbs.adopt("plain")
+    assert coffer.locations.kb_config_path("plain").is_file()
+    assert coffer.kbs.get("plain").created_at == kb.created_at

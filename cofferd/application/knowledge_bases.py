@@ -57,6 +57,8 @@ class KnowledgeBases:
         """A KB folder that appeared without going through `create` (copied, synced)."""
         kb = self.get(name)
         self.repo.create_folders(name)
+        if not self.repo.has_settings(name):
+            self.repo.save(kb)  # its settings and creation time now stay put
         return kb
 
     async def update_config(

@@ -42,6 +42,9 @@ class KBFiles:
                 found.append(name)
         return found
 
+    def has_settings(self, name: str) -> bool:
+        return self.locations.kb_config_path(name).is_file()
+
     def _has_docs(self, name: str) -> bool:
         return self.locations.docs_dir(name).is_dir()
 
