@@ -312,3 +312,19 @@ def test_no_request_produces_a_500(
         body["name"] = "fz" + uuid.uuid4().hex[:6]  # keep fuzzing from creating odd names twice
     status, _ = shared_daemon.client.send(*target, body)  # validated against the contract
     assert status < 500
+
+
+def test_an_edit_keeps_permissions_and_links(shared_daemon: Daemon) -> None:
+    d = shared_daemon
+    kb = new_kb(d)
+    private = write(d.docs(kb) / "private.md", "# Private\n\nmine")
+    private.chmod(0o600)
+    write(d.docs(kb) / "2024" / "day.md", "# Day\n\nfirst")
+    (d.docs(kb) / "today.md").symlink_to(d.docs(kb) / "2024" / "day.md")
+    docs = wait_for(lambda: (r := d.client.get(d.client.kb(kb, "/documents")))["total"] == 3 and r)
+    ids = {doc["relative_path"]: doc["id"] for doc in docs["documents"]}
+    d.client.request("PUT", d.client.kb(kb, f"/documents/{ids['private.md']}"), {"content": "new"})
+    assert private.stat().st_mode & 0o777 == 0o600
+    d.client.request("PUT", d.client.kb(kb, f"/documents/{ids['today.md']}"), {"content": "second"})
+    assert (d.docs(kb) / "today.md").is_symlink()
+    assert (d.docs(kb) / "2024" / "day.md").read_text() == "second"

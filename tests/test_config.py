@@ -64,7 +64,8 @@ def test_valid_kb_names(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["", "..", "../etc", "a/b", "a\\b", ".hidden", "Notes", "x" * 65, "a b", "-x", "ü"]
+    "name",
+    ["", "..", "../etc", "a/b", "a\\b", ".hidden", "Notes", "x" * 65, "a b", "-x", "ü", "notes\n"],
 )
 def test_unsafe_kb_names_are_refused(name: str) -> None:
     with pytest.raises(ValidationFailed) as err:

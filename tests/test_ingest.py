@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from cofferctl.client import ApiError
+from cofferd.domain.errors import ReconversionBlocked
+from cofferd.surfaces.core import Coffer
 from tests.daemon import Daemon, upload, wait_for
 from tests.samples import MAKERS, make_docx, make_pdf, zip_bomb_docx
 
@@ -256,3 +258,34 @@ def test_markdown_content_from_agents(shared_daemon: Daemon, kb: str) -> None:
     )
     assert reply["status"] == "added" and reply["document"]["title"] == "Bird notes"
     assert search(shared_daemon, kb, "kestrel")[0]["title"] == "Bird notes"
+
+
+def test_same_name_from_different_folders_are_different_documents(
+    shared_daemon: Daemon, tmp_path: Path
+) -> None:
+    d = shared_daemon
+    kb = new_kb(d)
+    for project in ("alpha", "beta"):
+        (tmp_path / project).mkdir()
+        (tmp_path / project / "README.md").write_text(f"# {project}\n\nabout {project}")
+        reply = add_path(d, kb, tmp_path / project / "README.md", replace=True)
+        assert reply["status"] == "added"
+    assert d.client.get(d.client.kb(kb, "/documents"))["total"] == 2
+
+
+async def test_an_unindexed_editor_save_still_blocks_reconversion(
+    coffer: Coffer, tmp_path: Path
+) -> None:
+    # in-process, with no watcher: the save below is on disk but not in the index
+    await coffer.kbs.create("race")
+    source = tmp_path / "x.html"
+    source.write_bytes(b"<p>original wren</p>")
+    result = await coffer.ingest.add_file("race", source, "x.html", actor="test")
+    path = Path(result.document.path)
+    path.write_text(path.read_text() + "\nmy own words\n")
+    assert (await coffer.store.get_document("race", result.document.document.id)).source_mode == (
+        "converted"
+    )  # the index has not seen the edit
+    with pytest.raises(ReconversionBlocked):
+        await coffer.ingest.reconvert("race", result.document.document.id, actor="test")
+    assert "my own words" in path.read_text()

@@ -119,7 +119,12 @@ class Ingest:
                     document_id=doc.id,
                     title=doc.title,
                 )
-            named = await self.store.find_by_metadata(kb.name, "original_filename", filename)
+            named = [
+                doc
+                for doc in await self.store.find_by_metadata(kb.name, "original_filename", filename)
+                # a tracked file is the same document only if it is the same file
+                if not source_path or doc.metadata.get("source_path") in (None, source_path)
+            ]
             if named and not replace:
                 raise IngestRejected(
                     "duplicate",
@@ -245,13 +250,26 @@ class Ingest:
         doc = (await self.documents.get(kb_name, doc_id)).document
         if "source_sha256" not in doc.metadata:
             raise ValidationFailed(f"{doc.title!r} was not converted from another file")
-        if doc.source_mode == "edited":
+        if await self._edited(kb, doc):
             raise ReconversionBlocked(
                 f"{doc.title!r} was edited since it was converted; converting again would "
                 "overwrite those edits",
                 document_id=doc.id,
             )
         return kb, doc
+
+    async def _edited(self, kb: KnowledgeBase, doc: Document) -> bool:
+        """Edited, judged from the file as it is now: a save the watcher has not indexed
+        yet must not be converted over."""
+        if doc.source_mode == "edited":
+            return True
+        content = await asyncio.to_thread(self.tree.read, kb.name, doc.path)
+        if content is None:
+            return False
+        try:
+            return markdown.parse(content.data, doc.path).source_mode == "edited"
+        except markdown.NotText:
+            return True  # not what Coffer wrote: leave it alone
 
     async def reconvert(self, kb_name: str, doc_id: str, *, actor: str) -> IngestResult:
         """Convert the kept original again (after a converter upgrade, say)."""
@@ -303,7 +321,7 @@ class Ingest:
             if await asyncio.to_thread(sha256_file, path) == doc.metadata.get("source_sha256"):
                 report.unchanged.append(entry)
                 continue
-            if doc.source_mode == "edited":
+            if await self._edited(kb, doc):
                 report.changed.append({**entry, "note": "edited in Coffer; not updated"})
             elif kb.config.auto_update_sources:
                 await self.update_source(kb.name, doc.id, actor=actor)

@@ -96,7 +96,6 @@ class KnowledgeBases:
         async with self.locks(name):
             await self.store.delete_kb(name)
             await asyncio.to_thread(self.repo.remove, name)
-        self.locks.forget(name)
         await self.store.audit("resource_deleted", actor, name, None, kb.snapshot())
         return kb
 

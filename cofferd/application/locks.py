@@ -12,6 +12,3 @@ class KBLocks:
 
     def __call__(self, kb: str) -> asyncio.Lock:
         return self._locks[kb]
-
-    def forget(self, kb: str) -> None:
-        self._locks.pop(kb, None)

@@ -25,7 +25,7 @@ Provider = Literal[
 
 _DEFAULT_MODES: list[RetrievalMode] = ["keyword", "grep"]
 KB_NAME_MAX = 64
-_KB_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_KB_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
 LOCAL_DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -139,7 +139,7 @@ def validation_failed(prefix: str, exc: ValidationError) -> ValidationFailed:
 
 def check_kb_name(name: str) -> str:
     """A KB name is a folder name: a lowercase slug, so it is safe on every filesystem."""
-    if not isinstance(name, str) or not _KB_NAME.match(name) or len(name) > KB_NAME_MAX:
+    if not isinstance(name, str) or not _KB_NAME.fullmatch(name) or len(name) > KB_NAME_MAX:
         raise ValidationFailed(
             "invalid knowledge base name: use 1-64 lowercase letters, digits, '-' or '_', "
             "starting with a letter or digit",

@@ -167,6 +167,7 @@ class EmbedJob:
 
     document_id: str
     content_sha256: str
+    chunking: str
     chunks: Sequence[tuple[str, str]]
 
 

@@ -57,6 +57,7 @@ class WorkerConverter:
         self.memory_mb = memory_mb
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
+        self._requests = 0
 
     def formats(self) -> tuple[str, ...]:
         return CONVERTED_FORMATS
@@ -67,7 +68,9 @@ class WorkerConverter:
         async with self._lock:
             proc = await self._worker()
             assert proc.stdin is not None and proc.stdout is not None
-            request = json.dumps({"path": str(path), "format": fmt}) + "\n"
+            self._requests += 1
+            request_id = self._requests
+            request = json.dumps({"id": request_id, "path": str(path), "format": fmt}) + "\n"
             try:
                 async with asyncio.timeout(self.timeout_s):
                     proc.stdin.write(request.encode())
@@ -83,7 +86,13 @@ class WorkerConverter:
             if not line:
                 code = await self._kill()
                 raise ConversionFailed(f"the converter crashed on this document (exit {code})")
-        reply = json.loads(line)
+            try:
+                reply = json.loads(line)
+                if reply.get("id") != request_id:
+                    raise ValueError("reply to another request")
+            except ValueError:
+                await self._kill()  # out of step: never take a reply for another document
+                raise ConversionFailed("the converter answered out of turn") from None
         if not reply["ok"]:
             raise ConversionFailed(reply["error"])
         return Converted(markdown=reply["markdown"] or "", title=reply.get("title"))

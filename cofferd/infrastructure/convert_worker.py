@@ -9,6 +9,7 @@ Protocol: one JSON object per line on stdin ({"path", "format"}), one per line o
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
 from typing import Any
@@ -22,9 +23,12 @@ def limit_memory(megabytes: int) -> None:
 def serve(memory_mb: int) -> None:
     from markitdown import MarkItDown  # heavy (~0.75 s): once per worker
 
+    # Replies get a private copy of stdout; anything a library prints goes to stderr,
+    # so it can never be taken for (or shift) a reply.
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     converter = MarkItDown(enable_plugins=False)
     limit_memory(memory_mb)
-    out = sys.stdout
     for line in sys.stdin:
         request = json.loads(line)
         reply: dict[str, Any]
@@ -37,6 +41,7 @@ def serve(memory_mb: int) -> None:
             reply = {"ok": False, "error": "the document needs more memory than allowed"}
         except Exception as exc:  # noqa: BLE001 - any converter failure is the document's
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+        reply["id"] = request["id"]
         out.write(json.dumps(reply) + "\n")
         out.flush()
 

@@ -178,7 +178,12 @@ class FileDocsTree:
         return str(self.locations.doc_path(kb, relpath))
 
     def write(self, kb: str, relpath: str, data: bytes) -> None:
-        atomic_write(self.locations.doc_path(kb, relpath), data)
+        path = self.locations.doc_path(kb, relpath)
+        if path.is_symlink():  # write where the link points, and keep the link
+            if not self._inside_docs(kb, path):
+                raise StorageError(f"{relpath} links outside the docs folder", path=relpath)
+            path = Path(os.path.realpath(path))
+        atomic_write(path, data)
 
     def remove(self, kb: str, relpath: str) -> None:
         with contextlib.suppress(FileNotFoundError):

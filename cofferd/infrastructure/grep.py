@@ -60,6 +60,8 @@ class Ripgrep:
         try:
             async with asyncio.timeout(self.timeout_s):
                 truncated = await _collect(proc, hits, max_matches)
+                if truncated:
+                    proc.kill()  # enough: do not wait for rg to scan the rest
                 stderr = await proc.stderr.read() if proc.stderr else b""
                 code = await proc.wait()
         except TimeoutError:

@@ -454,13 +454,14 @@ class SqliteIndexStore:
 
         def run(conn: Connection) -> list[EmbedJob]:
             docs = conn.execute(
-                "SELECT id, content_sha256 FROM documents WHERE kind = ? AND resource_name = ?"
+                "SELECT id, content_sha256, chunking FROM documents"
+                " WHERE kind = ? AND resource_name = ?"
                 " AND embed_pending = 1 AND embed_retry_at <= ? ORDER BY embed_retry_at, id"
                 " LIMIT ?",
                 (KB_KIND, kb, now, limit),
             ).fetchall()
             jobs = []
-            for doc_id, sha in docs:
+            for doc_id, sha, chunking in docs:
                 chunks = conn.execute(
                     "SELECT c.id, c.heading, f.text FROM chunks c"
                     " JOIN documents_fts f ON f.rowid = c.seq"
@@ -472,7 +473,7 @@ class SqliteIndexStore:
                     (cid, embedding_text(json.loads(heading), fts.display_text(text)))
                     for cid, heading, text in chunks
                 ]
-                jobs.append(EmbedJob(doc_id, sha, texts))
+                jobs.append(EmbedJob(doc_id, sha, chunking, texts))
             return jobs
 
         return await self.db.read(run)
@@ -493,12 +494,12 @@ class SqliteIndexStore:
                 vec_index.ensure(conn, kb, model, dimensions)
                 for job, vectors in done:
                     current = conn.execute(
-                        "SELECT content_sha256 FROM documents"
+                        "SELECT content_sha256, chunking FROM documents"
                         " WHERE kind = ? AND resource_name = ? AND id = ?",
                         (KB_KIND, kb, job.document_id),
                     ).fetchone()
-                    if current is None or current[0] != job.content_sha256:
-                        continue  # edited or deleted while it was embedded: embedded again
+                    if current is None or tuple(current) != (job.content_sha256, job.chunking):
+                        continue  # edited, re-chunked or deleted meanwhile: embedded again
                     ids = [cid for cid, _ in job.chunks]
                     vec_index.delete(conn, kb, ids)
                     vec_index.insert(conn, kb, list(zip(ids, vectors, strict=True)))

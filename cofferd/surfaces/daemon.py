@@ -7,7 +7,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from cofferd.infrastructure.database import SQLITE_VERSION
 from cofferd.infrastructure.paths import Locations
 from cofferd.surfaces import systemd, unix_socket
 from cofferd.surfaces.core import Coffer
-from cofferd.surfaces.http_api import create_app
+from cofferd.surfaces.http_api import UPLOAD_PREFIX, create_app
 from cofferd.surfaces.watcher import RECONCILE_INTERVAL_S, Watcher
 
 log = logging.getLogger("cofferd")
@@ -78,7 +77,8 @@ class Daemon:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
-        shutil.rmtree(self.locations.incoming_dir, ignore_errors=True)  # uploads cut short
+        for upload in self.locations.incoming_dir.glob(UPLOAD_PREFIX + "*"):
+            upload.unlink(missing_ok=True)  # uploads cut short by a stop
         async with contextlib.AsyncExitStack() as stack:
             self.coffer = coffer = await stack.enter_async_context(
                 await Coffer.open(self.locations)

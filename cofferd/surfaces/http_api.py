@@ -82,6 +82,7 @@ class AddDocument(_Body):
 
 
 UPLOAD_CHUNK = 256 * 1024
+UPLOAD_PREFIX = "upload-"
 
 
 # -- JSON shapes -------------------------------------------------------------------------
@@ -322,7 +323,7 @@ async def _upload(request: web.Request, coffer: Coffer, name: str, actor: str) -
                 filename = part.filename
                 if not filename:
                     raise ValidationFailed("the file part needs a filename", field="file")
-                fd, raw = tempfile.mkstemp(dir=incoming, prefix="upload-")
+                fd, raw = tempfile.mkstemp(dir=incoming, prefix=UPLOAD_PREFIX)
                 tmp = Path(raw)
                 size = 0
                 with os.fdopen(fd, "wb") as fh:
