@@ -90,7 +90,21 @@ async def test_broken_settings_file_falls_back_to_defaults_and_is_kept(
     path = locations.kb_config_path("notes")
     path.write_text("config: [this is not a mapping")
     assert coffer.kbs.get("notes").config.chunk_size == 512
+    for change in (
+        coffer.kbs.update_config("notes", {"chunk_size": 256}),
+        coffer.kbs.set_enabled("notes", False),
+    ):
+        with pytest.raises(ValidationFailed, match="fix it first"):
+            await change
     assert path.read_text() == "config: [this is not a mapping"
+
+
+async def test_raising_the_size_limit_indexes_what_was_skipped(coffer: Coffer) -> None:
+    kb = await coffer.kbs.create("sizes", {"max_document_bytes": 1024})
+    write(coffer.locations.docs_dir("sizes") / "big.md", "word " * 1000)
+    assert (await coffer.reindexer.reconcile(kb)).documents_skipped == 1
+    _, result = await coffer.kbs.update_config("sizes", {"max_document_bytes": 1024 * 1024})
+    assert result is not None and result.documents_added == 1
 
 
 async def test_metrics(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from cofferd.application.locks import KBLocks
 from cofferd.application.reindexer import Reindexer
 from cofferd.domain.config import check_kb_name, merge_config, parse_config
-from cofferd.domain.errors import KBDisabled, KBExists, KBNotFound
+from cofferd.domain.errors import KBDisabled, KBExists, KBNotFound, ValidationFailed
 from cofferd.domain.models import KnowledgeBase, ReindexResult, utc_now
 from cofferd.domain.ports import IndexStore, KBRepository
 
@@ -61,11 +61,22 @@ class KnowledgeBases:
             self.repo.save(kb)  # its settings and creation time now stay put
         return kb
 
+    def _writable(self, name: str) -> KnowledgeBase:
+        """The KB, if its settings file can be rewritten without losing what is in it."""
+        kb = self.get(name)
+        if kb.settings_error:
+            raise ValidationFailed(
+                f"the settings file cannot be read ({kb.settings_error}); fix it first, "
+                "so that saving does not overwrite it",
+                field="kb.yaml",
+            )
+        return kb
+
     async def update_config(
         self, name: str, patch: dict[str, Any], *, actor: str = "user"
     ) -> tuple[KnowledgeBase, ReindexResult | None]:
-        """Change settings; a chunking change re-chunks the corpus before this returns."""
-        kb = self.get(name)
+        """Change settings; a chunking or size-limit change reconciles before returning."""
+        kb = self._writable(name)
         config = merge_config(kb.config, patch)
         updated = KnowledgeBase(kb.name, config, kb.enabled, kb.created_at)
         async with self.locks(name):
@@ -74,14 +85,17 @@ class KnowledgeBases:
             "resource_updated", actor, name, None, {"config": config.model_dump(mode="json")}
         )
         result = None
-        if updated.enabled and config.chunking_key() != kb.config.chunking_key():
+        limit_changed = config.max_document_bytes != kb.config.max_document_bytes
+        if limit_changed:
+            self.reindexer.forget_skipped(name)
+        if updated.enabled and (config.chunking_key() != kb.config.chunking_key() or limit_changed):
             result = await self.reindexer.reconcile(updated, actor=actor)
         return updated, result
 
     async def set_enabled(
         self, name: str, enabled: bool, *, actor: str = "user"
     ) -> tuple[KnowledgeBase, ReindexResult | None]:
-        kb = self.get(name)
+        kb = self._writable(name)
         updated = KnowledgeBase(kb.name, kb.config, enabled, kb.created_at)
         async with self.locks(name):
             self.repo.save(updated)

@@ -51,6 +51,11 @@ class Reindexer:
         # Files skipped for a reason (binary, too large) by stat, so they are not re-read.
         self._skipped: dict[tuple[str, str], FileStat] = {}
 
+    def forget_skipped(self, kb: str) -> None:
+        """Read skipped files again (after the rules that skipped them changed)."""
+        for key in [key for key in self._skipped if key[0] == kb]:
+            del self._skipped[key]
+
     async def reconcile(
         self, kb: KnowledgeBase, *, actor: str = "system", audit: bool = False
     ) -> ReindexResult:

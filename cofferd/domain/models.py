@@ -23,6 +23,7 @@ class KnowledgeBase:
     config: KnowledgeBaseConfig
     enabled: bool
     created_at: str
+    settings_error: str | None = None  # kb.yaml could not be read: defaults are in use
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -31,6 +32,7 @@ class KnowledgeBase:
             "enabled": self.enabled,
             "created_at": self.created_at,
             "config": self.config.model_dump(mode="json"),
+            **({"settings_error": self.settings_error} if self.settings_error else {}),
         }
 
 

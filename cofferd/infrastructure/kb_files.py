@@ -61,7 +61,10 @@ class KBFiles:
             config = parse_config(data.get("config") or {})
         except (OSError, ValueError, yaml.YAMLError, CofferError) as exc:
             log.error("%s: %s; using default settings until it is fixed", path, exc)
-            return KnowledgeBase(name, KnowledgeBaseConfig(), True, utc_now())
+            problem = exc.message if isinstance(exc, CofferError) else str(exc)
+            return KnowledgeBase(
+                name, KnowledgeBaseConfig(), True, utc_now(), f"{path}: {problem}"[:500]
+            )
         return KnowledgeBase(
             name=name,
             config=config,
