@@ -102,7 +102,8 @@ def _record(client: Client, record: dict[str, Any]) -> None:
 
 
 def _document(doc: dict[str, Any], with_content: bool) -> dict[str, Any]:
-    keys = ["id", "title", "path", "relative_path", "source_mode", "updated_at", "metadata"]
+    keys = ["id", "title", "path", "relative_path", "source_mode", "updated_at", "metadata",
+            "content_sha256"]  # fmt: skip
     out = {k: doc[k] for k in keys if k in doc}
     if with_content:
         out["content"] = doc.get("content", "")
@@ -187,14 +188,23 @@ def add_document(
 
 
 @server.tool(
-    description="Replace a document's Markdown with `content` (the whole new "
-    "text). The document is marked as edited; its metadata is kept."
+    description="Replace a document's Markdown with `content` (the whole new text). The "
+    "document is marked as edited; its metadata is kept. Pass the `content_sha256` from "
+    "get_document as `expected_sha256` so the edit is refused (DOCUMENT_CHANGED) if the "
+    "user changed the document meanwhile."
 )
 @bridged("edit_document")
 def edit_document(
-    client: Client, document_id: str, content: str, kb: str = DEFAULT_KB
+    client: Client,
+    document_id: str,
+    content: str,
+    kb: str = DEFAULT_KB,
+    expected_sha256: str | None = None,
 ) -> dict[str, Any]:
-    doc = client.request("PUT", client.kb(kb, f"/documents/{document_id}"), {"content": content})
+    body: dict[str, Any] = {"content": content}
+    if expected_sha256:
+        body["expected_sha256"] = expected_sha256
+    doc = client.request("PUT", client.kb(kb, f"/documents/{document_id}"), body)
     return _document(doc, False)
 
 

@@ -328,3 +328,21 @@ def test_an_edit_keeps_permissions_and_links(shared_daemon: Daemon) -> None:
     d.client.request("PUT", d.client.kb(kb, f"/documents/{ids['today.md']}"), {"content": "second"})
     assert (d.docs(kb) / "today.md").is_symlink()
     assert (d.docs(kb) / "2024" / "day.md").read_text() == "second"
+
+
+def test_an_edit_based_on_an_old_read_is_refused(shared_daemon: Daemon) -> None:
+    d = shared_daemon
+    kb = new_kb(d)
+    path = write(d.docs(kb) / "shared.md", "# Shared\n\nfirst")
+    doc = wait_for(lambda: d.client.get(d.client.kb(kb, "/documents"))["documents"])[0]
+    read = d.client.get(d.client.kb(kb, f"/documents/{doc['id']}"))
+    path.write_text("# Shared\n\nthe user saved this meanwhile")
+    err = error_of(
+        lambda: d.client.request(
+            "PUT",
+            d.client.kb(kb, f"/documents/{doc['id']}"),
+            {"content": "agent text", "expected_sha256": read["content_sha256"]},
+        )
+    )
+    assert (err.status, err.code) == (409, "DOCUMENT_CHANGED")
+    assert path.read_text() == "# Shared\n\nthe user saved this meanwhile"

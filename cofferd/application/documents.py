@@ -10,7 +10,12 @@ from typing import Any
 from cofferd.application import markdown
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
-from cofferd.domain.errors import DocumentNotFound, PayloadTooLarge, ValidationFailed
+from cofferd.domain.errors import (
+    DocumentChanged,
+    DocumentNotFound,
+    PayloadTooLarge,
+    ValidationFailed,
+)
 from cofferd.domain.models import Document
 from cofferd.domain.ports import DocsTree, IndexStore
 
@@ -66,7 +71,15 @@ class Documents:
         frontmatter, body, _ = markdown.split_frontmatter(text)
         return self._view(doc, body=body, frontmatter=_jsonable(frontmatter))
 
-    async def edit(self, kb_name: str, doc_id: str, body: str, *, actor: str) -> DocumentView:
+    async def edit(
+        self,
+        kb_name: str,
+        doc_id: str,
+        body: str,
+        *,
+        actor: str,
+        expected_sha256: str | None = None,
+    ) -> DocumentView:
         """Replace the Markdown: a body alone keeps the file's frontmatter; text that starts
         with frontmatter replaces the whole file. A converted document becomes `edited`."""
         kb = self.kbs.get_enabled(kb_name)
@@ -79,6 +92,11 @@ class Documents:
         current = await asyncio.to_thread(self.tree.read, kb_name, doc.path)
         if current is None:
             raise DocumentNotFound(kb_name, doc_id)
+        if expected_sha256 and markdown.content_hash(current.data) != expected_sha256:
+            raise DocumentChanged(
+                "the document changed since it was read; read it again and redo the edit",
+                id=doc_id,
+            )
         given_frontmatter, _, _ = markdown.split_frontmatter(body)
         if given_frontmatter:  # the caller sent a whole file
             new_text = _mark_edited(body)

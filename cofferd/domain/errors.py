@@ -10,6 +10,7 @@
     ├── Conflict
     │   ├── KBExists              KB_EXISTS              409
     │   ├── KBDisabled            KB_DISABLED            409
+    │   ├── DocumentChanged       DOCUMENT_CHANGED       409
     │   ├── ReconversionBlocked   RECONVERSION_BLOCKED   409
     │   └── SourceMissing         SOURCE_MISSING         409
     ├── IngestRejected            INGEST_REJECTED        422
@@ -85,6 +86,10 @@ class KBDisabled(Conflict):
 
     def __init__(self, name: str) -> None:
         super().__init__(f"knowledge base {name!r} is disabled; enable it first", name=name)
+
+
+class DocumentChanged(Conflict):
+    code = "DOCUMENT_CHANGED"
 
 
 class ReconversionBlocked(Conflict):

@@ -61,6 +61,7 @@ class GrepRequest(_Body):
 
 class EditDocument(_Body):
     content: str
+    expected_sha256: str | None = None  # refuse if the file changed since it was read
 
 
 class Invocation(_Body):
@@ -377,6 +378,7 @@ async def edit_document(request: web.Request) -> web.Response:
         request.match_info["doc_id"],
         body.content,
         actor=_actor(request),
+        expected_sha256=body.expected_sha256,
     )
     return web.json_response(document_json(view))
 
