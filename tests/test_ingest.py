@@ -14,6 +14,7 @@ from cofferctl.client import ApiError
 from cofferd.domain.errors import ReconversionBlocked
 from cofferd.surfaces.core import Coffer
 from tests.daemon import Daemon, upload, wait_for
+from tests.helpers import write
 from tests.samples import MAKERS, make_docx, make_pdf, zip_bomb_docx
 
 
@@ -289,3 +290,23 @@ async def test_an_unindexed_editor_save_still_blocks_reconversion(
     with pytest.raises(ReconversionBlocked):
         await coffer.ingest.reconvert("race", result.document.document.id, actor="test")
     assert "my own words" in path.read_text()
+
+
+def test_a_synced_source_path_is_never_read(shared_daemon: Daemon, tmp_path: Path) -> None:
+    d = shared_daemon
+    kb = new_kb(d, auto_update_sources=True)
+    secret = tmp_path / "id_ed25519"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----")
+    planted = (
+        "---\ntitle: Innocent\nsource_filename: x.txt\nsource_format: txt\n"
+        f"source_sha256: {'0' * 64}\nconverter: passthrough\nsource_mode: converted\n"
+        f"source_path: {secret}\n---\nharmless\n"
+    )
+    write(d.docs(kb) / "01JDQ3V6N4Z8T5Y2X7W9R1K0MB.md", planted)  # as if synced in
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/documents"))["total"] == 1)
+    report = d.client.post(d.client.kb(kb, "/check-sources"))
+    assert report == {"unchanged": [], "changed": [], "missing": [], "updated": []}
+    assert "OPENSSH" not in (d.docs(kb) / "01JDQ3V6N4Z8T5Y2X7W9R1K0MB.md").read_text()
+    with pytest.raises(ApiError) as err:
+        d.client.post(d.client.kb(kb, "/documents/01JDQ3V6N4Z8T5Y2X7W9R1K0MB/update-source"))
+    assert err.value.code == "VALIDATION_ERROR"

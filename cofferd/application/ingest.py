@@ -214,6 +214,8 @@ class Ingest:
                 "too_large" if reason == "too_large" else "conversion_failed",
                 f"{filename!r} converted to Markdown that cannot be indexed: {reason}",
             )
+        if source_path:
+            await self.store.track_source(kb.name, doc_id, source_path)
         view = await self.documents.get(kb.name, doc_id)
         if target:
             return IngestResult("updated", view, f"updated {view.document.title!r} in place")
@@ -292,9 +294,9 @@ class Ingest:
     async def update_source(self, kb_name: str, doc_id: str, *, actor: str) -> IngestResult:
         """Ingest the tracked file at `source_path` again, in place."""
         kb, doc = await self._converted(kb_name, doc_id)
-        source_path = doc.metadata.get("source_path")
+        source_path = (await self.store.tracked_sources(kb.name)).get(doc.id)
         if not source_path:
-            raise ValidationFailed(f"{doc.title!r} does not track a source file")
+            raise ValidationFailed(f"{doc.title!r} does not track a source file on this machine")
         source = Path(source_path)
         if not source.is_file():
             raise SourceMissing(f"the source {source_path} is gone", source_path=source_path)
@@ -312,8 +314,11 @@ class Ingest:
     async def check_sources(self, kb_name: str, *, actor: str) -> SourceCheck:
         kb = self.kbs.get_enabled(kb_name)
         report = SourceCheck()
+        tracked = await self.store.tracked_sources(kb.name)
         for doc in await self.store.find_by_metadata(kb.name, "source_path"):
-            path = Path(str(doc.metadata["source_path"]))
+            if doc.id not in tracked:
+                continue  # added elsewhere (a synced KB): its source_path is not ours to read
+            path = Path(tracked[doc.id])
             entry = {"document_id": doc.id, "title": doc.title, "source_path": str(path)}
             if not path.is_file():
                 report.missing.append(entry)

@@ -144,6 +144,9 @@ def _remove_document(conn: Connection, kb: str, doc_id: str, actor: str, reason:
         "DELETE FROM documents WHERE kind = ? AND resource_name = ? AND id = ?",
         (KB_KIND, kb, doc_id),
     )
+    conn.execute(
+        "DELETE FROM tracked_sources WHERE resource_name = ? AND document_id = ?", (kb, doc_id)
+    )
     _audit(conn, "kb_document_deleted", actor, kb, doc_id, {"path": row["path"], "reason": reason})
     return True
 
@@ -372,6 +375,7 @@ class SqliteIndexStore:
                     "DELETE FROM chunks WHERE kind = ? AND resource_name = ?", (KB_KIND, kb)
                 )
                 vec_index.drop(conn, kb)
+                conn.execute("DELETE FROM tracked_sources WHERE resource_name = ?", (kb,))
                 cur = conn.execute(
                     "DELETE FROM documents WHERE kind = ? AND resource_name = ?", (KB_KIND, kb)
                 )
@@ -387,6 +391,27 @@ class SqliteIndexStore:
                 _audit(conn, event, actor, kb, doc_id, details)
 
         await self.db.write(run)
+
+    async def track_source(self, kb: str, doc_id: str, source_path: str) -> None:
+        def run(conn: Connection) -> None:
+            with transaction(conn):
+                conn.execute(
+                    "INSERT OR REPLACE INTO tracked_sources"
+                    " (resource_name, document_id, source_path) VALUES (?, ?, ?)",
+                    (kb, doc_id, source_path),
+                )
+
+        await self.db.write(run)
+
+    async def tracked_sources(self, kb: str) -> dict[str, str]:
+        def run(conn: Connection) -> dict[str, str]:
+            rows = conn.execute(
+                "SELECT document_id, source_path FROM tracked_sources WHERE resource_name = ?",
+                (kb,),
+            ).fetchall()
+            return {r[0]: r[1] for r in rows}
+
+        return await self.db.read(run)
 
     async def record_invocation(
         self, client: str, tool: str, duration_ms: float, outcome: str

@@ -84,6 +84,16 @@ MIGRATIONS: list[str] = [
         outcome         TEXT    NOT NULL
     )
     """,
+    # 4: originals this machine tracks. Machine-local and written only by path ingest:
+    # a `source_path` in frontmatter (which a synced KB controls) is never trusted.
+    """
+    CREATE TABLE tracked_sources (
+        resource_name   TEXT    NOT NULL,
+        document_id     TEXT    NOT NULL,
+        source_path     TEXT    NOT NULL,
+        PRIMARY KEY (resource_name, document_id)
+    )
+    """,
 ]
 
 
