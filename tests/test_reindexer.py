@@ -206,3 +206,26 @@ async def test_sync_paths_handles_files_and_folders(
     assert (r.documents_added, r.documents_removed) == (2, 2)
     listed, _ = await coffer.store.list_documents(kb.name, q=None, limit=9, offset=0)
     assert sorted(d.path for d in listed) == ["moved/a.md", "moved/sub/b.md"]
+
+
+async def test_decomposed_unicode_names_from_macos_are_indexed(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    import unicodedata
+
+    folder = unicodedata.normalize("NFD", "réunions")
+    name = unicodedata.normalize("NFD", "café.md")
+    write(docs / folder / name, "# Café\n\ncroissant notes")
+    r = await coffer.reindexer.reconcile(kb)
+    assert r.documents_added == 1
+    (doc,) = (await coffer.store.list_documents(kb.name, q=None, limit=5, offset=0))[0]
+    assert doc.path == unicodedata.normalize("NFC", "réunions/café.md")
+    assert (await coffer.retrieval.search(kb.name, "croissant")).passages
+    # an edit through the API writes the file that is there, under its own name
+    await coffer.documents.edit(kb.name, doc.id, "# Café\n\npain au chocolat", actor="test")
+    assert sorted(p.name for p in (docs / folder).iterdir()) == [name]
+    assert "chocolat" in (docs / folder / name).read_text()
+    # the watcher reports paths as keys (NFC): a folder sync must not drop the document
+    r = await coffer.reindexer.sync_paths(kb, [unicodedata.normalize("NFC", "réunions")])
+    assert r.documents_removed == 0
+    assert r.documents_unchanged == 1

@@ -8,6 +8,7 @@ import logging
 import os
 import re
 import stat as stat_mod
+import unicodedata
 from pathlib import Path
 
 from cofferd.domain.errors import StorageError
@@ -63,7 +64,7 @@ class FileDocsTree:
         root = self.locations.docs_dir(kb)
         try:
             real_root = root.resolve(strict=True)
-            start = self.locations.doc_path(kb, under) if under else real_root
+            start = self._disk_path(kb, under) if under else real_root
             if not start.is_dir():
                 start.stat()  # raises FileNotFoundError when gone
                 return TreeScan(files={}, failed_dirs=[])
@@ -120,13 +121,23 @@ class FileDocsTree:
         except OSError as exc:  # vanished or unreadable between listing and stat
             log.debug("skipping %s: %s", entry.path, exc)
 
+    def _disk_path(self, kb: str, relpath: str) -> Path:
+        """Where a document really is. Index keys are NFC; a name synced from macOS may be
+        stored decomposed (NFD), which Linux treats as a different name."""
+        path = self.locations.doc_path(kb, relpath)
+        if not os.path.lexists(path):
+            decomposed = self.locations.doc_path(kb, unicodedata.normalize("NFD", relpath))
+            if decomposed != path and os.path.lexists(decomposed):
+                return decomposed
+        return path
+
     def stat(self, kb: str, relpath: str) -> FileStat | None:
         """The file's size and mtime if it is a Markdown file Coffer indexes, else None."""
         if not is_markdown(relpath.rsplit("/", 1)[-1]) or any(
             is_noise(part) for part in relpath.split("/")
         ):
             return None
-        path = self.locations.doc_path(kb, relpath)
+        path = self._disk_path(kb, relpath)
         try:
             if not self._inside_docs(kb, path):
                 return None
@@ -137,7 +148,7 @@ class FileDocsTree:
 
     def read(self, kb: str, relpath: str) -> FileContent | None:
         """The file's bytes, read again while it changes under us (a save in progress)."""
-        path = self.locations.doc_path(kb, relpath)
+        path = self._disk_path(kb, relpath)
         if not self._folder_inside_docs(kb, path.parent):
             return None
         content: FileContent | None = None
@@ -175,10 +186,10 @@ class FileDocsTree:
         return inside
 
     def absolute(self, kb: str, relpath: str) -> str:
-        return str(self.locations.doc_path(kb, relpath))
+        return str(self._disk_path(kb, relpath))
 
     def write(self, kb: str, relpath: str, data: bytes) -> None:
-        path = self.locations.doc_path(kb, relpath)
+        path = self._disk_path(kb, relpath)
         if path.is_symlink():  # write where the link points, and keep the link
             if not self._inside_docs(kb, path):
                 raise StorageError(f"{relpath} links outside the docs folder", path=relpath)
@@ -187,7 +198,7 @@ class FileDocsTree:
 
     def remove(self, kb: str, relpath: str) -> None:
         with contextlib.suppress(FileNotFoundError):
-            self.locations.doc_path(kb, relpath).unlink()
+            self._disk_path(kb, relpath).unlink()
 
     def remove_originals(self, kb: str, doc_id: str) -> None:
         raw = self.locations.raw_dir(kb)
