@@ -63,11 +63,7 @@ class Reindexer:
         async with self.locks(kb.name):
             indexed = await self.store.indexed_files(kb.name)
             scan = await asyncio.to_thread(self.tree.scan, kb.name)
-            observed: dict[str, FileStat | None] = dict(scan.files)
-            for path in indexed:
-                if path not in observed and scan.covers(path):
-                    observed[path] = None
-            result = await self._sync(kb, observed, indexed, actor)
+            result = await self._sync(kb, _observed(scan, indexed), indexed, actor)
             if result.changed or audit:
                 await self.store.audit("kb_reindexed", actor, kb.name, None, result.as_dict())
             return result
@@ -80,11 +76,7 @@ class Reindexer:
         async with self.locks(kb.name):
             indexed = await self.store.indexed_files(kb.name, paths)
             scan = await asyncio.to_thread(self._observe, kb.name, paths)
-            observed: dict[str, FileStat | None] = dict(scan.files)
-            for path in indexed:
-                if path not in observed and scan.covers(path):
-                    observed[path] = None
-            return await self._sync(kb, observed, indexed, actor)
+            return await self._sync(kb, _observed(scan, indexed), indexed, actor)
 
     def _observe(self, kb: str, paths: list[str]) -> TreeScan:
         files: dict[str, FileStat] = {}
@@ -217,3 +209,13 @@ class Reindexer:
             else:
                 result.documents_added += 1
         return batch
+
+
+def _observed(scan: TreeScan, indexed: Mapping[str, IndexedFile]) -> dict[str, FileStat | None]:
+    """Files found, plus indexed files the scan proves gone (None). A file under a folder
+    that could not be read is left out: its absence proves nothing."""
+    observed: dict[str, FileStat | None] = dict(scan.files)
+    for path in indexed:
+        if path not in observed and scan.covers(path):
+            observed[path] = None
+    return observed

@@ -133,6 +133,15 @@ class Database:
             raise RuntimeError("database is closed")
         return await _run(self._writer, fn)
 
+    async def transact(self, fn: Callable[[Connection], T]) -> T:
+        """Run `fn` on the writer inside one transaction (rolled back if it raises)."""
+
+        def run(conn: Connection) -> T:
+            with transaction(conn):
+                return fn(conn)
+
+        return await self.write(run)
+
     async def read(self, fn: Callable[[Connection], T]) -> T:
         if not self._readers:
             raise RuntimeError("database is closed")

@@ -10,7 +10,7 @@ from typing import Any
 from cofferd.domain.models import KB_KIND, WORKSPACE_GLOBAL, Document, Passage, utc_now
 from cofferd.domain.ports import DocumentWrite, EmbedJob, FileStat, IndexedFile
 from cofferd.infrastructure import fts, vec_index
-from cofferd.infrastructure.database import Connection, Database, savepoint, transaction
+from cofferd.infrastructure.database import Connection, Database, savepoint
 
 # Group commits: each document is atomic in its own SAVEPOINT; the batch commits together.
 WRITE_BATCH = 500
@@ -265,28 +265,26 @@ class SqliteIndexStore:
         actor: str,
     ) -> None:
         def run(conn: Connection) -> None:
-            with transaction(conn):
-                for doc_id, stat in restat:
-                    conn.execute(
-                        "UPDATE documents SET file_size = ?, file_mtime_ns = ?"
-                        " WHERE kind = ? AND resource_name = ? AND id = ?",
-                        (stat.size, stat.mtime_ns, KB_KIND, kb, doc_id),
-                    )
-                for doc_id in removed:
-                    with savepoint(conn):
-                        _remove_document(conn, kb, doc_id, actor, "file_removed")
-                for w in writes:
-                    with savepoint(conn):
-                        _write_document(conn, kb, w, actor)
+            for doc_id, stat in restat:
+                conn.execute(
+                    "UPDATE documents SET file_size = ?, file_mtime_ns = ?"
+                    " WHERE kind = ? AND resource_name = ? AND id = ?",
+                    (stat.size, stat.mtime_ns, KB_KIND, kb, doc_id),
+                )
+            for doc_id in removed:
+                with savepoint(conn):
+                    _remove_document(conn, kb, doc_id, actor, "file_removed")
+            for w in writes:
+                with savepoint(conn):
+                    _write_document(conn, kb, w, actor)
 
-        await self.db.write(run)
+        await self.db.transact(run)
 
     async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool:
         def run(conn: Connection) -> bool:
-            with transaction(conn):
-                return _remove_document(conn, kb, doc_id, actor, "deleted")
+            return _remove_document(conn, kb, doc_id, actor, "deleted")
 
-        return await self.db.write(run)
+        return await self.db.transact(run)
 
     async def document_ids(self, kb: str, paths: Sequence[str]) -> dict[str, str]:
         def run(conn: Connection) -> dict[str, str]:
@@ -365,43 +363,38 @@ class SqliteIndexStore:
 
     async def delete_kb(self, kb: str) -> int:
         def run(conn: Connection) -> int:
-            with transaction(conn):
-                conn.execute(
-                    "DELETE FROM documents_fts WHERE rowid IN"
-                    " (SELECT seq FROM chunks WHERE kind = ? AND resource_name = ?)",
-                    (KB_KIND, kb),
-                )
-                conn.execute(
-                    "DELETE FROM chunks WHERE kind = ? AND resource_name = ?", (KB_KIND, kb)
-                )
-                vec_index.drop(conn, kb)
-                conn.execute("DELETE FROM tracked_sources WHERE resource_name = ?", (kb,))
-                cur = conn.execute(
-                    "DELETE FROM documents WHERE kind = ? AND resource_name = ?", (KB_KIND, kb)
-                )
-                return int(cur.rowcount)
+            conn.execute(
+                "DELETE FROM documents_fts WHERE rowid IN"
+                " (SELECT seq FROM chunks WHERE kind = ? AND resource_name = ?)",
+                (KB_KIND, kb),
+            )
+            conn.execute("DELETE FROM chunks WHERE kind = ? AND resource_name = ?", (KB_KIND, kb))
+            vec_index.drop(conn, kb)
+            conn.execute("DELETE FROM tracked_sources WHERE resource_name = ?", (kb,))
+            cur = conn.execute(
+                "DELETE FROM documents WHERE kind = ? AND resource_name = ?", (KB_KIND, kb)
+            )
+            return int(cur.rowcount)
 
-        return await self.db.write(run)
+        return await self.db.transact(run)
 
     async def audit(
         self, event: str, actor: str, kb: str | None, doc_id: str | None, details: dict[str, Any]
     ) -> None:
         def run(conn: Connection) -> None:
-            with transaction(conn):
-                _audit(conn, event, actor, kb, doc_id, details)
+            _audit(conn, event, actor, kb, doc_id, details)
 
-        await self.db.write(run)
+        await self.db.transact(run)
 
     async def track_source(self, kb: str, doc_id: str, source_path: str) -> None:
         def run(conn: Connection) -> None:
-            with transaction(conn):
-                conn.execute(
-                    "INSERT OR REPLACE INTO tracked_sources"
-                    " (resource_name, document_id, source_path) VALUES (?, ?, ?)",
-                    (kb, doc_id, source_path),
-                )
+            conn.execute(
+                "INSERT OR REPLACE INTO tracked_sources"
+                " (resource_name, document_id, source_path) VALUES (?, ?, ?)",
+                (kb, doc_id, source_path),
+            )
 
-        await self.db.write(run)
+        await self.db.transact(run)
 
     async def tracked_sources(self, kb: str) -> dict[str, str]:
         def run(conn: Connection) -> dict[str, str]:
@@ -417,14 +410,13 @@ class SqliteIndexStore:
         self, client: str, tool: str, duration_ms: float, outcome: str
     ) -> None:
         def run(conn: Connection) -> None:
-            with transaction(conn):
-                conn.execute(
-                    "INSERT INTO mcp_invocations (at, client, tool, duration_ms, outcome)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (utc_now(), client[:100], tool[:100], duration_ms, outcome[:100]),
-                )
+            conn.execute(
+                "INSERT INTO mcp_invocations (at, client, tool, duration_ms, outcome)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (utc_now(), client[:100], tool[:100], duration_ms, outcome[:100]),
+            )
 
-        await self.db.write(run)
+        await self.db.transact(run)
 
     async def invocations(self, limit: int) -> list[dict[str, Any]]:
         def run(conn: Connection) -> list[dict[str, Any]]:
@@ -515,41 +507,39 @@ class SqliteIndexStore:
 
         def run(conn: Connection) -> int:
             stored = 0
-            with transaction(conn):
-                vec_index.ensure(conn, kb, model, dimensions)
-                for job, vectors in done:
-                    current = conn.execute(
-                        "SELECT content_sha256, chunking FROM documents"
-                        " WHERE kind = ? AND resource_name = ? AND id = ?",
-                        (KB_KIND, kb, job.document_id),
-                    ).fetchone()
-                    if current is None or tuple(current) != (job.content_sha256, job.chunking):
-                        continue  # edited, re-chunked or deleted meanwhile: embedded again
-                    ids = [cid for cid, _ in job.chunks]
-                    vec_index.delete(conn, kb, ids)
-                    vec_index.insert(conn, kb, list(zip(ids, vectors, strict=True)))
-                    conn.execute(
-                        "UPDATE documents SET embed_pending = 0, embed_error = NULL,"
-                        " embed_retry_at = 0 WHERE kind = ? AND resource_name = ? AND id = ?",
-                        (KB_KIND, kb, job.document_id),
-                    )
-                    stored += 1
+            vec_index.ensure(conn, kb, model, dimensions)
+            for job, vectors in done:
+                current = conn.execute(
+                    "SELECT content_sha256, chunking FROM documents"
+                    " WHERE kind = ? AND resource_name = ? AND id = ?",
+                    (KB_KIND, kb, job.document_id),
+                ).fetchone()
+                if current is None or tuple(current) != (job.content_sha256, job.chunking):
+                    continue  # edited, re-chunked or deleted meanwhile: embedded again
+                ids = [cid for cid, _ in job.chunks]
+                vec_index.delete(conn, kb, ids)
+                vec_index.insert(conn, kb, list(zip(ids, vectors, strict=True)))
+                conn.execute(
+                    "UPDATE documents SET embed_pending = 0, embed_error = NULL,"
+                    " embed_retry_at = 0 WHERE kind = ? AND resource_name = ? AND id = ?",
+                    (KB_KIND, kb, job.document_id),
+                )
+                stored += 1
             return stored
 
-        return await self.db.write(run)
+        return await self.db.transact(run)
 
     async def embed_failed(
         self, kb: str, doc_ids: Sequence[str], error: str, retry_at: float
     ) -> None:
         def run(conn: Connection) -> None:
-            with transaction(conn):
-                conn.executemany(
-                    "UPDATE documents SET embed_error = ?, embed_retry_at = ?"
-                    " WHERE kind = ? AND resource_name = ? AND id = ?",
-                    [(error[:500], retry_at, KB_KIND, kb, d) for d in doc_ids],
-                )
+            conn.executemany(
+                "UPDATE documents SET embed_error = ?, embed_retry_at = ?"
+                " WHERE kind = ? AND resource_name = ? AND id = ?",
+                [(error[:500], retry_at, KB_KIND, kb, d) for d in doc_ids],
+            )
 
-        await self.db.write(run)
+        await self.db.transact(run)
 
     async def reset_vectors(
         self, kb: str, pending: bool, model: str | None = None, dims: int | None = None
@@ -558,28 +548,26 @@ class SqliteIndexStore:
         document then owes new ones, or, with vectors off, none."""
 
         def run(conn: Connection) -> None:
-            with transaction(conn):
-                vec_index.drop(conn, kb)
-                if model is not None and dims is not None:
-                    vec_index.ensure(conn, kb, model, dims)
-                conn.execute(
-                    "UPDATE documents SET embed_pending = ?, embed_error = NULL,"
-                    " embed_retry_at = 0 WHERE kind = ? AND resource_name = ?",
-                    (int(pending), KB_KIND, kb),
-                )
+            vec_index.drop(conn, kb)
+            if model is not None and dims is not None:
+                vec_index.ensure(conn, kb, model, dims)
+            conn.execute(
+                "UPDATE documents SET embed_pending = ?, embed_error = NULL,"
+                " embed_retry_at = 0 WHERE kind = ? AND resource_name = ?",
+                (int(pending), KB_KIND, kb),
+            )
 
-        await self.db.write(run)
+        await self.db.transact(run)
 
     async def retry_embeds_now(self, kb: str) -> None:
         def run(conn: Connection) -> None:
-            with transaction(conn):
-                conn.execute(
-                    "UPDATE documents SET embed_retry_at = 0 WHERE kind = ? AND resource_name = ?"
-                    " AND embed_pending = 1 AND embed_retry_at > 0",
-                    (KB_KIND, kb),
-                )
+            conn.execute(
+                "UPDATE documents SET embed_retry_at = 0 WHERE kind = ? AND resource_name = ?"
+                " AND embed_pending = 1 AND embed_retry_at > 0",
+                (KB_KIND, kb),
+            )
 
-        await self.db.write(run)
+        await self.db.transact(run)
 
     async def vector_model(self, kb: str) -> tuple[str, int] | None:
         return await self.db.read(lambda conn: vec_index.recorded(conn, kb))

@@ -31,9 +31,6 @@ def load(conn: Any) -> bool:
         conn.enable_load_extension(True)
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
-    except (AttributeError, OSError) as exc:
-        load_error = f"sqlite-vec cannot be loaded: {exc}"
-        return False
     except Exception as exc:  # noqa: BLE001 - driver errors differ per driver; reported in status
         load_error = f"sqlite-vec cannot be loaded: {exc}"
         return False

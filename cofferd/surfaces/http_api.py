@@ -171,14 +171,17 @@ async def _json(request: web.Request, model: type[BaseModel]) -> Any:
     return model.model_validate(await request.json())
 
 
-def _int_query(request: web.Request, name: str, default: int) -> int:
+def _int_query(
+    request: web.Request, name: str, default: int, low: int | None = None, high: int | None = None
+) -> int:
     raw = request.query.get(name)
-    if raw is None:
-        return default
     try:
-        return int(raw)
+        value = default if raw is None else int(raw)
     except ValueError:
         raise ValidationFailed(f"{name} must be an integer", field=name) from None
+    if low is not None and high is not None and not low <= value <= high:
+        raise ValidationFailed(f"{name} must be between {low} and {high}", field=name)
+    return value
 
 
 def _kind(request: web.Request) -> str:
@@ -440,9 +443,7 @@ async def audit(request: web.Request) -> web.Response:
     kb = request.query.get("kb") or None
     if kb is not None:
         request.app[COFFER].kbs.get(kb)
-    limit = _int_query(request, "limit", 50)
-    if not 1 <= limit <= 1000:
-        raise ValidationFailed("limit must be between 1 and 1000", field="limit")
+    limit = _int_query(request, "limit", 50, 1, 1000)
     return web.json_response({"events": await request.app[COFFER].store.audit_log(kb, limit)})
 
 
@@ -457,9 +458,7 @@ async def record_invocation(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/mcp_invocations")
 async def list_invocations(request: web.Request) -> web.Response:
-    limit = _int_query(request, "limit", 50)
-    if not 1 <= limit <= 1000:
-        raise ValidationFailed("limit must be between 1 and 1000", field="limit")
+    limit = _int_query(request, "limit", 50, 1, 1000)
     return web.json_response({"invocations": await request.app[COFFER].store.invocations(limit)})
 
 
