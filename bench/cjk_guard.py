@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench.common import extract_tldr, machine, scratch_home
 from bench.scifact_keyword import ndcg_at
-from cofferd.infrastructure.paths import Locations
+from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 LANGUAGES = ("zh", "ja", "ko")
@@ -63,7 +63,7 @@ async def main() -> None:
         started = time.perf_counter()
         await coffer.embeddings.drain("cjk")
         embed_s = time.perf_counter() - started
-        documents = (await coffer.store.metrics("cjk"))["documents"]
+        documents = (await coffer.stores.documents.metrics("cjk"))["documents"]
 
         async def score(mode: str, multilingual: bool | None) -> float:
             embedding = {**config["embedding"], "multilingual": multilingual}  # type: ignore[dict-item]

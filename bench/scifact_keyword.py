@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from bench.common import DATA, machine, scratch_home
 from cofferd.domain.models import Passage
-from cofferd.infrastructure.paths import Locations
+from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 

@@ -13,7 +13,7 @@ import time
 
 from bench.common import machine, median, percentile, scratch_home
 from bench.scifact_keyword import load_scifact, ndcg_at, ranked_documents
-from cofferd.infrastructure.paths import Locations
+from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 CONFIG = {
@@ -51,7 +51,7 @@ async def main() -> None:
         embed_started = time.perf_counter()
         await coffer.embeddings.drain("scifact")
         embed_s = time.perf_counter() - embed_started
-        chunks = (await coffer.store.metrics("scifact"))["chunks"]
+        chunks = (await coffer.stores.documents.metrics("scifact"))["chunks"]
 
         results = {}
         for mode in ("keyword", "vector", "hybrid"):

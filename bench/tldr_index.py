@@ -9,7 +9,7 @@ import asyncio
 import time
 
 from bench.common import extract_tldr, machine, median, peak_rss_mb, percentile, scratch_home
-from cofferd.infrastructure.paths import Locations
+from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 # 50 fixed queries: English words and phrases, identifiers, and CJK terms of 1-3 characters.

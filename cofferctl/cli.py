@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from cofferctl.client import ApiError, Client, DaemonUnreachable
-from cofferctl.socket_path import default_socket
+from cofferd.locations import socket_from_env
 
 EXIT_OK, EXIT_API, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 RESULT_FAILED = object()  # a command's result when it printed its own failures
@@ -319,7 +319,8 @@ def expand_paths(patterns: Sequence[str], formats: set[str]) -> tuple[list[str],
 
 
 def cmd_add(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    formats = set(c.get("/api/v1/status").get("formats", [])) | {"markdown", "htm"}
+    status = c.get("/api/v1/status")
+    formats = set(status.get("extensions") or status["formats"])
     files, ignored = expand_paths(a.paths, formats)
     if not files:
         raise UsageError("no files to add")
@@ -533,7 +534,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     args.json = args.json or args.sub_json
     args.socket = args.sub_socket or args.socket
     out = Output(stdout, args.json)
-    socket_path = default_socket({"COFFER_SOCKET": args.socket} if args.socket else None)
+    socket_path = socket_from_env({"COFFER_SOCKET": args.socket} if args.socket else None)
     client = Client(socket_path)
     try:
         result = args.fn(client, args, out)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cofferctl.socket_path import APP_NAME
+from cofferd.locations import APP_NAME, SOCKET_NAME, home_from_env
 
 LABEL = "com.coffer.cofferd"
 UNIT = "cofferd.service"
@@ -33,15 +33,14 @@ def cofferd_path() -> str:
     return str(Path(found).absolute())
 
 
-def data_home() -> Path:
-    if os.environ.get("COFFER_HOME"):
-        return Path(os.environ["COFFER_HOME"]).expanduser().absolute()
-    import platformdirs
-
-    return platformdirs.user_data_path(APP_NAME)
+def socket_override() -> Path | None:
+    """The socket the user chose with COFFER_SOCKET, if any (else the runtime default)."""
+    value = os.environ.get("COFFER_SOCKET")
+    return Path(value).expanduser().absolute() if value else None
 
 
-def systemd_service(cofferd: str, home: Path) -> str:
+def systemd_service(cofferd: str, home: Path, socket: Path | None) -> str:
+    socket_env = f"Environment=COFFER_SOCKET={socket}\n" if socket else ""
     return f"""\
 # Written by `cofferctl service install`; `cofferctl service uninstall` removes it.
 [Unit]
@@ -54,7 +53,7 @@ Type=notify
 NotifyAccess=main
 ExecStart={cofferd}
 Environment=COFFER_HOME={home}
-Restart=on-failure
+{socket_env}Restart=on-failure
 RestartSec=2
 TimeoutStopSec=20
 UMask=0077
@@ -74,7 +73,8 @@ WantedBy=default.target
 """
 
 
-def systemd_socket() -> str:
+def systemd_socket(socket: Path | None) -> str:
+    listen = socket or f"%t/{APP_NAME}/{SOCKET_NAME}"
     return f"""\
 # Written by `cofferctl service install`: systemd holds the socket, so clients that
 # connect while cofferd starts (or restarts) wait instead of failing.
@@ -82,7 +82,7 @@ def systemd_socket() -> str:
 Description=Coffer knowledge base daemon socket
 
 [Socket]
-ListenStream=%t/{APP_NAME}/cofferd.sock
+ListenStream={listen}
 SocketMode=0600
 DirectoryMode=0700
 
@@ -91,7 +91,8 @@ WantedBy=sockets.target
 """
 
 
-def launchd_plist(cofferd: str, home: Path, logs: Path) -> bytes:
+def launchd_plist(cofferd: str, home: Path, socket: Path | None, logs: Path) -> bytes:
+    env = {"COFFER_HOME": str(home), **({"COFFER_SOCKET": str(socket)} if socket else {})}
     return plistlib.dumps(
         {
             "Label": LABEL,
@@ -99,7 +100,7 @@ def launchd_plist(cofferd: str, home: Path, logs: Path) -> bytes:
             "RunAtLoad": True,
             "KeepAlive": {"SuccessfulExit": False},  # restart after a crash, not after a stop
             "ProcessType": "Background",
-            "EnvironmentVariables": {"COFFER_HOME": str(home)},
+            "EnvironmentVariables": env,
             "StandardOutPath": str(logs / "cofferd.log"),
             "StandardErrorPath": str(logs / "cofferd.log"),
             "Umask": 0o077,
@@ -122,7 +123,7 @@ def plan(action: str, platform: str = sys.platform) -> Plan:
         if action == "install":
             logs = home_dir / "Library" / "Logs" / "coffer"
             return Plan(
-                {agent: launchd_plist(cofferd_path(), data_home(), logs)},
+                {agent: launchd_plist(cofferd_path(), home_from_env(), socket_override(), logs)},
                 [["launchctl", "bootout", f"{domain}/{LABEL}"],
                  ["launchctl", "bootstrap", domain, str(agent)]],
                 [],
@@ -135,8 +136,10 @@ def plan(action: str, platform: str = sys.platform) -> Plan:
     if action == "install":
         return Plan(
             {
-                units / UNIT: systemd_service(cofferd_path(), data_home()).encode(),
-                units / SOCKET_UNIT: systemd_socket().encode(),
+                units / UNIT: systemd_service(
+                    cofferd_path(), home_from_env(), socket_override()
+                ).encode(),
+                units / SOCKET_UNIT: systemd_socket(socket_override()).encode(),
             },
             [[*ctl, "daemon-reload"], [*ctl, "enable", "--now", SOCKET_UNIT, UNIT]],
             [],

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from cofferd.domain.models import KnowledgeBase
-from cofferd.infrastructure.paths import Locations
+from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 from tests.daemon import Daemon, cleanup, new_daemon
 

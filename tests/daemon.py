@@ -24,8 +24,8 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from cofferctl.client import ApiError, Client, DaemonUnreachable
-from cofferd.infrastructure import database
-from cofferd.infrastructure.index_store import dump_index
+from cofferd.infrastructure import sqlite
+from cofferd.infrastructure.document_store import dump_index
 
 REPO = Path(__file__).resolve().parent.parent
 CONTRACT = REPO / "docs" / "openapi.yaml"
@@ -157,7 +157,7 @@ class Daemon:
         return status["queue_depth"] == 0 and not status["watcher"]["busy"]
 
     def dump(self, kb: str) -> dict[str, Any]:
-        conn = database.connect(self.home / "coffer.db", readonly=True)
+        conn = sqlite.connect(self.home / "coffer.db", readonly=True)
         try:
             return dump_index(conn, kb)
         finally:

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from cofferd.domain.models import KnowledgeBase
-from cofferd.infrastructure.paths import Locations
+from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 
@@ -31,7 +31,9 @@ async def rebuild_dump_of(kb_dir: Path, scratch: Path) -> dict[str, Any]:
     try:
         (home / "knowledge").mkdir(parents=True, exist_ok=True)
         (home / "knowledge" / kb_dir.name).symlink_to(kb_dir)
-        await other.reindexer.reconcile(other.kbs.get(kb_dir.name))
-        return await other.store.dump(kb_dir.name)
+        kb = await other.kbs.adopt(kb_dir.name)  # as the watcher would on a new folder
+        assert kb is not None
+        await other.reindexer.reconcile(kb)
+        return await other.stores.documents.dump(kb_dir.name)
     finally:
         await other.close()

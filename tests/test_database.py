@@ -5,15 +5,16 @@ from pathlib import Path
 
 import pytest
 
-from cofferd.infrastructure import database, schema
-from cofferd.infrastructure.database import Database, transaction
+from cofferd.infrastructure import schema, sqlite
+from cofferd.infrastructure.database import Database
+from cofferd.infrastructure.sqlite import atomic
 
 
 def test_driver_is_sqlean_with_a_modern_sqlite() -> None:
-    assert database.driver.__name__.startswith("sqlean")
-    major, minor, *_ = (int(x) for x in database.SQLITE_VERSION.split("."))
+    assert sqlite.sqlean.__name__.startswith("sqlean")
+    major, minor, *_ = (int(x) for x in sqlite.SQLITE_VERSION.split("."))
     assert (major, minor) >= (3, 50)
-    assert issubclass(database.OperationalError, database.Error)
+    assert issubclass(sqlite.OperationalError, sqlite.Error)
 
 
 async def test_wal_schema_and_user_version(tmp_path: Path) -> None:
@@ -25,7 +26,7 @@ async def test_wal_schema_and_user_version(tmp_path: Path) -> None:
             lambda c: {r[0] for r in c.execute("SELECT name FROM sqlite_master")}
         )
         assert mode == "wal" and version == len(schema.MIGRATIONS)
-        assert {"documents", "chunks", "documents_fts", "audit"} <= tables
+        assert {"documents", "chunks", "fts_tables", "audit"} <= tables
     finally:
         await db.close()
 
@@ -35,8 +36,8 @@ async def test_readers_never_see_database_is_locked(tmp_path: Path) -> None:
     release = asyncio.Event()
     loop = asyncio.get_running_loop()
 
-    def long_write(conn: database.Connection) -> None:
-        with transaction(conn):
+    def long_write(conn: sqlite.Connection) -> None:
+        with atomic(conn):
             conn.execute("INSERT INTO audit (at, actor, event) VALUES ('t', 'test', 'held')")
             asyncio.run_coroutine_threadsafe(release.wait(), loop).result(timeout=10)
 
@@ -55,19 +56,19 @@ async def test_readers_never_see_database_is_locked(tmp_path: Path) -> None:
 
 
 def test_migrations_apply_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    conn = database.connect(tmp_path / "c.db")
+    conn = sqlite.connect(tmp_path / "c.db")
     schema.migrate(conn)
     monkeypatch.setattr(
         schema, "MIGRATIONS", [*schema.MIGRATIONS, "CREATE TABLE extra (x); SELECT * FROM nope"]
     )
-    with pytest.raises(database.OperationalError):
+    with pytest.raises(sqlite.OperationalError):
         schema.migrate(conn)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == len(schema.MIGRATIONS) - 1
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name='extra'").fetchone()[0] == 0
 
 
 def test_a_newer_database_is_refused(tmp_path: Path) -> None:
-    conn = database.connect(tmp_path / "c.db")
+    conn = sqlite.connect(tmp_path / "c.db")
     conn.execute("PRAGMA user_version = 99")
     with pytest.raises(RuntimeError, match="newer"):
         schema.migrate(conn)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from cofferd.domain.errors import InvalidPattern
+from cofferd.infrastructure.document_policy import DocumentPolicy
 from cofferd.infrastructure.grep import Ripgrep, find_rg
-from cofferd.infrastructure.paths import Locations
+from cofferd.locations import Locations
 from tests.helpers import write
 
 
@@ -26,25 +27,27 @@ def tree(locations: Locations) -> Locations:
 
 
 async def test_timeout_kills_rg_and_truncates(tree: Locations) -> None:
-    _, truncated = await Ripgrep(tree, timeout_s=0.000_1).grep("kb", "(a|b)+needle", 10**6)
+    _, truncated = await Ripgrep(tree, DocumentPolicy(tree), timeout_s=0.000_1).grep(
+        "kb", "(a|b)+needle", 10**6
+    )
     assert truncated is True
 
 
 async def test_max_matches_truncates(tree: Locations) -> None:
-    hits, truncated = await Ripgrep(tree).grep("kb", "needle", 5)
+    hits, truncated = await Ripgrep(tree, DocumentPolicy(tree)).grep("kb", "needle", 5)
     assert len(hits) == 5 and truncated is True
-    hits, truncated = await Ripgrep(tree).grep("kb", "needle", 40_000)
+    hits, truncated = await Ripgrep(tree, DocumentPolicy(tree)).grep("kb", "needle", 40_000)
     assert len(hits) == 40_000 and truncated is False
 
 
 @pytest.mark.parametrize("pattern", ["(", "[z-a]", "a{2,1}", "\\"])
 async def test_invalid_patterns_are_clear_errors(tree: Locations, pattern: str) -> None:
     with pytest.raises(InvalidPattern) as err:
-        await Ripgrep(tree).grep("kb", pattern, 10)
+        await Ripgrep(tree, DocumentPolicy(tree)).grep("kb", pattern, 10)
     assert err.value.code == "INVALID_PATTERN" and "regex" in err.value.message
 
 
 async def test_a_pattern_starting_with_a_dash_is_a_pattern(tree: Locations) -> None:
     write(tree.docs_dir("kb") / "flags.md", "use --files to list\n")
-    hits, _ = await Ripgrep(tree).grep("kb", "--files", 10)
+    hits, _ = await Ripgrep(tree, DocumentPolicy(tree)).grep("kb", "--files", 10)
     assert [h.path for h in hits] == ["flags.md"]

@@ -8,7 +8,7 @@ import yaml
 
 from cofferd.domain.errors import KBExists, KBNotFound, ValidationFailed
 from cofferd.domain.models import KnowledgeBase
-from cofferd.infrastructure.paths import Locations
+from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 from tests.helpers import write
 
@@ -20,7 +20,7 @@ async def test_create_writes_folders_and_settings(coffer: Coffer, locations: Loc
     assert saved["config"] == {"chunk_size": 256} and saved["enabled"] is True
     assert kb.config.chunk_size == 256
     assert [k.name for k in coffer.kbs.list()] == ["work"]
-    (event,) = [e for e in await coffer.store.audit_log("work", 10)]
+    (event,) = [e for e in await coffer.stores.activity.audit_log("work", 10)]
     assert event["event"] == "resource_created" and event["details"]["config"]["chunk_size"] == 256
 
 
@@ -43,11 +43,11 @@ async def test_delete_cascades_rows_and_folder(
     await coffer.reindexer.reconcile(kb)
     await coffer.kbs.delete("notes")
     assert not coffer.locations.kb_dir("notes").exists()
-    dump = await coffer.store.dump("notes")
+    dump = await coffer.stores.documents.dump("notes")
     assert dump["documents"] == [] and dump["chunks"] == [] and dump["orphan_fts_rows"] == 0
     with pytest.raises(KBNotFound):
         coffer.kbs.get("notes")
-    deleted = (await coffer.store.audit_log("notes", 1))[0]
+    deleted = (await coffer.stores.activity.audit_log("notes", 1))[0]
     assert deleted["event"] == "resource_deleted" and deleted["details"]["name"] == "notes"
 
 
@@ -56,10 +56,10 @@ async def test_chunking_change_rechunks_the_corpus(
 ) -> None:
     write(docs / "long.md", "# Long\n\n" + "\n\n".join("para " + "w " * 60 for _ in range(20)))
     await coffer.reindexer.reconcile(kb)
-    before = (await coffer.store.metrics("notes"))["chunks"]
+    before = (await coffer.stores.documents.metrics("notes"))["chunks"]
     _, result = await coffer.kbs.update_config("notes", {"chunk_size": 64, "chunk_overlap": 0})
     assert result is not None and result.documents_updated == 1
-    assert (await coffer.store.metrics("notes"))["chunks"] > before
+    assert (await coffer.stores.documents.metrics("notes"))["chunks"] > before
     # a settings change that does not touch chunking does not re-chunk
     _, result = await coffer.kbs.update_config("notes", {"auto_update_sources": True})
     assert result is None

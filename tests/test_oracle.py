@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cofferd.infrastructure.paths import Locations
+from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 from tests.helpers import bump_mtime, rebuild_dump, write
 
@@ -67,13 +67,13 @@ async def test_index_equals_rebuild_after_any_edits(tmp_path: Path, ops: list[tu
             else:
                 apply(docs, action, a, b)
         await coffer.reindexer.reconcile(kb)
-        dump = await coffer.store.dump("kb")
+        dump = await coffer.stores.documents.dump("kb")
         assert dump == await rebuild_dump(coffer, kb)
         assert dump["orphan_fts_rows"] == 0
-        before = await coffer.store.total_changes()
+        before = await coffer.stores.documents.total_changes()
         again = await coffer.reindexer.reconcile(kb)
         assert not again.changed
-        assert await coffer.store.total_changes() == before
+        assert await coffer.stores.documents.total_changes() == before
     finally:
         await coffer.close()
 
@@ -102,6 +102,6 @@ async def test_sync_paths_of_touched_paths_equals_rebuild(tmp_path: Path, ops: l
             if action == "rename" and b:
                 touched.add(b)
         await coffer.reindexer.sync_paths(kb, touched - {""})
-        assert await coffer.store.dump("kb") == await rebuild_dump(coffer, kb)
+        assert await coffer.stores.documents.dump("kb") == await rebuild_dump(coffer, kb)
     finally:
         await coffer.close()

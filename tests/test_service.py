@@ -58,9 +58,11 @@ def test_generated_units_verify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 def test_shipped_units_are_what_install_writes() -> None:
     shipped = (REPO / "systemd" / "cofferd.service").read_text()
-    generated = service.systemd_service("/usr/bin/env cofferd", Path("%h/.local/share/coffer"))
+    generated = service.systemd_service(
+        "/usr/bin/env cofferd", Path("%h/.local/share/coffer"), None
+    )
     assert shipped.split("[Unit]", 1)[1] == generated.split("[Unit]", 1)[1]
-    assert (REPO / "systemd" / "cofferd.socket").read_text() == service.systemd_socket()
+    assert (REPO / "systemd" / "cofferd.socket").read_text() == service.systemd_socket(None)
 
 
 @pytest.mark.parametrize(
@@ -68,7 +70,7 @@ def test_shipped_units_are_what_install_writes() -> None:
     [
         (REPO / "launchd" / "com.coffer.cofferd.plist").read_bytes(),
         service.launchd_plist(
-            "/opt/coffer/bin/cofferd", Path("/Users/a/data"), Path("/Users/a/Logs")
+            "/opt/coffer/bin/cofferd", Path("/Users/a/data"), None, Path("/Users/a/Logs")
         ),
     ],
     ids=["shipped", "generated"],
@@ -121,6 +123,7 @@ def test_socket_activation(tmp_path: Path) -> None:
         status = ContractClient(d.socket, timeout=60).get("/api/v1/status")
         assert status["data_home"] == str(d.home)
         assert not (tmp_path / "unused.sock").exists()  # served on the inherited socket
+        assert status["socket"] == str(d.socket)  # the socket it really serves on
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0
@@ -146,3 +149,23 @@ def test_readiness_is_sent_once_the_api_answers(tmp_path: Path) -> None:
         shutil.rmtree(notify_path.parent, ignore_errors=True)
         if d.proc and d.proc.poll() is None:
             d.proc.kill()
+
+
+@needs_systemd
+def test_install_honours_the_chosen_socket_and_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sock = tmp_path / "run" / "my.sock"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("COFFER_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("COFFER_SOCKET", str(sock))
+    steps = service.plan("install", platform="linux")
+    for path, content in steps.files.items():
+        (tmp_path / path.name).write_bytes(content)
+    unit = (tmp_path / "cofferd.service").read_text()
+    assert f"Environment=COFFER_SOCKET={sock}\n" in unit
+    assert f"Environment=COFFER_HOME={tmp_path / 'data'}\n" in unit
+    assert f"ListenStream={sock}\n" in (tmp_path / "cofferd.socket").read_text()
+    verify(tmp_path / "cofferd.service", tmp_path / "cofferd.socket")
+    agent = plistlib.loads(service.plan("install", platform="darwin").files.popitem()[1])
+    assert agent["EnvironmentVariables"]["COFFER_SOCKET"] == str(sock)

@@ -19,7 +19,7 @@ from cofferd.domain.config import EmbeddingConfig
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.models import KnowledgeBase, Passage
 from cofferd.infrastructure.embedders import LocalEmbedder, resolve_credential
-from cofferd.infrastructure.paths import Locations
+from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 from tests.fake_embeddings import FakeEmbeddings
 from tests.helpers import write
@@ -61,12 +61,12 @@ async def test_keyword_first_then_vectors_in_the_background(
     coffer: Coffer, vkb: KnowledgeBase, server: FakeEmbeddings
 ) -> None:
     # searchable at once by keyword, before any vector exists
-    assert (await coffer.store.metrics("vec"))["embed_pending"] == 4
+    assert (await coffer.stores.documents.metrics("vec"))["embed_pending"] == 4
     assert "cats.md" in await search(coffer, "purr")
     await coffer.embeddings.drain("vec")
-    metrics = await coffer.store.metrics("vec")
+    metrics = await coffer.stores.documents.metrics("vec")
     assert metrics["embed_pending"] == 0 and metrics["documents_degraded"] == 0
-    assert len((await coffer.store.dump("vec"))["vectors"]) == metrics["chunks"]
+    assert len((await coffer.stores.documents.dump("vec"))["vectors"]) == metrics["chunks"]
     assert server.keys == {"Bearer sk-test-secret"}
     result = await coffer.retrieval.search("vec", "cats purr")
     assert result.mode == "hybrid" and result.passages[0].path == "cats.md"
@@ -88,20 +88,20 @@ async def test_a_bad_provider_degrades_and_never_corrupts(
 ) -> None:
     server.mode = mode
     await coffer.embeddings.drain("vec")
-    metrics = await coffer.store.metrics("vec")
+    metrics = await coffer.stores.documents.metrics("vec")
     assert metrics["documents_degraded"] == 4 and metrics["embed_pending"] == 4
-    assert (await coffer.store.dump("vec"))["vectors"] == []  # nothing stored
+    assert (await coffer.stores.documents.dump("vec"))["vectors"] == []  # nothing stored
     result = await coffer.retrieval.search("vec", "bark")
     assert [p.path for p in result.passages] == ["dogs.md"]
     if mode == "down":
         assert result.fallback == "keyword"  # the query could not be embedded either
     # provider back: a reconcile retries, only the vectors are written
     server.mode = "ok"
-    before = await coffer.store.dump("vec")
+    before = await coffer.stores.documents.dump("vec")
     await coffer.embeddings.retry_now("vec")
     await coffer.embeddings.drain("vec")
-    after = await coffer.store.dump("vec")
-    metrics = await coffer.store.metrics("vec")
+    after = await coffer.stores.documents.dump("vec")
+    metrics = await coffer.stores.documents.metrics("vec")
     assert metrics["documents_degraded"] == 0 and metrics["embed_pending"] == 0
     assert after["chunks"] == before["chunks"]  # no chunk or FTS churn
     assert len(after["vectors"]) == metrics["chunks"]
@@ -115,7 +115,7 @@ async def test_failures_back_off(
     calls = server.requests
     await coffer.embeddings.drain("vec")  # not due yet: no new attempt
     assert server.requests == calls
-    jobs = await coffer.store.pending_embeds("vec", 100, time.time() + 3600)
+    jobs = await coffer.stores.vectors.pending_embeds("vec", 100, time.time() + 3600)
     assert len(jobs) == 4
 
 
@@ -158,13 +158,13 @@ async def test_model_change_reembeds_and_rebuilds_at_the_new_width(
     await coffer.kbs.update_config("vec", server.config())
     assert "cats.md" in await search(coffer, "purr")  # keyword works throughout
     await coffer.embeddings.drain("vec")
-    assert await coffer.store.vector_model("vec") == (
+    assert await coffer.stores.vectors.vector_model("vec") == (
         coffer.kbs.get("vec").config.embedding.identity(),  # type: ignore[union-attr]
         32,
     )
-    metrics = await coffer.store.metrics("vec")
+    metrics = await coffer.stores.documents.metrics("vec")
     assert metrics["embed_pending"] == 0
-    assert len((await coffer.store.dump("vec"))["vectors"]) == metrics["chunks"]
+    assert len((await coffer.stores.documents.dump("vec"))["vectors"]) == metrics["chunks"]
 
 
 async def test_oracle_with_vectors(
@@ -177,16 +177,16 @@ async def test_oracle_with_vectors(
     write(docs / "new" / "birds.md", "# Birds\n\n" + "\n\n".join("song " * 80 for _ in range(12)))
     await coffer.reindexer.reconcile(vkb)
     await coffer.embeddings.drain("vec")
-    dump = await coffer.store.dump("vec")
+    dump = await coffer.stores.documents.dump("vec")
 
     home = tmp_path / uuid.uuid4().hex
     other = await Coffer.open(Locations(home=home, socket=home / "s"))
     try:
         (home / "knowledge").mkdir(parents=True)
         (home / "knowledge" / "vec").symlink_to(coffer.locations.kb_dir("vec"))
-        await other.reindexer.reconcile(other.kbs.get("vec"))
+        await other.reindexer.reconcile(await other.kbs.adopt("vec") or other.kbs.get("vec"))
         await other.embeddings.drain("vec")
-        assert dump == await other.store.dump("vec")
+        assert dump == await other.stores.documents.dump("vec")
     finally:
         await other.close()
     chunk_ids = sorted(c[0] for c in dump["chunks"])
@@ -201,8 +201,8 @@ async def test_disabling_vectors_drops_them(
         "vec", {"enabled_modes": ["keyword", "grep"], "default_mode": "keyword", "embedding": None}
     )
     await coffer.embeddings.drain("vec")
-    assert (await coffer.store.dump("vec"))["vectors"] == []
-    assert await coffer.store.vector_model("vec") is None
+    assert (await coffer.stores.documents.dump("vec"))["vectors"] == []
+    assert await coffer.stores.vectors.vector_model("vec") is None
 
 
 def test_fusion_is_rrf_deduplicated_by_passage() -> None:
@@ -260,7 +260,7 @@ async def test_local_kb_end_to_end(coffer: Coffer) -> None:
     )
     await coffer.reindexer.reconcile(kb)
     await coffer.embeddings.drain("local")
-    assert (await coffer.store.metrics("local"))["embed_pending"] == 0
+    assert (await coffer.stores.documents.metrics("local"))["embed_pending"] == 0
     result = await coffer.retrieval.search("local", "someone having a meal")
     assert result.mode == "hybrid" and result.passages[0].path == "food.md"
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import watchfiles
 
+from cofferd.application.indexing import IndexingService
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces import watcher as watcher_module
 from cofferd.surfaces.core import Coffer
@@ -44,13 +45,15 @@ async def test_a_failing_backend_is_restarted_and_repaired(
 
     monkeypatch.setattr(watcher_module.watchfiles, "awatch", flaky_awatch)
     monkeypatch.setattr(watcher_module, "RESTART_DELAY_S", 0.01)
-    w = Watcher(coffer)
-    w.start(full_reconcile=False)
+    indexing = coffer.indexing
+    w = Watcher(coffer.policy, indexing)
+    indexing.start(full_reconcile=False)
+    w.start()
     try:
         await until(lambda: w.state.restarts == 1)
         assert "inotify" in (w.state.last_error or "")
         # the full reconcile after the restart finds what the dead watcher missed
-        await until(lambda: w.state.last_full_reconcile_at is not None)
+        await until(lambda: indexing.state.last_full_reconcile_at is not None)
         assert (await coffer.retrieval.search("notes", "missed")).passages
         # and the restarted watcher sees new saves
         deadline = asyncio.get_running_loop().time() + 10
@@ -63,10 +66,11 @@ async def test_a_failing_backend_is_restarted_and_repaired(
         assert w.state.restarts == 1
     finally:
         await w.stop()
+        await indexing.stop()
 
 
 async def test_periodic_full_reconcile(coffer: Coffer, kb: KnowledgeBase) -> None:
-    w = Watcher(coffer, reconcile_interval_s=0.05)
+    w = IndexingService(coffer.kbs, coffer.reindexer, coffer.embeddings, reconcile_interval_s=0.05)
     w.start(full_reconcile=False)
     try:
         await until(lambda: w.state.last_full_reconcile_at is not None)

@@ -11,9 +11,9 @@ import re
 from collections.abc import Iterator
 
 from cofferd.domain.models import Chunk
+from cofferd.domain.scripts import CJK_RANGES
 
-_CJK = "\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
-_WORD = re.compile(f"[{_CJK}]|[^\\s{_CJK}]+")
+_WORD = re.compile(f"[{CJK_RANGES}]|[^\\s{CJK_RANGES}]+")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 

@@ -17,7 +17,7 @@ from cofferd.domain.errors import (
     ValidationFailed,
 )
 from cofferd.domain.models import Document
-from cofferd.domain.ports import DocsTree, IndexStore
+from cofferd.domain.ports import DocsTree, DocumentIndex
 
 LIST_LIMIT_MAX = 500
 
@@ -33,7 +33,7 @@ class DocumentView:
 
 class Documents:
     def __init__(
-        self, kbs: KnowledgeBases, store: IndexStore, tree: DocsTree, reindexer: Reindexer
+        self, kbs: KnowledgeBases, store: DocumentIndex, tree: DocsTree, reindexer: Reindexer
     ) -> None:
         self.kbs = kbs
         self.store = store
@@ -81,7 +81,8 @@ class Documents:
         expected_sha256: str | None = None,
     ) -> DocumentView:
         """Replace the Markdown: a body alone keeps the file's frontmatter; text that starts
-        with frontmatter replaces the whole file. A converted document becomes `edited`."""
+        with frontmatter replaces the whole file. A converted document becomes `edited`.
+        The version check, the write and the reindex happen under the KB's lock."""
         kb = self.kbs.get_enabled(kb_name)
         doc = await self._get(kb_name, doc_id)
         if len(body.encode()) > kb.config.max_document_bytes:
@@ -89,33 +90,41 @@ class Documents:
                 "document is larger than this knowledge base's max_document_bytes",
                 limit=kb.config.max_document_bytes,
             )
-        current = await asyncio.to_thread(self.tree.read, kb_name, doc.path)
-        if current is None:
-            raise DocumentNotFound(kb_name, doc_id)
-        if expected_sha256 and markdown.content_hash(current.data) != expected_sha256:
-            raise DocumentChanged(
-                "the document changed since it was read; read it again and redo the edit",
-                id=doc_id,
-            )
-        given_frontmatter, _, _ = markdown.split_frontmatter(body)
-        if given_frontmatter:  # the caller sent a whole file
-            new_text = _mark_edited(body)
-        else:
-            old_text, _ = markdown.decode(current.data)
-            old_frontmatter, old_body, _ = markdown.split_frontmatter(old_text)
-            head = old_text[: len(old_text) - len(old_body)] if old_frontmatter else ""
-            new_text = _mark_edited(head + body)
-        await asyncio.to_thread(self.tree.write, kb_name, doc.path, new_text.encode())
-        await self.reindexer.sync_paths(kb, [doc.path], actor=actor)
+        async with self.kbs.registry.lock(kb_name):
+            current = await asyncio.to_thread(self.tree.read, kb_name, doc.path)
+            if current is None:
+                raise DocumentNotFound(kb_name, doc_id)
+            if expected_sha256 and markdown.content_hash(current.data) != expected_sha256:
+                raise DocumentChanged(
+                    "the document changed since it was read; read it again and redo the edit",
+                    id=doc_id,
+                )
+            new_text = _edited_text(current.data, body)
+            await asyncio.to_thread(self.tree.write, kb_name, doc.path, new_text.encode())
+            await self.reindexer.sync_paths_locked(kb, [doc.path], actor=actor)
         return await self.get(kb_name, doc_id)
 
     async def delete(self, kb: str, doc_id: str, *, actor: str) -> Document:
         doc = await self._get(kb, doc_id)
-        async with self.reindexer.locks(kb):
-            self.tree.remove(kb, doc.path)
-            self.tree.remove_originals(kb, doc.id)
+        async with self.kbs.registry.lock(kb):
+            await asyncio.to_thread(self._remove_files, kb, doc)
             await self.store.delete_document(kb, doc.id, actor)
         return doc
+
+    def _remove_files(self, kb: str, doc: Document) -> None:
+        self.tree.remove(kb, doc.path)
+        self.tree.remove_originals(kb, doc.id)
+
+
+def _edited_text(current: bytes, body: str) -> str:
+    """The new file: the caller's whole file, or its body under the current frontmatter."""
+    given_frontmatter, _, _ = markdown.split_frontmatter(body)
+    if given_frontmatter:
+        return _mark_edited(body)
+    old_text, _ = markdown.decode(current)
+    old_frontmatter, old_body, _ = markdown.split_frontmatter(old_text)
+    head = old_text[: len(old_text) - len(old_body)] if old_frontmatter else ""
+    return _mark_edited(head + body)
 
 
 def _mark_edited(text: str) -> str:

@@ -14,7 +14,6 @@ from ulid import ULID
 from cofferd.application import markdown
 from cofferd.application.documents import Documents, DocumentView
 from cofferd.application.knowledge_bases import KnowledgeBases
-from cofferd.application.locks import KBLocks
 from cofferd.application.reindexer import Reindexer
 from cofferd.domain.errors import (
     IngestRejected,
@@ -23,10 +22,14 @@ from cofferd.domain.errors import (
     ValidationFailed,
 )
 from cofferd.domain.models import Document, KnowledgeBase, utc_now
-from cofferd.domain.ports import ConversionFailed, DocsTree, IndexStore, MarkdownConverter
+from cofferd.domain.ports import (
+    ConversionFailed,
+    DocsTree,
+    DocumentFormats,
+    DocumentIndex,
+    MarkdownConverter,
+)
 
-PASSTHROUGH = ("md", "txt")
-ALIASES = {"markdown": "md", "htm": "html", "text": "txt"}
 Status = Literal["added", "updated", "unchanged"]
 
 
@@ -53,11 +56,6 @@ class SourceCheck:
         }
 
 
-def file_format(filename: str) -> str:
-    ext = PurePath(filename).suffix.lower().lstrip(".")
-    return ALIASES.get(ext, ext)
-
-
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -70,11 +68,12 @@ class Ingest:
     def __init__(
         self,
         kbs: KnowledgeBases,
-        store: IndexStore,
+        store: DocumentIndex,
         tree: DocsTree,
         reindexer: Reindexer,
         documents: Documents,
         converter: MarkdownConverter,
+        formats: DocumentFormats,
     ) -> None:
         self.kbs = kbs
         self.store = store
@@ -82,10 +81,7 @@ class Ingest:
         self.reindexer = reindexer
         self.documents = documents
         self.converter = converter
-        self.locks = KBLocks()  # one ingest at a time per KB: the duplicate checks hold
-
-    def supported_formats(self) -> list[str]:
-        return sorted({*self.converter.formats(), *PASSTHROUGH})
+        self.formats = formats
 
     # -- adding -------------------------------------------------------------------------
 
@@ -104,38 +100,51 @@ class Ingest:
         kb = self.kbs.get_enabled(kb_name)
         filename = PurePath(filename).name or "document"
         self._check_file(kb, source, filename)
-        async with self.locks(kb.name):
-            digest = await asyncio.to_thread(sha256_file, source)
-            same_bytes = await self.store.find_by_metadata(kb.name, "source_sha256", digest)
-            for doc in same_bytes:
-                if doc.metadata.get("original_filename") == filename:
-                    view = await self.documents.get(kb.name, doc.id)
-                    return IngestResult("unchanged", view, "identical to the stored original")
-            if same_bytes:
-                doc = same_bytes[0]
-                raise IngestRejected(
-                    "duplicate",
-                    f"the same file is already in {kb.name!r} as {doc.title!r}",
-                    document_id=doc.id,
-                    title=doc.title,
-                )
-            named = [
-                doc
-                for doc in await self.store.find_by_metadata(kb.name, "original_filename", filename)
-                # a tracked file is the same document only if it is the same file
-                if not source_path or doc.metadata.get("source_path") in (None, source_path)
-            ]
-            if named and not replace:
-                raise IngestRejected(
-                    "duplicate",
-                    f"{filename!r} is already in {kb.name!r}; pass replace to update it",
-                    document_id=named[0].id,
-                    title=named[0].title,
-                )
-            target = named[0] if named else None
-            return await self._convert_and_write(
-                kb, source, filename, digest, target, source_path, actor
+        digest = await asyncio.to_thread(sha256_file, source)
+        known = await self._match(kb, filename, digest, replace, source_path)
+        if isinstance(known, IngestResult):
+            return known
+        converted = await self._to_markdown(source, filename)  # slow: outside the lock
+        async with self.kbs.registry.lock(kb.name):
+            known = await self._match(kb, filename, digest, replace, source_path)
+            if isinstance(known, IngestResult):
+                return known
+            return await self._write(
+                kb, source, filename, digest, known, source_path, converted, actor
             )
+
+    async def _match(
+        self, kb: KnowledgeBase, filename: str, digest: str, replace: bool, source_path: str | None
+    ) -> IngestResult | Document | None:
+        """What adding this file means: nothing (the same bytes are already here), an update
+        of a document of the same name (with `replace`), or a new document (None)."""
+        same_bytes = await self.store.find_by_metadata(kb.name, "source_sha256", digest)
+        for doc in same_bytes:
+            if doc.metadata.get("original_filename") == filename:
+                view = await self.documents.get(kb.name, doc.id)
+                return IngestResult("unchanged", view, "identical to the stored original")
+        if same_bytes:
+            doc = same_bytes[0]
+            raise IngestRejected(
+                "duplicate",
+                f"the same file is already in {kb.name!r} as {doc.title!r}",
+                document_id=doc.id,
+                title=doc.title,
+            )
+        named = [
+            doc
+            for doc in await self.store.find_by_metadata(kb.name, "original_filename", filename)
+            # a tracked file is the same document only if it is the same file
+            if not source_path or doc.metadata.get("source_path") in (None, source_path)
+        ]
+        if named and not replace:
+            raise IngestRejected(
+                "duplicate",
+                f"{filename!r} is already in {kb.name!r}; pass replace to update it",
+                document_id=named[0].id,
+                title=named[0].title,
+            )
+        return named[0] if named else None
 
     async def add_markdown(
         self, kb_name: str, content: str, title: str | None, *, actor: str
@@ -151,8 +160,9 @@ class Ingest:
         if title:
             frontmatter = {"title": title, **{k: v for k, v in frontmatter.items() if k != "title"}}
         text = markdown.compose(frontmatter, body) if frontmatter else body
-        await asyncio.to_thread(self.tree.write, kb.name, f"{doc_id}.md", text.encode())
-        await self.reindexer.sync_paths(kb, [f"{doc_id}.md"], actor=actor)
+        async with self.kbs.registry.lock(kb.name):
+            await asyncio.to_thread(self.tree.write, kb.name, f"{doc_id}.md", text.encode())
+            await self.reindexer.sync_paths_locked(kb, [f"{doc_id}.md"], actor=actor)
         return IngestResult("added", await self.documents.get(kb.name, doc_id), "added")
 
     def _check_file(self, kb: KnowledgeBase, source: Path, filename: str) -> None:
@@ -168,15 +178,15 @@ class Ingest:
                 f"{kb.config.max_document_bytes:,}",
                 limit=kb.config.max_document_bytes,
             )
-        fmt = file_format(filename)
-        if fmt not in self.supported_formats():
+        fmt = self.formats.file_format(filename)
+        if fmt not in self.formats.supported_formats():
             raise IngestRejected(
                 "unsupported_type",
                 f"{filename!r}: .{fmt or '?'} files are not supported",
-                supported=self.supported_formats(),
+                supported=self.formats.supported_formats(),
             )
 
-    async def _convert_and_write(
+    async def _write(
         self,
         kb: KnowledgeBase,
         source: Path,
@@ -184,17 +194,20 @@ class Ingest:
         digest: str,
         target: Document | None,
         source_path: str | None,
+        converted: tuple[dict[str, Any], str],
         actor: str,
     ) -> IngestResult:
-        fmt = file_format(filename)
-        frontmatter, body = await self._to_markdown(source, fmt, filename)
+        """Keep the original, write the Markdown and index it (the caller holds the lock)."""
+        fmt = self.formats.file_format(filename)
+        frontmatter, body = converted
         doc_id = target.id if target else str(ULID())
+        passthrough = self.formats.is_passthrough(fmt)
         frontmatter.update(
             {
                 "source_filename": filename,
                 "source_format": fmt,
                 "source_sha256": digest,
-                "converter": "passthrough" if fmt in PASSTHROUGH else self.converter.engine,
+                "converter": "passthrough" if passthrough else self.converter.engine,
                 "converted_at": utc_now(),
                 "source_mode": "converted",
                 "body_sha256": markdown.body_hash(body),
@@ -205,10 +218,9 @@ class Ingest:
         text = markdown.compose(frontmatter, body)
         await asyncio.to_thread(self.tree.keep_original, kb.name, doc_id, fmt, source)
         await asyncio.to_thread(self.tree.write, kb.name, f"{doc_id}.md", text.encode())
-        result = await self.reindexer.sync_paths(kb, [f"{doc_id}.md"], actor=actor)
+        result = await self.reindexer.sync_paths_locked(kb, [f"{doc_id}.md"], actor=actor)
         if result.skipped and not target:
-            self.tree.remove(kb.name, f"{doc_id}.md")
-            self.tree.remove_originals(kb.name, doc_id)
+            await asyncio.to_thread(self._remove, kb.name, doc_id)
             reason = result.skipped[0]["reason"]
             raise IngestRejected(
                 "too_large" if reason == "too_large" else "conversion_failed",
@@ -221,11 +233,14 @@ class Ingest:
             return IngestResult("updated", view, f"updated {view.document.title!r} in place")
         return IngestResult("added", view, f"added {view.document.title!r}")
 
-    async def _to_markdown(
-        self, source: Path, fmt: str, filename: str
-    ) -> tuple[dict[str, Any], str]:
+    def _remove(self, kb: str, doc_id: str) -> None:
+        self.tree.remove(kb, f"{doc_id}.md")
+        self.tree.remove_originals(kb, doc_id)
+
+    async def _to_markdown(self, source: Path, filename: str) -> tuple[dict[str, Any], str]:
         """(frontmatter, body) of the converted document, its title set."""
-        if fmt in PASSTHROUGH:
+        fmt = self.formats.file_format(filename)
+        if self.formats.is_passthrough(fmt):
             data = await asyncio.to_thread(source.read_bytes)
             try:
                 text, _ = markdown.decode(data)
@@ -280,16 +295,12 @@ class Ingest:
         if original is None:
             raise SourceMissing(f"the original of {doc.title!r} is not in raw/")
         filename = str(doc.metadata.get("original_filename") or original.name)
-        async with self.locks(kb.name):
-            return await self._convert_and_write(
-                kb,
-                original,
-                filename,
-                str(doc.metadata["source_sha256"]),
-                doc,
-                doc.metadata.get("source_path"),
-                actor,
-            )
+        converted = await self._to_markdown(original, filename)
+        # only this machine's own tracking, never a source_path read from frontmatter
+        tracked = (await self.store.tracked_sources(kb.name)).get(doc.id)
+        digest = str(doc.metadata["source_sha256"])
+        async with self.kbs.registry.lock(kb.name):
+            return await self._write(kb, original, filename, digest, doc, tracked, converted, actor)
 
     async def update_source(self, kb_name: str, doc_id: str, *, actor: str) -> IngestResult:
         """Ingest the tracked file at `source_path` again, in place."""
@@ -302,13 +313,14 @@ class Ingest:
             raise SourceMissing(f"the source {source_path} is gone", source_path=source_path)
         filename = str(doc.metadata.get("original_filename") or source.name)
         self._check_file(kb, source, filename)
-        async with self.locks(kb.name):
-            digest = await asyncio.to_thread(sha256_file, source)
-            if digest == doc.metadata.get("source_sha256"):
-                view = await self.documents.get(kb.name, doc.id)
-                return IngestResult("unchanged", view, "the source has not changed")
-            return await self._convert_and_write(
-                kb, source, filename, digest, doc, source_path, actor
+        digest = await asyncio.to_thread(sha256_file, source)
+        if digest == doc.metadata.get("source_sha256"):
+            view = await self.documents.get(kb.name, doc.id)
+            return IngestResult("unchanged", view, "the source has not changed")
+        converted = await self._to_markdown(source, filename)
+        async with self.kbs.registry.lock(kb.name):
+            return await self._write(
+                kb, source, filename, digest, doc, source_path, converted, actor
             )
 
     async def check_sources(self, kb_name: str, *, actor: str) -> SourceCheck:
@@ -334,5 +346,5 @@ class Ingest:
             else:
                 report.changed.append(entry)
         counts = {key: len(value) for key, value in report.as_dict().items()}
-        await self.store.audit("kb_sources_checked", actor, kb.name, None, counts)
+        await self.kbs.activity.audit("kb_sources_checked", actor, kb.name, None, counts)
         return report

@@ -5,30 +5,36 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from cofferd.application.locks import KBLocks
+from cofferd.application.registry import KBRegistry
 from cofferd.application.reindexer import Reindexer
 from cofferd.domain.config import check_kb_name, merge_config, parse_config
 from cofferd.domain.errors import KBDisabled, KBExists, KBNotFound, ValidationFailed
 from cofferd.domain.models import KnowledgeBase, ReindexResult, utc_now
-from cofferd.domain.ports import IndexStore, KBRepository
+from cofferd.domain.ports import ActivityLog, DocumentIndex, KBRepository
 
 DEFAULT_KB = "notes"
 
 
 class KnowledgeBases:
     def __init__(
-        self, repo: KBRepository, store: IndexStore, reindexer: Reindexer, locks: KBLocks
+        self,
+        registry: KBRegistry,
+        repo: KBRepository,
+        store: DocumentIndex,
+        activity: ActivityLog,
+        reindexer: Reindexer,
     ) -> None:
+        self.registry = registry
         self.repo = repo
         self.store = store
+        self.activity = activity
         self.reindexer = reindexer
-        self.locks = locks
 
     def list(self) -> list[KnowledgeBase]:
-        return [kb for name in self.repo.names() if (kb := self.repo.load(name)) is not None]
+        return self.registry.all()
 
     def get(self, name: str) -> KnowledgeBase:
-        kb = self.repo.load(check_kb_name(name))
+        kb = self.registry.get(check_kb_name(name))
         if kb is None:
             raise KBNotFound(name)
         return kb
@@ -44,26 +50,41 @@ class KnowledgeBases:
     ) -> KnowledgeBase:
         check_kb_name(name)
         parsed = parse_config(config or {})
-        async with self.locks(name):
-            if self.repo.load(name) is not None:
+        async with self.registry.lock(name):
+            if self.registry.get(name) is not None or await self.registry.reload(name):
                 raise KBExists(name)
             kb = KnowledgeBase(name=name, config=parsed, enabled=True, created_at=utc_now())
-            self.repo.create_folders(name)
+            await asyncio.to_thread(self._create_folder, kb)
+            self.registry.put(kb)
+        await self.activity.audit("resource_created", actor, name, None, kb.snapshot())
+        return kb
+
+    def _create_folder(self, kb: KnowledgeBase) -> None:
+        self.repo.create_folders(kb.name)
+        self.repo.save(kb)
+
+    async def adopt(self, name: str) -> KnowledgeBase | None:
+        """A KB folder that appeared, or changed, without going through `create` (copied,
+        synced, its settings edited by hand): read it again. A new folder without a
+        settings file gets one, so its settings and creation time stay put."""
+        async with self.registry.lock(name):
+            kb = await self.registry.reload(name)
+            if kb is not None:
+                await asyncio.to_thread(self._adopt_folder, kb)
+            return kb
+
+    def _adopt_folder(self, kb: KnowledgeBase) -> None:
+        self.repo.create_folders(kb.name)
+        if not self.repo.has_settings(kb.name):
             self.repo.save(kb)
-        await self.store.audit("resource_created", actor, name, None, kb.snapshot())
-        return kb
 
-    async def adopt(self, name: str) -> KnowledgeBase:
-        """A KB folder that appeared without going through `create` (copied, synced)."""
-        kb = self.get(name)
-        self.repo.create_folders(name)
-        if not self.repo.has_settings(name):
-            self.repo.save(kb)  # its settings and creation time now stay put
-        return kb
-
-    def _writable(self, name: str) -> KnowledgeBase:
-        """The KB, if its settings file can be rewritten without losing what is in it."""
-        kb = self.get(name)
+    async def _writable(self, name: str) -> KnowledgeBase:
+        """The KB as its settings file says now (an edit by hand may not have been seen
+        yet), if that file can be rewritten without losing what is in it."""
+        self.get(name)
+        kb = await self.registry.reload(name)
+        if kb is None:
+            raise KBNotFound(name)
         if kb.settings_error:
             raise ValidationFailed(
                 f"the settings file cannot be read ({kb.settings_error}); fix it first, "
@@ -72,16 +93,20 @@ class KnowledgeBases:
             )
         return kb
 
+    async def _save(self, kb: KnowledgeBase) -> None:
+        async with self.registry.lock(kb.name):
+            await asyncio.to_thread(self.repo.save, kb)
+            self.registry.put(kb)
+
     async def update_config(
         self, name: str, patch: dict[str, Any], *, actor: str = "user"
     ) -> tuple[KnowledgeBase, ReindexResult | None]:
         """Change settings; a chunking or size-limit change reconciles before returning."""
-        kb = self._writable(name)
+        kb = await self._writable(name)
         config = merge_config(kb.config, patch)
         updated = KnowledgeBase(kb.name, config, kb.enabled, kb.created_at)
-        async with self.locks(name):
-            self.repo.save(updated)
-        await self.store.audit(
+        await self._save(updated)
+        await self.activity.audit(
             "resource_updated", actor, name, None, {"config": config.model_dump(mode="json")}
         )
         result = None
@@ -95,11 +120,10 @@ class KnowledgeBases:
     async def set_enabled(
         self, name: str, enabled: bool, *, actor: str = "user"
     ) -> tuple[KnowledgeBase, ReindexResult | None]:
-        kb = self._writable(name)
+        kb = await self._writable(name)
         updated = KnowledgeBase(kb.name, kb.config, enabled, kb.created_at)
-        async with self.locks(name):
-            self.repo.save(updated)
-        await self.store.audit(
+        await self._save(updated)
+        await self.activity.audit(
             "resource_enabled" if enabled else "resource_disabled", actor, name, None, {}
         )
         result = await self.reindexer.reconcile(updated, actor=actor) if enabled else None
@@ -107,10 +131,12 @@ class KnowledgeBases:
 
     async def delete(self, name: str, *, actor: str = "user") -> KnowledgeBase:
         kb = self.get(name)
-        async with self.locks(name):
+        async with self.registry.lock(name):
             await self.store.delete_kb(name)
             await asyncio.to_thread(self.repo.remove, name)
-        await self.store.audit("resource_deleted", actor, name, None, kb.snapshot())
+            self.registry.drop(name)
+        self.reindexer.forget_skipped(name)
+        await self.activity.audit("resource_deleted", actor, name, None, kb.snapshot())
         return kb
 
     async def reindex(self, name: str, *, actor: str = "user") -> ReindexResult:
@@ -126,3 +152,7 @@ class KnowledgeBases:
             "default_mode": kb.config.default_mode,
             "disk_bytes": counts["document_bytes"] + originals,
         }
+
+    async def counts(self, name: str) -> dict[str, int]:
+        """Document counts only (what `status` shows; no disk walk)."""
+        return await self.store.metrics(name)

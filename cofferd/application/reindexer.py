@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 
 from cofferd.application import markdown
 from cofferd.application.chunker import chunk_markdown
-from cofferd.application.locks import KBLocks
+from cofferd.application.registry import KBRegistry
 from cofferd.domain.models import Document, KnowledgeBase, ReindexResult, utc_now
 from cofferd.domain.ports import (
+    ActivityLog,
     DocsTree,
+    DocumentIndex,
     DocumentWrite,
     FileStat,
     IndexedFile,
-    IndexStore,
     TreeScan,
 )
 
@@ -40,43 +41,69 @@ class _Batch:
     writes: list[DocumentWrite] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     restat: list[tuple[str, FileStat]] = field(default_factory=list)
+    skipped: dict[str, tuple[FileStat, str]] = field(default_factory=dict)
+    counts: ReindexResult = field(default_factory=ReindexResult)
 
 
 class Reindexer:
-    def __init__(self, store: IndexStore, tree: DocsTree, locks: KBLocks) -> None:
+    def __init__(
+        self, store: DocumentIndex, activity: ActivityLog, tree: DocsTree, registry: KBRegistry
+    ) -> None:
         self.store = store
+        self.activity = activity
         self.tree = tree
-        self.locks = locks
+        self.registry = registry
         self.on_change: Callable[[], None] | None = None  # e.g. wake the embedding queue
-        # Files skipped for a reason (binary, too large) by stat, so they are not re-read.
-        self._skipped: dict[tuple[str, str], FileStat] = {}
+        # Files skipped for a reason (binary, too large, refused by the index), with the
+        # stat they had, so they are not read again until they change.
+        self._skipped: dict[tuple[str, str], tuple[FileStat, str]] = {}
 
     def forget_skipped(self, kb: str) -> None:
         """Read skipped files again (after the rules that skipped them changed)."""
         for key in [key for key in self._skipped if key[0] == kb]:
             del self._skipped[key]
 
+    def skipped(self, kb: str) -> list[dict[str, str]]:
+        """The files of `kb` that are not indexed, and why."""
+        return [
+            {"path": path, "reason": reason}
+            for (name, path), (_, reason) in sorted(self._skipped.items())
+            if name == kb
+        ]
+
     async def reconcile(
         self, kb: KnowledgeBase, *, actor: str = "system", audit: bool = False
     ) -> ReindexResult:
         """Bring the whole index of `kb` in line with its docs tree."""
-        async with self.locks(kb.name):
-            indexed = await self.store.indexed_files(kb.name)
-            scan = await asyncio.to_thread(self.tree.scan, kb.name)
-            result = await self._sync(kb, _observed(scan, indexed), indexed, actor)
-            if result.changed or audit:
-                await self.store.audit("kb_reindexed", actor, kb.name, None, result.as_dict())
-            return result
+        async with self.registry.lock(kb.name):
+            return await self.reconcile_locked(kb, actor=actor, audit=audit)
+
+    async def reconcile_locked(
+        self, kb: KnowledgeBase, *, actor: str = "system", audit: bool = False
+    ) -> ReindexResult:
+        """`reconcile`, for a caller that holds the KB's lock."""
+        indexed = await self.store.indexed_files(kb.name)
+        scan = await asyncio.to_thread(self.tree.scan, kb.name)
+        result = await self._sync(kb, _observed(scan, indexed), indexed, actor)
+        if result.changed or audit:
+            await self.activity.audit("kb_reindexed", actor, kb.name, None, result.as_dict())
+        return result
 
     async def sync_paths(
         self, kb: KnowledgeBase, relpaths: Iterable[str], *, actor: str = "system"
     ) -> ReindexResult:
         """Reconcile just these paths (files or folders, present or gone)."""
+        async with self.registry.lock(kb.name):
+            return await self.sync_paths_locked(kb, relpaths, actor=actor)
+
+    async def sync_paths_locked(
+        self, kb: KnowledgeBase, relpaths: Iterable[str], *, actor: str = "system"
+    ) -> ReindexResult:
+        """`sync_paths`, for a caller that holds the KB's lock."""
         paths = sorted(set(relpaths))
-        async with self.locks(kb.name):
-            indexed = await self.store.indexed_files(kb.name, paths)
-            scan = await asyncio.to_thread(self._observe, kb.name, paths)
-            return await self._sync(kb, _observed(scan, indexed), indexed, actor)
+        indexed = await self.store.indexed_files(kb.name, paths)
+        scan = await asyncio.to_thread(self._observe, kb.name, paths)
+        return await self._sync(kb, _observed(scan, indexed), indexed, actor)
 
     def _observe(self, kb: str, paths: list[str]) -> TreeScan:
         files: dict[str, FileStat] = {}
@@ -110,7 +137,7 @@ class Reindexer:
                 self._skipped.pop((kb.name, path), None)
             elif known and known.stat == stat and known.chunking == chunking:
                 result.documents_unchanged += 1
-            elif self._skipped.get((kb.name, path)) == stat:
+            elif (skip := self._skipped.get((kb.name, path))) and skip[0] == stat:
                 result.documents_skipped += 1
             else:
                 todo.append(path)
@@ -118,19 +145,21 @@ class Reindexer:
         if len(todo) >= PROGRESS_EVERY:
             log.info("%s: indexing %d files", kb.name, len(todo))
 
+        # Reading and parsing the next batch overlaps the database writes of this one.
         pending: asyncio.Task[None] | None = None
         first = _Batch(removed=removed)
         for start in range(0, max(len(todo), 1), BATCH):
             batch = await asyncio.to_thread(
-                self._prepare, kb, todo[start : start + BATCH], indexed, chunking, result, first
+                self._prepare, kb, todo[start : start + BATCH], indexed, chunking, first
             )
             first = _Batch()
+            result.merge(batch.counts)
+            for path, skip in batch.skipped.items():
+                self._skipped[(kb.name, path)] = skip
             if pending is not None:
                 await pending
             if batch.writes or batch.removed or batch.restat:
-                pending = asyncio.create_task(
-                    self.store.apply(kb.name, batch.writes, batch.removed, batch.restat, actor)
-                )
+                pending = asyncio.create_task(self._apply(kb.name, batch, result, actor))
             if start and start % PROGRESS_EVERY == 0:
                 log.info("%s: %d of %d files indexed", kb.name, start, len(todo))
         if pending is not None:
@@ -139,22 +168,37 @@ class Reindexer:
             self.on_change()
         return result
 
+    async def _apply(self, kb: str, batch: _Batch, result: ReindexResult, actor: str) -> None:
+        failures = await self.store.apply(kb, batch.writes, batch.removed, batch.restat, actor)
+        events = {w.document.path: w.event for w in batch.writes}
+        for failure in failures:
+            log.warning("%s: %s not indexed: %s", kb, failure.path, failure.reason)
+            self._skipped[(kb, failure.path)] = (failure.stat, failure.reason)
+            if events[failure.path] == "kb_document_ingested":
+                result.documents_added -= 1
+            else:
+                result.documents_updated -= 1
+            result.documents_skipped += 1
+            result.skipped.append({"path": failure.path, "reason": failure.reason})
+
     def _prepare(
         self,
         kb: KnowledgeBase,
         paths: list[str],
         indexed: Mapping[str, IndexedFile],
         chunking: str,
-        result: ReindexResult,
         batch: _Batch,
     ) -> _Batch:
-        """Read, hash, parse and chunk (CPU and file work, off the event loop)."""
+        """Read, hash, parse and chunk (CPU and file work, off the event loop); the counts
+        go in the batch, merged on the loop."""
+        result = batch.counts
         config = kb.config
         stamp = utc_now()
+        read = self.tree.reader(kb.name)
         for path in paths:
             known = indexed.get(path)
             try:
-                content = self.tree.read(kb.name, path)
+                content = read(path)
             except OSError as exc:
                 result.documents_skipped += 1
                 result.skipped.append({"path": path, "reason": f"unreadable: {exc.strerror}"})
@@ -178,7 +222,7 @@ class Reindexer:
                 except markdown.NotText as exc:
                     reason = str(exc)
             if reason is not None:
-                self._skipped[(kb.name, path)] = content.stat
+                batch.skipped[path] = (content.stat, reason)
                 result.documents_skipped += 1
                 result.skipped.append({"path": path, "reason": reason})
                 if known is not None:

@@ -15,7 +15,7 @@ from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, SearchResult
-from cofferd.domain.ports import Grepper, IndexStore, VectorStore
+from cofferd.domain.ports import DocumentIndex, Grepper, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class Retrieval:
     def __init__(
         self,
         kbs: KnowledgeBases,
-        store: IndexStore,
+        store: DocumentIndex,
         vectors: VectorStore,
         grepper: Grepper,
         embeddings: Embeddings,

@@ -105,6 +105,16 @@ class ReindexResult:
     documents_degraded: int = 0
     skipped: list[dict[str, str]] = field(default_factory=list)
 
+    def merge(self, other: ReindexResult) -> None:
+        self.scanned += other.scanned
+        self.documents_added += other.documents_added
+        self.documents_updated += other.documents_updated
+        self.documents_unchanged += other.documents_unchanged
+        self.documents_removed += other.documents_removed
+        self.documents_skipped += other.documents_skipped
+        self.documents_degraded += other.documents_degraded
+        self.skipped += other.skipped
+
     @property
     def changed(self) -> bool:
         return bool(self.documents_added or self.documents_updated or self.documents_removed)

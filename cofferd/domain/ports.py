@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from cofferd.domain.models import Chunk, Document, KnowledgeBase, Passage
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileStat:
     size: int
     mtime_ns: int
@@ -34,10 +34,22 @@ class FileContent:
     stat: FileStat
 
 
+class DocumentFormats(Protocol):
+    """Which files `add` takes, and how an extension names a format."""
+
+    def file_format(self, filename: str) -> str: ...
+
+    def is_passthrough(self, fmt: str) -> bool: ...
+
+    def supported_formats(self) -> list[str]: ...
+
+
 class DocsTree(Protocol):
     def scan(self, kb: str, under: str = "") -> TreeScan: ...
 
     def read(self, kb: str, relpath: str) -> FileContent | None: ...
+
+    def reader(self, kb: str) -> Callable[[str], FileContent | None]: ...
 
     def stat(self, kb: str, relpath: str) -> FileStat | None: ...
 
@@ -54,7 +66,7 @@ class DocsTree(Protocol):
     def original(self, kb: str, doc_id: str) -> Path | None: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IndexedFile:
     """What the index remembers about one file, enough to decide whether to read it again."""
 
@@ -73,7 +85,16 @@ class DocumentWrite:
     event: str
 
 
-class IndexStore(Protocol):
+@dataclass(frozen=True)
+class WriteFailure:
+    """A document the index could not store (the rest of its batch was stored)."""
+
+    path: str
+    stat: FileStat
+    reason: str
+
+
+class DocumentIndex(Protocol):
     async def indexed_files(
         self, kb: str, paths: Sequence[str] | None = None
     ) -> dict[str, IndexedFile]: ...
@@ -85,7 +106,7 @@ class IndexStore(Protocol):
         removed: Sequence[str],
         restat: Sequence[tuple[str, FileStat]],
         actor: str,
-    ) -> None: ...
+    ) -> list[WriteFailure]: ...
 
     async def get_document(self, kb: str, doc_id: str) -> Document | None: ...
 
@@ -109,11 +130,23 @@ class IndexStore(Protocol):
 
     async def delete_kb(self, kb: str) -> int: ...
 
+    async def metrics(self, kb: str) -> dict[str, int]: ...
+
+
+class ActivityLog(Protocol):
+    """The audit trail and the MCP tool-call log."""
+
     async def audit(
         self, event: str, actor: str, kb: str | None, doc_id: str | None, details: dict[str, Any]
     ) -> None: ...
 
-    async def metrics(self, kb: str) -> dict[str, int]: ...
+    async def audit_log(self, kb: str | None, limit: int) -> list[dict[str, Any]]: ...
+
+    async def record_invocation(
+        self, client: str, tool: str, duration_ms: float, outcome: str
+    ) -> None: ...
+
+    async def invocations(self, limit: int) -> list[dict[str, Any]]: ...
 
 
 class KBRepository(Protocol):

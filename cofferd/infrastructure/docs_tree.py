@@ -1,4 +1,5 @@
-"""Reading a knowledge base's docs/ tree: which files are Markdown, and reading them whole."""
+"""A knowledge base's docs/ tree on disk: scanning it for documents (as the DocumentPolicy
+defines them), reading and writing them whole, and the originals kept in raw/."""
 
 from __future__ import annotations
 
@@ -6,42 +7,20 @@ import contextlib
 import errno
 import logging
 import os
-import re
 import stat as stat_mod
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
 from cofferd.domain.errors import StorageError
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
+from cofferd.infrastructure.document_policy import DocumentPolicy
 from cofferd.infrastructure.fsutil import atomic_write
-from cofferd.infrastructure.paths import Locations, normalize_relpath
+from cofferd.locations import Locations, normalize_relpath
 
 log = logging.getLogger(__name__)
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
 READ_ATTEMPTS = 5
-
-# Editor and sync-tool droppings: vim swap/backup and its `4913` probe, emacs locks and
-# autosaves, LibreOffice/Office locks, Syncthing and browser partial files, *.tmp.
-_NOISE = re.compile(
-    r"""^(?:
-        \..*                        # hidden: .swp, .#lock, .syncthing.*.tmp, .DS_Store
-      | .*~                         # backups
-      | 4913
-      | \#.*\#                      # emacs autosave
-      | ~\$.*                       # Office owner files
-      | .*\.(?:tmp|temp|swp|swo|swx|part|crdownload|bak)
-    )$""",
-    re.VERBOSE | re.IGNORECASE,
-)
-
-
-def is_noise(name: str) -> bool:
-    return bool(_NOISE.match(name))
-
-
-def is_markdown(name: str) -> bool:
-    return name.lower().endswith(MARKDOWN_SUFFIXES) and not is_noise(name)
 
 
 def _stat(st: os.stat_result) -> FileStat:
@@ -51,20 +30,21 @@ def _stat(st: os.stat_result) -> FileStat:
 class FileDocsTree:
     """The DocsTree port over the real filesystem."""
 
-    def __init__(self, locations: Locations) -> None:
+    def __init__(self, locations: Locations, policy: DocumentPolicy) -> None:
         self.locations = locations
-        self._folders: dict[str, bool] = {}  # folder -> inside its docs tree (reset per scan)
+        self.policy = policy
 
     def scan(self, kb: str, under: str = "") -> TreeScan:
         """Every Markdown file in the docs tree, or in its folder `under` (relative).
 
         A folder that cannot be listed is reported in `failed_dirs`, never taken as empty.
         """
-        self._folders.clear()
         root = self.locations.docs_dir(kb)
         try:
             real_root = root.resolve(strict=True)
             start = self._disk_path(kb, under) if under else real_root
+            if under and (start.is_symlink() or self.policy.in_noise(under)):
+                return TreeScan(files={}, failed_dirs=[])  # a linked or noise folder
             if not start.is_dir():
                 start.stat()  # raises FileNotFoundError when gone
                 return TreeScan(files={}, failed_dirs=[])
@@ -85,7 +65,7 @@ class FileDocsTree:
             try:
                 with os.scandir(folder) as entries:
                     for entry in entries:
-                        self._visit(entry, prefix, real_root, files, stack)
+                        self._visit(entry, prefix, files, stack)
             except OSError as exc:
                 if not prefix and not under:
                     raise StorageError(
@@ -99,24 +79,19 @@ class FileDocsTree:
         self,
         entry: os.DirEntry[str],
         prefix: str,
-        real_root: Path,
         files: dict[str, FileStat],
         stack: list[tuple[str, str]],
     ) -> None:
         name = entry.name
-        if is_noise(name):
+        if self.policy.is_noise(name):
             return
         relpath = normalize_relpath(prefix + name)
         try:
-            # A linked folder is never followed: inside the tree its files are indexed at
-            # their real path; outside it, they are not part of this KB.
-            if entry.is_symlink() and (
-                entry.is_dir() or not _inside(os.path.realpath(entry.path), real_root)
-            ):
-                return
+            if entry.is_symlink():
+                return  # never a document, never followed: its target is indexed where it is
             if entry.is_dir():
                 stack.append((relpath + "/", entry.path))
-            elif is_markdown(name) and entry.is_file():
+            elif self.policy.is_markdown(name) and entry.is_file():
                 files[relpath] = _stat(entry.stat())
         except OSError as exc:  # vanished or unreadable between listing and stat
             log.debug("skipping %s: %s", entry.path, exc)
@@ -132,68 +107,54 @@ class FileDocsTree:
         return path
 
     def stat(self, kb: str, relpath: str) -> FileStat | None:
-        """The file's size and mtime if it is a Markdown file Coffer indexes, else None."""
-        if not is_markdown(relpath.rsplit("/", 1)[-1]) or any(
-            is_noise(part) for part in relpath.split("/")
-        ):
+        """The file's size and mtime if it is a document, else None."""
+        if not self.policy.is_document(relpath):
             return None
         path = self._disk_path(kb, relpath)
         try:
-            if not self._inside_docs(kb, path):
+            if not self._inside_docs(kb, path.parent):
                 return None
-            st = path.stat()
+            st = path.lstat()
         except OSError:
             return None
         return _stat(st) if stat_mod.S_ISREG(st.st_mode) else None
 
     def read(self, kb: str, relpath: str) -> FileContent | None:
         """The file's bytes, read again while it changes under us (a save in progress)."""
-        path = self._disk_path(kb, relpath)
-        if not self._folder_inside_docs(kb, path.parent):
-            return None
-        content: FileContent | None = None
-        for _ in range(READ_ATTEMPTS):
-            try:
-                content = self._read_once(kb, path)
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-                return None
-            if content is None or content.stat.size == len(content.data):
-                return content
-        return content
+        return self.reader(kb)(relpath)
 
-    def _read_once(self, kb: str, path: Path) -> FileContent | None:
-        """One read of the file (its target checked first if it is a symlink)."""
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:  # ELOOP: the file is a symlink; check its target
-                raise
-            if not self._inside_docs(kb, path):
-                return None
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as fh:
-            before = _stat(os.fstat(fd))
-            data = fh.read()
-            after = _stat(os.fstat(fd))
-        # A write during the read shows as a changed stat: report a size that cannot match.
-        return FileContent(data=data, stat=before if after == before else FileStat(-1, 0))
+    def reader(self, kb: str) -> Callable[[str], FileContent | None]:
+        """`read` for many files of one KB: each folder is checked to be inside the docs
+        tree once per reader (a reader lives for one batch, on one thread)."""
+        root = self.locations.docs_dir(kb).resolve()
+        folders: dict[Path, bool] = {}
 
-    def _folder_inside_docs(self, kb: str, folder: Path) -> bool:
-        key = str(folder)
-        inside = self._folders.get(key)
-        if inside is None:
-            inside = self._folders[key] = self._inside_docs(kb, folder)
-        return inside
+        def read(relpath: str) -> FileContent | None:
+            path = self._disk_path(kb, relpath)
+            inside = folders.get(path.parent)
+            if inside is None:
+                inside = folders[path.parent] = _inside(os.path.realpath(path.parent), root)
+            if not inside:
+                return None
+            content: FileContent | None = None
+            for _ in range(READ_ATTEMPTS):
+                try:
+                    content = _read_once(path)
+                except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                    return None
+                if content is None or content.stat.size == len(content.data):
+                    return content
+            return content
+
+        return read
 
     def absolute(self, kb: str, relpath: str) -> str:
         return str(self._disk_path(kb, relpath))
 
     def write(self, kb: str, relpath: str, data: bytes) -> None:
         path = self._disk_path(kb, relpath)
-        if path.is_symlink():  # write where the link points, and keep the link
-            if not self._inside_docs(kb, path):
-                raise StorageError(f"{relpath} links outside the docs folder", path=relpath)
-            path = Path(os.path.realpath(path))
+        if path.is_symlink() or not self._inside_docs(kb, path.parent):
+            raise StorageError(f"{relpath} is a link, not a document", path=relpath)
         atomic_write(path, data)
 
     def remove(self, kb: str, relpath: str) -> None:
@@ -223,6 +184,22 @@ class FileDocsTree:
 
     def _inside_docs(self, kb: str, path: Path) -> bool:
         return _inside(os.path.realpath(path), self.locations.docs_dir(kb).resolve())
+
+
+def _read_once(path: Path) -> FileContent | None:
+    """One read of the file; None when it is a symlink (ELOOP under O_NOFOLLOW)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        before = _stat(os.fstat(fd))
+        data = fh.read()
+        after = _stat(os.fstat(fd))
+    # A write during the read shows as a changed stat: report a size that cannot match.
+    return FileContent(data=data, stat=before if after == before else FileStat(-1, 0))
 
 
 def _inside(target: str, root: Path) -> bool:

@@ -17,27 +17,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from cofferd.domain.scripts import CJK_RANGES
+
 ZWSP = "\u200b"
 HIGHLIGHT_START = "\x02"
 HIGHLIGHT_END = "\x03"
 
-_CJK_RANGES = (
-    "\u1100-\u11ff"  # Hangul Jamo
-    "\u2e80-\u2fdf"  # CJK radicals
-    "\u3040-\u30ff"  # Hiragana, Katakana
-    "\u3100-\u312f"  # Bopomofo
-    "\u3130-\u318f"  # Hangul compatibility Jamo
-    "\u31f0-\u31ff"  # Katakana extensions
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
-    "\ua960-\ua97f"  # Hangul Jamo extended A
-    "\uac00-\ud7af"  # Hangul syllables
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\uff66-\uff9f"  # halfwidth Katakana
-    "\U00020000-\U0003134f"  # CJK extensions B-G
-)
-_CJK_CHAR = re.compile(f"([{_CJK_RANGES}])")
-_CJK_ONE = re.compile(f"[{_CJK_RANGES}]")
+_CJK_CHAR = re.compile(f"([{CJK_RANGES}])")
+_CJK_ONE = re.compile(f"[{CJK_RANGES}]")
 
 
 def index_text(text: str) -> str:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from cofferd.domain.errors import EngineUnavailable, InvalidPattern
 from cofferd.domain.ports import RawHit
-from cofferd.infrastructure.paths import Locations, normalize_relpath
+from cofferd.infrastructure.document_policy import DocumentPolicy
+from cofferd.locations import Locations, normalize_relpath
 
 TIMEOUT_S = 5.0
 MAX_LINE_CHARS = 500
@@ -30,8 +31,11 @@ def find_rg() -> str | None:
 
 
 class Ripgrep:
-    def __init__(self, locations: Locations, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(
+        self, locations: Locations, policy: DocumentPolicy, timeout_s: float = TIMEOUT_S
+    ) -> None:
         self.locations = locations
+        self.policy = policy
         self.timeout_s = timeout_s
         self.binary = find_rg()
 
@@ -43,8 +47,7 @@ class Ripgrep:
         docs = self.locations.docs_dir(kb)
         args = [
             self.binary, "--json", "--no-config", "--no-ignore", "--no-messages",
-            "--glob", "*.md", "--glob", "*.markdown", "--glob", "!.*",
-            *(["--ignore-case"] if ignore_case else []),
+            *self.policy.ripgrep_args(), *(["--ignore-case"] if ignore_case else []),
             "-e", pattern, "--", ".",
         ]  # fmt: skip
         proc = await asyncio.create_subprocess_exec(
@@ -59,7 +62,7 @@ class Ripgrep:
         truncated = False
         try:
             async with asyncio.timeout(self.timeout_s):
-                truncated = await _collect(proc, hits, max_matches)
+                truncated = await _collect(proc, hits, max_matches, self.policy)
                 if truncated:
                     proc.kill()  # enough: do not wait for rg to scan the rest
                 stderr = await proc.stderr.read() if proc.stderr else b""
@@ -79,8 +82,11 @@ class Ripgrep:
         return hits, truncated
 
 
-async def _collect(proc: asyncio.subprocess.Process, hits: list[RawHit], limit: int) -> bool:
-    """Read rg's JSON lines into `hits`; True when more matches exist than `limit`."""
+async def _collect(
+    proc: asyncio.subprocess.Process, hits: list[RawHit], limit: int, policy: DocumentPolicy
+) -> bool:
+    """Read rg's JSON lines into `hits` (documents only); True when more matches exist
+    than `limit`."""
     assert proc.stdout is not None
     async for raw in proc.stdout:
         event = json.loads(raw)
@@ -90,10 +96,13 @@ async def _collect(proc: asyncio.subprocess.Process, hits: list[RawHit], limit: 
             return True
         data = event["data"]
         path = _text(data["path"])
+        path = normalize_relpath(path[2:] if path.startswith("./") else path)
+        if not policy.is_document(path):
+            continue
         line = _text(data["lines"]).rstrip("\n")
         hits.append(
             RawHit(
-                path=normalize_relpath(path[2:] if path.startswith("./") else path),
+                path=path,
                 line_number=int(data["line_number"]),
                 line=line[:MAX_LINE_CHARS],
             )

@@ -17,7 +17,7 @@ from cofferd.domain.config import KnowledgeBaseConfig, check_kb_name, parse_conf
 from cofferd.domain.errors import CofferError
 from cofferd.domain.models import KB_KIND, KnowledgeBase, utc_now
 from cofferd.infrastructure.fsutil import atomic_write
-from cofferd.infrastructure.paths import Locations
+from cofferd.locations import Locations
 
 log = logging.getLogger(__name__)
 

@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
-# Every SQL object the index owns. Text is stored once, inside documents_fts; a chunk's
-# FTS rowid is its `chunks.seq`. `kb` scopes a search: filtered on the rows FTS5 returns
-# already sorted by rank, so `ORDER BY rank LIMIT k` stays cheap.
-MIGRATIONS: list[str] = [
+from cofferd.infrastructure import vec_index
+from cofferd.infrastructure.sqlite import Connection, atomic
+
+# Every SQL object the index owns. Text is stored once, inside an FTS table; a chunk's
+# FTS rowid is its `chunks.seq`.
+Migration = str | Callable[[Connection], None]
+
+
+def _fts_table_per_kb(conn: Connection) -> None:
+    """5: one FTS table per knowledge base (keyword_index). The derived rows are dropped
+    and rebuilt from the files by the next reconcile; tracking, audit and the MCP log stay."""
+    for (kb,) in conn.execute("SELECT resource_name FROM vec_tables").fetchall():
+        vec_index.drop(conn, kb)
+    conn.execute("DELETE FROM chunks")
+    conn.execute("DELETE FROM documents")
+    conn.execute("DROP TABLE documents_fts")
+    conn.execute(
+        "CREATE TABLE fts_tables (resource_name TEXT NOT NULL PRIMARY KEY,"
+        " table_name TEXT NOT NULL)"
+    )
+
+
+MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE documents (
         id              TEXT    NOT NULL,
@@ -94,10 +113,11 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (resource_name, document_id)
     )
     """,
+    _fts_table_per_kb,
 ]
 
 
-def migrate(conn: Any) -> int:
+def migrate(conn: Connection) -> int:
     """Bring the database to the newest schema; returns the version it ends at."""
     version: int = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > len(MIGRATIONS):
@@ -105,17 +125,14 @@ def migrate(conn: Any) -> int:
             f"coffer.db has schema version {version}, newer than this cofferd knows "
             f"({len(MIGRATIONS)}); upgrade Coffer or move the database aside"
         )
-    for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-        # executescript would COMMIT first; run statement by statement inside one transaction.
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for statement in _statements(script):
-                conn.execute(statement)
+    for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
+        with atomic(conn):  # executescript would COMMIT first: one statement at a time
+            if isinstance(step, str):
+                for statement in _statements(step):
+                    conn.execute(statement)
+            else:
+                step(conn)
             conn.execute(f"PRAGMA user_version = {number}")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
     return len(MIGRATIONS)
 
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cofferd.infrastructure.sqlite import Connection
 
 try:
     import sqlite_vec
@@ -22,7 +25,7 @@ except ImportError as exc:  # pragma: no cover - a hard dependency
 load_error: str | None = IMPORT_ERROR
 
 
-def load(conn: Any) -> bool:
+def load(conn: Connection) -> bool:
     """Load the extension into a connection; False (and `load_error` set) when it cannot."""
     global load_error
     if sqlite_vec is None:
@@ -37,7 +40,7 @@ def load(conn: Any) -> bool:
     return True
 
 
-def available(conn: Any) -> bool:
+def available(conn: Connection) -> bool:
     try:
         conn.execute("SELECT vec_version()").fetchone()
     except Exception:  # noqa: BLE001 - "no such function" from whichever driver
@@ -49,14 +52,14 @@ def table_name(kb: str) -> str:
     return "vec_" + hashlib.sha256(kb.encode()).hexdigest()[:16]
 
 
-def recorded(conn: Any, kb: str) -> tuple[str, int] | None:
+def recorded(conn: Connection, kb: str) -> tuple[str, int] | None:
     row = conn.execute(
         "SELECT model, dimensions FROM vec_tables WHERE resource_name = ?", (kb,)
     ).fetchone()
     return (row[0], int(row[1])) if row else None
 
 
-def ensure(conn: Any, kb: str, model: str, dimensions: int) -> None:
+def ensure(conn: Connection, kb: str, model: str, dimensions: int) -> None:
     """Create the KB's table at this width and record its model (inside a transaction)."""
     if recorded(conn, kb) == (model, dimensions):
         return
@@ -71,20 +74,20 @@ def ensure(conn: Any, kb: str, model: str, dimensions: int) -> None:
     )
 
 
-def drop(conn: Any, kb: str) -> None:
+def drop(conn: Connection, kb: str) -> None:
     if recorded(conn, kb) is not None:
         conn.execute(f"DROP TABLE IF EXISTS {table_name(kb)}")
         conn.execute("DELETE FROM vec_tables WHERE resource_name = ?", (kb,))
 
 
-def delete(conn: Any, kb: str, chunk_ids: Sequence[str]) -> None:
+def delete(conn: Connection, kb: str, chunk_ids: Sequence[str]) -> None:
     if chunk_ids and recorded(conn, kb) is not None:
         conn.executemany(
             f"DELETE FROM {table_name(kb)} WHERE chunk_id = ?", [(c,) for c in chunk_ids]
         )
 
 
-def insert(conn: Any, kb: str, rows: Sequence[tuple[str, Sequence[float]]]) -> None:
+def insert(conn: Connection, kb: str, rows: Sequence[tuple[str, Sequence[float]]]) -> None:
     assert sqlite_vec is not None
     conn.executemany(
         f"INSERT INTO {table_name(kb)} (chunk_id, embedding) VALUES (?, ?)",
@@ -92,7 +95,7 @@ def insert(conn: Any, kb: str, rows: Sequence[tuple[str, Sequence[float]]]) -> N
     )
 
 
-def search(conn: Any, kb: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+def search(conn: Connection, kb: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
     if sqlite_vec is None or recorded(conn, kb) is None:
         return []
     rows = conn.execute(
@@ -102,7 +105,7 @@ def search(conn: Any, kb: str, vector: Sequence[float], k: int) -> list[tuple[st
     return [(r[0], float(r[1])) for r in rows]
 
 
-def chunk_ids(conn: Any, kb: str) -> list[str]:
+def chunk_ids(conn: Connection, kb: str) -> list[str]:
     if recorded(conn, kb) is None:
         return []
     return [r[0] for r in conn.execute(f"SELECT chunk_id FROM {table_name(kb)} ORDER BY 1")]

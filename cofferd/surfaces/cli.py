@@ -7,6 +7,8 @@ the API on a Unix socket. Settings come from flags, else from the environment:
 * ``COFFER_SOCKET``: socket path (default: ``cofferd.sock`` in the user runtime directory).
 * ``COFFER_LOG_LEVEL``: DEBUG, INFO (default), WARNING, ERROR.
 * ``COFFER_RECONCILE_INTERVAL``: seconds between full safety reconciles (default 600).
+* ``COFFER_ACTIVITY_KEEP``: how many of the newest audit events, and of the newest MCP
+  tool calls, are kept (default 100000; older ones are trimmed as new ones arrive).
 * ``NOTIFY_SOCKET``, ``LISTEN_FDS``/``LISTEN_PID``: set by systemd for readiness and
   socket activation.
 """
@@ -22,8 +24,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from cofferd import __version__
-from cofferd.infrastructure.paths import Locations
-from cofferd.surfaces.daemon import AlreadyRunning, Settings, run
+from cofferd.locations import Locations
+from cofferd.surfaces.core import Tuning
+from cofferd.surfaces.daemon import AlreadyRunning, run
 from cofferd.surfaces.unix_socket import SocketInUse
 
 # syslog priorities: under systemd, journald reads a `<N>` prefix as the line's level.
@@ -66,6 +69,12 @@ def parser() -> argparse.ArgumentParser:
         default=float(os.environ.get("COFFER_RECONCILE_INTERVAL", "600")),
         help="seconds between full safety reconciles (env COFFER_RECONCILE_INTERVAL)",
     )
+    p.add_argument(
+        "--activity-keep",
+        type=int,
+        default=int(os.environ.get("COFFER_ACTIVITY_KEEP", "100000")),
+        help="newest audit events and MCP calls kept (env COFFER_ACTIVITY_KEEP)",
+    )
     return p
 
 
@@ -77,11 +86,12 @@ def main(argv: list[str] | None = None) -> int:
         locations = replace(locations, home=Path(args.home).expanduser().absolute())
     if args.socket:
         locations = replace(locations, socket=Path(args.socket).expanduser().absolute())
-    if args.reconcile_interval <= 0:
-        print("cofferd: --reconcile-interval must be positive", file=sys.stderr)
+    if args.reconcile_interval <= 0 or args.activity_keep < 1:
+        print("cofferd: --reconcile-interval and --activity-keep must be positive", file=sys.stderr)
         return 2
+    tuning = Tuning(reconcile_interval_s=args.reconcile_interval, activity_keep=args.activity_keep)
     try:
-        asyncio.run(run(locations, Settings(reconcile_interval_s=args.reconcile_interval)))
+        asyncio.run(run(locations, tuning))
     except (AlreadyRunning, SocketInUse) as exc:
         print(f"cofferd: {exc}", file=sys.stderr)
         return 1

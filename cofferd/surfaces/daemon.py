@@ -9,31 +9,23 @@ import logging
 import os
 import signal
 import time
-from dataclasses import dataclass
 from typing import IO, Any
 
 from aiohttp import web
 
 from cofferd import __version__
 from cofferd.application.knowledge_bases import DEFAULT_KB
-from cofferd.infrastructure import vec_index
-from cofferd.infrastructure.database import SQLITE_VERSION
-from cofferd.infrastructure.paths import Locations
+from cofferd.locations import Locations
 from cofferd.surfaces import systemd, unix_socket
-from cofferd.surfaces.core import Coffer
+from cofferd.surfaces.core import Coffer, Tuning
 from cofferd.surfaces.http_api import UPLOAD_PREFIX, create_app
-from cofferd.surfaces.watcher import RECONCILE_INTERVAL_S, Watcher
+from cofferd.surfaces.watcher import Watcher
 
 log = logging.getLogger("cofferd")
 
 
 class AlreadyRunning(RuntimeError):
     pass
-
-
-@dataclass(frozen=True)
-class Settings:
-    reconcile_interval_s: float = RECONCILE_INTERVAL_S
 
 
 def acquire_lock(locations: Locations) -> IO[str]:
@@ -57,10 +49,11 @@ def acquire_lock(locations: Locations) -> IO[str]:
 
 
 class Daemon:
-    def __init__(self, locations: Locations, settings: Settings | None = None) -> None:
+    def __init__(self, locations: Locations, tuning: Tuning | None = None) -> None:
         self.locations = locations
-        self.settings = settings or Settings()
+        self.tuning = tuning or Tuning()
         self.started_at = time.time()
+        self.socket_path = str(locations.socket)
         self._stop = asyncio.Event()
 
     def request_stop(self) -> None:
@@ -81,16 +74,14 @@ class Daemon:
             upload.unlink(missing_ok=True)  # uploads cut short by a stop
         async with contextlib.AsyncExitStack() as stack:
             self.coffer = coffer = await stack.enter_async_context(
-                await Coffer.open(self.locations)
+                await Coffer.open(self.locations, self.tuning)
             )
             for kb in coffer.kbs.list():
                 await coffer.kbs.adopt(kb.name)
             if not coffer.kbs.list():
                 await coffer.kbs.create(DEFAULT_KB, actor="system")
                 log.info("created the default knowledge base %r", DEFAULT_KB)
-            self.watcher = watcher = Watcher(
-                coffer, reconcile_interval_s=self.settings.reconcile_interval_s
-            )
+            self.watcher = watcher = Watcher(coffer.policy, coffer.indexing)
             stack.push_async_callback(watcher.stop)
             inherited = systemd.inherited_socket()
             bound = (
@@ -98,19 +89,22 @@ class Daemon:
                 if inherited
                 else unix_socket.bind(self.locations.socket)
             )
+            if inherited:
+                self.socket_path = str(inherited.getsockname()) or "(inherited, unnamed)"
             stack.callback(bound.remove)
             runner = web.AppRunner(
-                create_app(coffer, watcher, self.status), access_log=None, handle_signals=False
+                create_app(coffer, self.status), access_log=None, handle_signals=False
             )
             await runner.setup()
             stack.push_async_callback(runner.cleanup)  # first out: stop accepting requests
             await web.SockSite(runner, bound.sock, shutdown_timeout=2.0).start()
-            watcher.start(full_reconcile=True)
+            watcher.start()
+            coffer.indexing.start(full_reconcile=True)
             coffer.embeddings.start()
             log.info(
                 "cofferd %s serving on %s; data home %s",
                 __version__,
-                "an inherited socket" if inherited else self.locations.socket,
+                self.socket_path,
                 self.locations.home,
             )
             systemd.notify("READY=1\nSTATUS=serving")
@@ -120,9 +114,10 @@ class Daemon:
         log.info("stopped")
 
     async def status(self) -> dict[str, Any]:
+        coffer = self.coffer
         kbs = []
-        for kb in self.coffer.kbs.list():
-            counts = await self.coffer.store.metrics(kb.name)
+        for kb in coffer.kbs.list():
+            counts = await coffer.kbs.counts(kb.name)
             entry: dict[str, Any] = {
                 "name": kb.name,
                 "enabled": kb.enabled,
@@ -135,28 +130,33 @@ class Daemon:
                     "model": kb.config.embedding.model,
                     "provider": kb.config.embedding.provider,
                     "embed_pending": counts["embed_pending"],
-                    **self.coffer.embeddings.status(kb.name),
+                    **coffer.embeddings.status(kb.name),
                 }
             kbs.append(entry)
+        indexing = coffer.indexing.status()
         watcher = self.watcher.status()
         return {
             "version": __version__,
             "pid": os.getpid(),
             "uptime_s": round(time.time() - self.started_at, 1),
             "data_home": str(self.locations.home),
-            "socket": str(self.locations.socket),
+            "socket": self.socket_path,
             "database": str(self.locations.db_path),
-            "sqlite_version": SQLITE_VERSION,
-            "vector_search": vec_index.load_error or "available",
+            **coffer.engines(),
             "knowledge_bases": kbs,
-            "formats": self.coffer.ingest.supported_formats(),
-            "watcher": watcher,
-            "queue_depth": watcher["queue_depth"],
-            "startup_reconcile_done": watcher["last_full_reconcile_at"] is not None,
+            "formats": coffer.policy.supported_formats(),
+            "extensions": coffer.policy.extensions(),
+            "watcher": {
+                **watcher,
+                **indexing,
+                "last_error": watcher["last_error"] or indexing["last_error"],
+            },
+            "queue_depth": indexing["queue_depth"],
+            "startup_reconcile_done": coffer.indexing.startup_done(),
         }
 
 
-async def run(locations: Locations, settings: Settings) -> None:
-    daemon = Daemon(locations, settings)
+async def run(locations: Locations, tuning: Tuning) -> None:
+    daemon = Daemon(locations, tuning)
     with contextlib.suppress(asyncio.CancelledError):
         await daemon.run()

@@ -10,20 +10,31 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import BodyPartReader, web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from cofferd import __version__
-from cofferd.application.documents import DocumentView
 from cofferd.application.ingest import IngestResult
-from cofferd.application.retrieval import MAX_MATCHES_DEFAULT, TOP_K_DEFAULT
 from cofferd.domain.config import KnowledgeBaseConfig, merge_config, parse_config
 from cofferd.domain.errors import IngestRejected, ValidationFailed
-from cofferd.domain.models import KB_KIND, KnowledgeBase, Passage, ReindexResult
-from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START
+from cofferd.domain.models import KB_KIND
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.http_errors import error_middleware, error_response
+from cofferd.surfaces.http_json import (
+    AddDocument,
+    CreateKB,
+    EditDocument,
+    GrepRequest,
+    Invocation,
+    SearchRequest,
+    UpdateKB,
+    document_json,
+    ingest_json,
+    kb_json,
+    passage_json,
+    reindex_json,
+    resource_json,
+)
 from cofferd.surfaces.peercred import peer_uid
-from cofferd.surfaces.watcher import Watcher
 
 log = logging.getLogger(__name__)
 
@@ -31,131 +42,11 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 ACTOR_HEADER = "X-Coffer-Actor"
 
 COFFER: web.AppKey[Coffer] = web.AppKey("coffer", Coffer)
-WATCHER: web.AppKey[Watcher] = web.AppKey("watcher", Watcher)
 STATUS: web.AppKey[Callable[[], Awaitable[dict[str, Any]]]] = web.AppKey("status")
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CreateKB(_Body):
-    name: str
-    config: dict[str, Any] = Field(default_factory=dict)
-
-
-class UpdateKB(_Body):
-    config: dict[str, Any]
-
-
-class SearchRequest(_Body):
-    query: str
-    top_k: int = TOP_K_DEFAULT
-
-
-class GrepRequest(_Body):
-    pattern: str
-    max_matches: int = MAX_MATCHES_DEFAULT
-    ignore_case: bool = False
-
-
-class EditDocument(_Body):
-    content: str
-    expected_sha256: str | None = None  # refuse if the file changed since it was read
-
-
-class Invocation(_Body):
-    client: str = Field(min_length=1, max_length=100)
-    tool: str = Field(min_length=1, max_length=100)
-    duration_ms: float = Field(ge=0)
-    outcome: str = Field(min_length=1, max_length=100)
-
-
-class AddDocument(_Body):
-    """Either `source_path` (a file on this machine, tracked for check-sources) or
-    `content` (Markdown written directly)."""
-
-    source_path: str | None = None
-    track_source: bool = True  # remember source_path for check-sources (not for agents)
-    content: str | None = None
-    title: str | None = None
-    replace: bool = False
 
 
 UPLOAD_CHUNK = 256 * 1024
 UPLOAD_PREFIX = "upload-"
-
-
-# -- JSON shapes -------------------------------------------------------------------------
-
-
-def kb_json(kb: KnowledgeBase) -> dict[str, Any]:
-    return kb.snapshot()
-
-
-def document_json(view: DocumentView) -> dict[str, Any]:
-    d = view.document
-    out: dict[str, Any] = {
-        "id": d.id,
-        "kind": d.kind,
-        "knowledge_base": d.resource_name,
-        "title": d.title,
-        "description": d.description,
-        "path": view.path,
-        "relative_path": d.path,
-        "folder_path": view.folder_path,
-        "source_mode": d.source_mode,
-        "content_sha256": d.content_sha256,
-        "embed_pending": d.embed_pending,
-        "metadata": d.metadata,
-        "created_at": d.created_at,
-        "updated_at": d.updated_at,
-    }
-    if view.body is not None:
-        out["content"] = view.body
-        out["frontmatter"] = view.frontmatter or {}
-    return out
-
-
-def passage_json(p: Passage) -> dict[str, Any]:
-    snippet, highlights = split_highlights(p.snippet)
-    return {
-        "document_id": p.document_id,
-        "title": p.title,
-        "text": p.text,
-        "score": p.score,
-        "position": p.position,
-        "path": p.path,
-        "heading": list(p.heading),
-        "snippet": snippet,
-        "highlights": highlights,
-    }
-
-
-def split_highlights(marked: str) -> tuple[str, list[list[int]]]:
-    """Plain snippet text plus [start, end) offsets of the matched terms."""
-    plain: list[str] = []
-    spans: list[list[int]] = []
-    length = 0
-    for i, part in enumerate(marked.split(HIGHLIGHT_START)):
-        hit, _, rest = part.partition(HIGHLIGHT_END) if i else ("", "", part)
-        if hit:
-            spans.append([length, length + len(hit)])
-        plain.append(hit + rest)
-        length += len(hit) + len(rest)
-    return "".join(plain), spans
-
-
-def ingest_json(result: IngestResult) -> dict[str, Any]:
-    return {
-        "status": result.status,
-        "message": result.message,
-        "document": document_json(result.document),
-    }
-
-
-def reindex_json(result: ReindexResult | None) -> dict[str, Any] | None:
-    return result.as_dict() if result else None
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -223,7 +114,6 @@ async def create_kb(request: web.Request) -> web.Response:
     coffer = request.app[COFFER]
     await _check_embedding(coffer, parse_config(body.config))
     kb = await coffer.kbs.create(body.name, body.config, actor=_actor(request))
-    request.app[WATCHER].refresh()
     return web.json_response(kb_json(kb), status=201)
 
 
@@ -242,11 +132,10 @@ async def update_kb(request: web.Request) -> web.Response:
 
 
 async def _delete_kb(request: web.Request, name: str) -> web.Response:
-    coffer, watcher = request.app[COFFER], request.app[WATCHER]
+    coffer = request.app[COFFER]
     coffer.kbs.get(name)
-    watcher.forget(name)
+    coffer.indexing.forget(name)
     kb = await coffer.kbs.delete(name, actor=_actor(request))
-    watcher.refresh()
     return web.json_response({"deleted": kb_json(kb)})
 
 
@@ -441,16 +330,14 @@ async def metrics(request: web.Request) -> web.Response:
 @routes.get("/api/v1/audit")
 async def audit(request: web.Request) -> web.Response:
     kb = request.query.get("kb") or None
-    if kb is not None:
-        request.app[COFFER].kbs.get(kb)
     limit = _int_query(request, "limit", 50, 1, 1000)
-    return web.json_response({"events": await request.app[COFFER].store.audit_log(kb, limit)})
+    return web.json_response({"events": await request.app[COFFER].activity.events(kb, limit)})
 
 
 @routes.post("/api/v1/mcp_invocations")
 async def record_invocation(request: web.Request) -> web.Response:
     body = await _json(request, Invocation)
-    await request.app[COFFER].store.record_invocation(
+    await request.app[COFFER].activity.record_invocation(
         body.client, body.tool, body.duration_ms, body.outcome
     )
     return web.json_response({"recorded": True}, status=201)
@@ -459,14 +346,10 @@ async def record_invocation(request: web.Request) -> web.Response:
 @routes.get("/api/v1/mcp_invocations")
 async def list_invocations(request: web.Request) -> web.Response:
     limit = _int_query(request, "limit", 50, 1, 1000)
-    return web.json_response({"invocations": await request.app[COFFER].store.invocations(limit)})
+    return web.json_response({"invocations": await request.app[COFFER].activity.invocations(limit)})
 
 
 # -- kind-agnostic resources (seed) --------------------------------------------------------
-
-
-def resource_json(kb: KnowledgeBase) -> dict[str, Any]:
-    return {"kind": KB_KIND, "name": kb.name, "enabled": kb.enabled, "config": kb_json(kb)}
 
 
 @routes.get("/api/v1/resources")
@@ -492,11 +375,10 @@ async def delete_resource(request: web.Request) -> web.Response:
 
 async def _set_enabled(request: web.Request, enabled: bool) -> web.Response:
     _kind(request)
-    coffer, watcher = request.app[COFFER], request.app[WATCHER]
+    coffer = request.app[COFFER]
     kb, result = await coffer.kbs.set_enabled(
         request.match_info["name"], enabled, actor=_actor(request)
     )
-    watcher.refresh()
     return web.json_response({**resource_json(kb), "reindex": reindex_json(result)})
 
 
@@ -531,14 +413,13 @@ def peer_check_middleware(uid: int) -> Any:
 
 
 def create_app(
-    coffer: Coffer, watcher: Watcher, status_fn: Callable[[], Awaitable[dict[str, Any]]]
+    coffer: Coffer, status_fn: Callable[[], Awaitable[dict[str, Any]]]
 ) -> web.Application:
     app = web.Application(
         client_max_size=MAX_BODY_BYTES,
         middlewares=[error_middleware, peer_check_middleware(os.getuid())],
     )
     app[COFFER] = coffer
-    app[WATCHER] = watcher
     app[STATUS] = status_fn
     app.add_routes(routes)
     return app

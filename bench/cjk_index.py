@@ -1,0 +1,254 @@
+"""Cold-index throughput on large, CJK-heavy Markdown files (in-process, no daemon).
+
+The corpus is CMRC 2018 (Chinese Wikipedia paragraphs, /work/shared/data/cmrc2018-dev):
+paragraphs become `## title` + text blocks, concatenated into files of about 10 KB
+(UTF-8 bytes). One pass over the corpus gives ~1.2 MB; by default passes are repeated until
+12.8 MB (~1.3k files) exist, or `--repeat N` makes exactly N passes. Reports files, MB,
+seconds, MB/s, files/s and database size of one cold reconcile.
+
+`--profile` also runs a second cold reconcile (fresh data home) under cProfile. The
+reconcile reads/parses/chunks in a worker thread (asyncio.to_thread) and writes on the
+database thread, so those calls get a profiler of their own and all are merged; then the
+synchronous stages are timed directly, file by file: `markdown.parse`, `chunk_markdown(body,
+title, 512, 64)` and `fts.index_text` for each chunk (and its heading), in MB/s, once plain
+and once under cProfile. `--stages` runs only that stage timing.
+
+    .venv/bin/python -m bench.cjk_index [--repeat N] [--target-mb 12.8] [--profile | --stages]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import functools
+import io
+import json
+import pstats
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bench.common import DATA, machine, peak_rss_mb, scratch_home
+from cofferd.application import markdown
+from cofferd.application.chunker import chunk_markdown
+from cofferd.application.reindexer import Reindexer
+from cofferd.infrastructure import fts
+from cofferd.infrastructure.database import Database
+from cofferd.locations import Locations
+from cofferd.surfaces.core import Coffer
+
+CORPUS = DATA / "cmrc2018-dev" / "corpus.jsonl"
+FILE_BYTES = 10 * 1024
+TOP = 25
+T = TypeVar("T")
+
+
+def build_corpus(into: Path, repeat: int, target_mb: float) -> list[Path]:
+    """Write the ~10 KB files; `repeat` passes, or (repeat 0) passes until target_mb."""
+    with CORPUS.open(encoding="utf-8") as fh:
+        rows = [json.loads(raw) for raw in fh]
+    blocks = [f"## {r['title'].strip()}\n\n{r['text'].strip()}\n\n" for r in rows]
+    groups: list[list[str]] = []  # the blocks of each file of one pass
+    current: list[str] = []
+    for block in blocks:
+        current.append(block)
+        if sum(len(b.encode("utf-8")) for b in current) >= FILE_BYTES:
+            groups.append(current)
+            current = []
+    if current:
+        groups.append(current)
+
+    files: list[Path] = []
+    total = 0
+    passes = 0
+    while (passes < repeat) if repeat else (total < target_mb * 1e6):
+        folder = into / f"pass{passes:02d}"
+        folder.mkdir(parents=True)
+        for group in groups:
+            path = folder / f"f{len(files):05d}.md"
+            data = f"# CMRC 2018 第{passes + 1}遍 第{len(files) + 1}篇\n\n{''.join(group)}"
+            path.write_text(data, encoding="utf-8")
+            files.append(path)
+            total += len(data.encode("utf-8"))
+            if not repeat and total >= target_mb * 1e6:
+                break
+        passes += 1
+    return files
+
+
+class ThreadProfiles:
+    """One cProfile.Profile per thread, switched on only inside wrapped calls."""
+
+    def __init__(self) -> None:
+        self.profiles: dict[str, cProfile.Profile] = {}
+        self.seconds: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def wrap(self, label: str, fn: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> T:
+            key = f"{label} ({threading.current_thread().name})"
+            with self._lock:
+                profile = self.profiles.setdefault(key, cProfile.Profile())
+            started = time.perf_counter()
+            profile.enable()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                profile.disable()
+                with self._lock:
+                    self.seconds[key] = self.seconds.get(key, 0.0) + time.perf_counter() - started
+
+        return inner
+
+
+def print_top(stats: pstats.Stats, title: str) -> None:
+    for key in ("cumulative", "tottime"):
+        out = io.StringIO()
+        stats.stream = out  # type: ignore[attr-defined]
+        stats.sort_stats(key).print_stats(TOP)
+        body = out.getvalue()
+        start = body.find("   ncalls")
+        print(f"--- {title}: top {TOP} by {key} ---")
+        print(body[start:].rstrip() if start >= 0 else body.rstrip())
+
+
+async def cold_reconcile(home: Path, source: Path) -> tuple[int, float, float]:
+    """(documents added, seconds, database MB) for one cold reconcile in a fresh home."""
+    locations = Locations(home=home, socket=home / "cofferd.sock")
+    async with await Coffer.open(locations) as coffer:
+        kb = await coffer.kbs.create("cjk")
+        docs = locations.docs_dir("cjk")
+        docs.rmdir()
+        shutil.copytree(source, docs)
+        started = time.perf_counter()
+        result = await coffer.reindexer.reconcile(kb)
+        seconds = time.perf_counter() - started
+    db_mb = sum(p.stat().st_size for p in home.glob("coffer.db*") if p.is_file()) / 1e6
+    return result.documents_added, seconds, db_mb
+
+
+async def profiled_reconcile(home: Path, source: Path) -> None:
+    profiles = ThreadProfiles()
+    original_prepare = getattr(Reindexer, "_prepare", None)
+    original_transact = getattr(Database, "transact", None)
+
+    async def transact(self: Database, fn: Callable[[Any], T]) -> T:
+        assert original_transact is not None
+        return await original_transact(self, profiles.wrap("db write", fn))  # type: ignore[no-any-return]
+
+    # Both are internals: if a refactor renames them, only the main thread is profiled.
+    if original_prepare is not None:
+        Reindexer._prepare = profiles.wrap("prepare", original_prepare)  # type: ignore[method-assign]
+    if original_transact is not None:
+        Database.transact = transact  # type: ignore[method-assign]
+    main_profile = cProfile.Profile()
+    try:
+        main_profile.enable()
+        try:
+            added, seconds, _ = await cold_reconcile(home, source)
+        finally:
+            main_profile.disable()
+    finally:
+        if original_prepare is not None:
+            Reindexer._prepare = original_prepare  # type: ignore[method-assign]
+        if original_transact is not None:
+            Database.transact = original_transact  # type: ignore[method-assign]
+    print(f"profiled cold reconcile: {added} documents in {seconds:.2f} s (inflated by cProfile)")
+    for key, spent in sorted(profiles.seconds.items()):
+        print(f"  time inside {key}: {spent:.2f} s")
+    stats = pstats.Stats(main_profile)
+    for profile in profiles.profiles.values():
+        stats.add(profile)
+    print_top(stats, "cold reconcile, all threads merged")
+
+
+def stage_pass(datas: list[tuple[bytes, str]]) -> dict[str, float]:
+    spent = {"hash": 0.0, "parse": 0.0, "chunk": 0.0, "index_text": 0.0}
+    clock = time.perf_counter
+    for data, relpath in datas:
+        t0 = clock()
+        markdown.content_hash(data)
+        t1 = clock()
+        parsed = markdown.parse(data, relpath)
+        t2 = clock()
+        chunks = chunk_markdown(parsed.body, parsed.title, 512, 64)
+        t3 = clock()
+        for chunk in chunks:
+            fts.index_text(chunk.text)
+            fts.index_text(" / ".join(chunk.heading))
+        t4 = clock()
+        spent["hash"] += t1 - t0
+        spent["parse"] += t2 - t1
+        spent["chunk"] += t3 - t2
+        spent["index_text"] += t4 - t3
+    return spent
+
+
+def stages(files: list[Path], root: Path, profile: bool) -> None:
+    datas = [(p.read_bytes(), p.relative_to(root).as_posix()) for p in files]
+    mb = sum(len(d) for d, _ in datas) / 1e6
+    chunks = sum(
+        len(chunk_markdown(markdown.parse(d, r).body, "t", 512, 64)) for d, r in datas[:50]
+    )
+    spent = stage_pass(datas)
+    total = sum(spent.values())
+    print(f"stages over {len(datas)} files, {mb:.1f} MB (~{chunks / 50:.1f} chunks per file):")
+    for name, seconds in spent.items():
+        print(
+            f"  {name:<10} {seconds:6.2f} s  {mb / seconds:7.1f} MB/s"
+            f"  ({100 * seconds / total:4.1f} % of stage time)"
+        )
+    print(f"  {'all':<10} {total:6.2f} s  {mb / total:7.1f} MB/s")
+    if profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        stage_pass(datas)
+        prof.disable()
+        print_top(pstats.Stats(prof), "synchronous stages (hash, parse, chunk, index_text)")
+
+
+async def run(args: argparse.Namespace) -> None:
+    root = scratch_home("cjk-index")
+    try:
+        source = root / "corpus"
+        files = build_corpus(source, args.repeat, args.target_mb)
+        mb = sum(p.stat().st_size for p in files) / 1e6
+        print(f"machine: {machine()}")
+        print(
+            f"corpus: {len(files)} files, {mb:.2f} MB (UTF-8), ~{1e6 * mb / len(files):,.0f} B each"
+        )
+        if not args.stages:
+            added, seconds, db_mb = await cold_reconcile(root / "home", source)
+            assert added == len(files), f"indexed {added} of {len(files)} files"
+            print(
+                f"cold reconcile: {added} files, {mb:.2f} MB in {seconds:.2f} s = "
+                f"{mb / seconds:.2f} MB/s, {added / seconds:,.0f} files/s; database {db_mb:.1f} MB"
+                f" ({db_mb / mb:.2f}x the text); peak RSS {peak_rss_mb():.0f} MB"
+            )
+            verdict = "met" if mb / seconds >= 8 else "MISSED"
+            print(f"target: >= 8 MB/s end to end (got {mb / seconds:.2f} MB/s: {verdict})")
+        if args.profile:
+            await profiled_reconcile(root / "home-profiled", source)
+        if args.profile or args.stages:
+            stages(files, source, args.profile)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=0, help="passes over the corpus (0: auto)")
+    parser.add_argument("--target-mb", type=float, default=12.8, help="corpus size when auto")
+    parser.add_argument("--profile", action="store_true", help="cProfile reconcile and stages")
+    parser.add_argument("--stages", action="store_true", help="only time the stages")
+    args = parser.parse_args()
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

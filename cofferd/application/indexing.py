@@ -1,0 +1,184 @@
+"""Keeping every knowledge base current: the queue of changed paths, coalescing, adopting KB
+folders that appear, the start-up and periodic full reconciles, and embedding retries.
+
+File events are hints, never trusted: the watcher hands over paths, and the Reindexer
+stats every one of them (a folder that appeared is scanned whole, a vanished path is
+removed). Bursts coalesce: while one batch is indexed, later paths pile up and become the
+next batch. A periodic full reconcile repairs anything the events missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cofferd.application.embeddings import Embeddings
+from cofferd.application.knowledge_bases import KnowledgeBases
+from cofferd.application.reindexer import Reindexer
+from cofferd.domain.errors import CofferError
+from cofferd.domain.models import utc_now
+
+log = logging.getLogger(__name__)
+
+RECONCILE_INTERVAL_S = 600.0
+
+
+@dataclass
+class IndexingState:
+    busy: bool = False
+    last_error: str | None = None
+    last_full_reconcile_at: str | None = None
+    last_full_reconcile_s: float | None = None
+    reconciled: set[str] = field(default_factory=set)  # KBs fully reconciled since start
+    failing: dict[str, str] = field(default_factory=dict)  # KB -> why its last pass failed
+
+
+class IndexingService:
+    def __init__(
+        self,
+        kbs: KnowledgeBases,
+        reindexer: Reindexer,
+        embeddings: Embeddings,
+        *,
+        reconcile_interval_s: float = RECONCILE_INTERVAL_S,
+    ) -> None:
+        self.kbs = kbs
+        self.reindexer = reindexer
+        self.embeddings = embeddings
+        self.reconcile_interval_s = reconcile_interval_s
+        self.state = IndexingState()
+        self.pending: dict[str, set[str]] = {}
+        self._full: set[str] = set()
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._work: asyncio.Task[None] | None = None
+        self._periodic: asyncio.Task[None] | None = None
+
+    # -- what the watcher and the API tell it ---------------------------------------------
+
+    def paths_changed(self, kb: str, relpaths: Iterable[str]) -> None:
+        self.pending.setdefault(kb, set()).update(relpaths)
+        self._wake.set()
+
+    def kb_changed(self, kb: str) -> None:
+        """A KB's folder, docs/ or settings file appeared, changed or vanished: read its
+        settings again, then reconcile it whole."""
+        self._full.add(kb)
+        self._wake.set()
+
+    def request_full(self, kb: str | None = None) -> None:
+        self._full.update([kb] if kb else [k.name for k in self.kbs.list()])
+        self._wake.set()
+
+    def forget(self, kb: str) -> None:
+        """Drop queued work of a KB that is about to be deleted."""
+        self.pending.pop(kb, None)
+        self._full.discard(kb)
+
+    # -- life -----------------------------------------------------------------------------
+
+    def start(self, *, full_reconcile: bool = True) -> None:
+        if full_reconcile:
+            self.request_full()
+        self._work = asyncio.create_task(self._work_loop(), name="indexing")
+        self._periodic = asyncio.create_task(self._periodic_loop(), name="periodic-reconcile")
+
+    async def stop(self, grace_s: float = 3.0) -> None:
+        """Stop; let the batch in flight finish (bounded by `grace_s`)."""
+        self._stopping = True
+        self.pending.clear()
+        self._full.clear()
+        self._wake.set()
+        if self._periodic is not None:
+            self._periodic.cancel()
+        if self._work is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._work), grace_s)
+            except TimeoutError:
+                log.warning("stopping in the middle of a reconcile; it resumes at next start")
+                self._work.cancel()
+        tasks = [t for t in (self._work, self._periodic) if t is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    @property
+    def queue_depth(self) -> int:
+        return sum(len(p) for p in self.pending.values()) + len(self._full)
+
+    def startup_done(self) -> bool:
+        """Every enabled KB has been reconciled whole since the daemon started."""
+        return all(kb.name in self.state.reconciled for kb in self.kbs.list() if kb.enabled)
+
+    def status(self) -> dict[str, Any]:
+        s = self.state
+        return {
+            "queue_depth": self.queue_depth,
+            "busy": s.busy,
+            "last_error": s.last_error,
+            "last_full_reconcile_at": s.last_full_reconcile_at,
+            "last_full_reconcile_s": s.last_full_reconcile_s,
+            "reconcile_interval_s": self.reconcile_interval_s,
+        }
+
+    # -- the work -------------------------------------------------------------------------
+
+    async def _work_loop(self) -> None:
+        while not self._stopping:
+            await self._wake.wait()
+            self._wake.clear()
+            while (self.pending or self._full) and not self._stopping:
+                self.state.busy = True
+                try:
+                    if self._full:
+                        await self._reconcile(self._full.pop(), None)
+                    else:
+                        kb, paths = self.pending.popitem()
+                        await self._reconcile(kb, paths)
+                finally:
+                    self.state.busy = False
+
+    async def _reconcile(self, name: str, paths: set[str] | None) -> None:
+        """Reconcile `paths` of a KB (all of it when None). A failure is logged and shown in
+        status; it never ends the loop that keeps every other KB current."""
+        started = time.perf_counter()
+        try:
+            if paths is None:
+                self.pending.pop(name, None)  # a full pass covers them
+                kb = await self.kbs.adopt(name)  # its settings may have changed
+            else:
+                kb = self.kbs.registry.get(name)
+            if kb is None or not kb.enabled:
+                return
+            if paths is None:
+                result = await self.reindexer.reconcile(kb)
+                if kb.config.vector_enabled:
+                    await self.embeddings.retry_now(kb.name)
+                self.state.reconciled.add(name)
+                self.state.last_full_reconcile_at = utc_now()
+                self.state.last_full_reconcile_s = round(time.perf_counter() - started, 3)
+            else:
+                result = await self.reindexer.sync_paths(kb, paths)
+            self.state.failing.pop(name, None)
+            log.debug(
+                "%s: %s in %.3f s: %s",
+                name,
+                "reconciled" if paths is None else f"synced {len(paths)} paths",
+                time.perf_counter() - started,
+                result.as_dict(),
+            )
+        except CofferError as exc:
+            log.error("%s: %s", name, exc.message)
+            self.state.failing[name] = exc.message
+        except Exception as exc:
+            # Unexpected: logged with its traceback and shown in status; the next full
+            # reconcile repairs what this pass missed.
+            log.exception("%s: indexing failed", name)
+            self.state.last_error = self.state.failing[name] = f"{type(exc).__name__}: {exc}"
+
+    async def _periodic_loop(self) -> None:
+        while not self._stopping:
+            await asyncio.sleep(self.reconcile_interval_s)
+            self.request_full()

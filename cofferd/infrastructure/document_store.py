@@ -1,0 +1,379 @@
+"""Documents, their chunks and keyword search: the DocumentIndex port over SQLite + FTS5.
+
+Writes arrive in batches from the Reindexer. Each document is written inside its own
+savepoint: one that cannot be stored (text the database refuses, a constraint) is undone
+alone and reported back as skipped, and the rest of the batch commits. A failure of the
+storage itself (disk full, I/O error) is not the document's fault: the whole batch fails
+and is retried once writing works again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from cofferd.domain.models import KB_KIND, WORKSPACE_GLOBAL, Document, Passage
+from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFile, WriteFailure
+from cofferd.infrastructure import activity_store, fts, keyword_index, vec_index
+from cofferd.infrastructure.database import Database
+from cofferd.infrastructure.sqlite import Connection, Error, atomic, storage_failed
+
+SCOPE = "kind = ? AND resource_name = ?"
+
+
+def chunk_id(kb: str, doc_id: str, position: int) -> str:
+    scope = hashlib.sha256(f"{KB_KIND}\0{kb}".encode()).hexdigest()[:12]
+    return f"{scope}:{doc_id}:{position}"
+
+
+def document_from_row(row: Any) -> Document:
+    return Document(
+        id=row["id"],
+        resource_name=row["resource_name"],
+        path=row["path"],
+        title=row["title"],
+        description=row["description"],
+        content_sha256=row["content_sha256"],
+        source_mode=row["source_mode"],
+        metadata=json.loads(row["metadata"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        embed_pending=bool(row["embed_pending"]),
+        kind=row["kind"],
+    )
+
+
+def passage_from_row(row: Any, text: str, score: float, snippet: str) -> Passage:
+    return Passage(
+        document_id=row["document_id"],
+        title=row["title"],
+        text=text,
+        score=score,
+        position=int(row["position"]),
+        path=row["path"],
+        heading=tuple(json.loads(row["heading"])),
+        snippet=snippet,
+    )
+
+
+def _delete_chunks(conn: Connection, kb: str, doc_id: str) -> None:
+    rows = conn.execute(
+        f"SELECT seq, id FROM chunks WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id)
+    ).fetchall()
+    if rows:
+        keyword_index.delete(conn, kb, [r[0] for r in rows])
+        vec_index.delete(conn, kb, [r[1] for r in rows])
+        conn.execute(f"DELETE FROM chunks WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id))
+
+
+def _write_document(conn: Connection, kb: str, w: DocumentWrite, actor: str) -> None:
+    d = w.document
+    if w.event != "kb_document_ingested":  # a new document has no chunks to replace
+        _delete_chunks(conn, kb, d.id)
+    for chunk in w.chunks:
+        cur = conn.execute(
+            "INSERT INTO chunks (id, document_id, kind, resource_name, position, heading)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (chunk_id(kb, d.id, chunk.position), d.id, KB_KIND, kb, chunk.position,
+             json.dumps(chunk.heading, ensure_ascii=False)),
+        )  # fmt: skip
+        assert cur.lastrowid is not None
+        keyword_index.insert(conn, kb, cur.lastrowid, chunk.text, chunk.heading)
+    conn.execute(
+        """
+        INSERT INTO documents (id, kind, resource_name, project_id, path, title, description,
+            content_sha256, embed_pending, source_mode, metadata, created_at, updated_at,
+            file_size, file_mtime_ns, chunking)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (kind, resource_name, id) DO UPDATE SET
+            path = excluded.path, title = excluded.title, description = excluded.description,
+            content_sha256 = excluded.content_sha256, embed_pending = excluded.embed_pending,
+            source_mode = excluded.source_mode, metadata = excluded.metadata,
+            updated_at = excluded.updated_at, file_size = excluded.file_size,
+            file_mtime_ns = excluded.file_mtime_ns, chunking = excluded.chunking,
+            embed_error = NULL, embed_retry_at = 0
+        """,
+        (d.id, KB_KIND, kb, WORKSPACE_GLOBAL, d.path, d.title, d.description, d.content_sha256,
+         int(d.embed_pending), d.source_mode,
+         json.dumps(d.metadata, ensure_ascii=False, sort_keys=True), d.created_at, d.updated_at,
+         w.stat.size, w.stat.mtime_ns, w.chunking),
+    )  # fmt: skip
+    activity_store.record(conn, w.event, actor, kb, d.id, {"path": d.path, "chunks": len(w.chunks)})
+
+
+def _remove_document(conn: Connection, kb: str, doc_id: str, actor: str, reason: str) -> bool:
+    row = conn.execute(
+        f"SELECT path FROM documents WHERE {SCOPE} AND id = ?", (KB_KIND, kb, doc_id)
+    ).fetchone()
+    if row is None:
+        return False
+    _delete_chunks(conn, kb, doc_id)
+    conn.execute(f"DELETE FROM documents WHERE {SCOPE} AND id = ?", (KB_KIND, kb, doc_id))
+    conn.execute(
+        "DELETE FROM tracked_sources WHERE resource_name = ? AND document_id = ?", (kb, doc_id)
+    )
+    details = {"path": row["path"], "reason": reason}
+    activity_store.record(conn, "kb_document_deleted", actor, kb, doc_id, details)
+    return True
+
+
+def _isolated(conn: Connection, write: DocumentWrite, kb: str, actor: str) -> str | None:
+    """Write one document in its own savepoint; the reason it could not be, or None."""
+    try:
+        with atomic(conn):
+            _write_document(conn, kb, write, actor)
+    except (Error, ValueError, OverflowError) as exc:  # the database or the encoder refused it
+        if storage_failed(exc):
+            raise  # the storage failed, not this document: the batch is retried
+        return f"cannot be stored: {type(exc).__name__}: {exc}"[:300]
+    return None
+
+
+def dump_index(conn: Connection, kb: str) -> dict[str, Any]:
+    """A canonical picture of everything derived for a KB (timestamps left out): the oracle
+    compares it with the dump of a fresh rebuild from the same files."""
+    docs = conn.execute(
+        "SELECT id, path, title, description, content_sha256, embed_pending,"
+        " source_mode, metadata, file_size, file_mtime_ns, chunking FROM documents"
+        f" WHERE {SCOPE} ORDER BY id",
+        (KB_KIND, kb),
+    ).fetchall()
+    texts = keyword_index.dump(conn, kb)
+    chunks = conn.execute(
+        f"SELECT seq, id, document_id, position, heading FROM chunks WHERE {SCOPE} ORDER BY id",
+        (KB_KIND, kb),
+    ).fetchall()
+    vectors = vec_index.chunk_ids(conn, kb) if vec_index.available(conn) else []
+    return {
+        "documents": [tuple(r) for r in docs],
+        "chunks": [(*tuple(r)[1:], *texts.get(r[0], (None, None))) for r in chunks],
+        "vectors": vectors,
+        "orphan_fts_rows": len(texts) - len(chunks),
+    }
+
+
+class SqliteDocuments:
+    """The DocumentIndex port over one SQLite database."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def indexed_files(
+        self, kb: str, paths: Sequence[str] | None = None
+    ) -> dict[str, IndexedFile]:
+        """All indexed files of a KB, or those at `paths` or inside them as folders."""
+
+        def run(conn: Connection) -> dict[str, IndexedFile]:
+            sql = (
+                "SELECT path, id, file_size, file_mtime_ns, content_sha256, chunking"
+                f" FROM documents WHERE {SCOPE}"
+            )
+            if paths is None:
+                rows = conn.execute(sql, (KB_KIND, kb)).fetchall()
+            else:
+                rows = []
+                for p in paths:
+                    # One index range holds `p` and everything under `p/` ('0' sorts right
+                    # after '/'); it also holds siblings like `p.md`, dropped here.
+                    rows += [
+                        r
+                        for r in conn.execute(
+                            sql + " AND path >= ? AND path < ?", (KB_KIND, kb, p, p + "0")
+                        )
+                        if r[0] == p or r[0].startswith(p + "/")
+                    ]
+            return {r[0]: IndexedFile(r[1], FileStat(r[2], r[3]), r[4], r[5]) for r in rows}
+
+        return await self.db.read(run)
+
+    async def apply(
+        self,
+        kb: str,
+        writes: Sequence[DocumentWrite],
+        removed: Sequence[str],
+        restat: Sequence[tuple[str, FileStat]],
+        actor: str,
+    ) -> list[WriteFailure]:
+        """Write a batch in one transaction; the documents that could not be written."""
+
+        def run(conn: Connection) -> list[WriteFailure]:
+            conn.executemany(
+                f"UPDATE documents SET file_size = ?, file_mtime_ns = ? WHERE {SCOPE} AND id = ?",
+                [(stat.size, stat.mtime_ns, KB_KIND, kb, doc_id) for doc_id, stat in restat],
+            )
+            for doc_id in removed:
+                _remove_document(conn, kb, doc_id, actor, "file_removed")
+            if writes:
+                keyword_index.ensure(conn, kb)
+            failed = []
+            for w in writes:
+                reason = _isolated(conn, w, kb, actor)
+                if reason is not None:
+                    failed.append(WriteFailure(w.document.path, w.stat, reason))
+            return failed
+
+        return await self.db.transact(run)
+
+    async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool:
+        return await self.db.transact(
+            lambda conn: _remove_document(conn, kb, doc_id, actor, "deleted")
+        )
+
+    async def document_ids(self, kb: str, paths: Sequence[str]) -> dict[str, str]:
+        def run(conn: Connection) -> dict[str, str]:
+            found: dict[str, str] = {}
+            for path in set(paths):
+                row = conn.execute(
+                    f"SELECT id FROM documents WHERE {SCOPE} AND path = ?", (KB_KIND, kb, path)
+                ).fetchone()
+                if row:
+                    found[path] = row[0]
+            return found
+
+        return await self.db.read(run)
+
+    async def find_by_metadata(self, kb: str, key: str, value: str | None = None) -> list[Document]:
+        """Documents whose metadata has `key` (equal to `value` when given), oldest first."""
+
+        def run(conn: Connection) -> list[Document]:
+            sql = (
+                f"SELECT * FROM documents WHERE {SCOPE}"
+                " AND json_extract(metadata, '$.' || ?) IS NOT NULL"
+            )
+            args: list[Any] = [KB_KIND, kb, key]
+            if value is not None:
+                sql += " AND json_extract(metadata, '$.' || ?) = ?"
+                args += [key, value]
+            rows = conn.execute(sql + " ORDER BY created_at, id", args).fetchall()
+            return [document_from_row(r) for r in rows]
+
+        return await self.db.read(run)
+
+    async def get_document(self, kb: str, doc_id: str) -> Document | None:
+        def run(conn: Connection) -> Document | None:
+            row = conn.execute(
+                f"SELECT * FROM documents WHERE {SCOPE} AND id = ?", (KB_KIND, kb, doc_id)
+            ).fetchone()
+            return document_from_row(row) if row else None
+
+        return await self.db.read(run)
+
+    async def list_documents(
+        self, kb: str, *, q: str | None, limit: int, offset: int
+    ) -> tuple[list[Document], int]:
+        def run(conn: Connection) -> tuple[list[Document], int]:
+            where = SCOPE
+            args: list[Any] = [KB_KIND, kb]
+            if q:
+                escaped = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                where += " AND lower(title) LIKE lower(?) ESCAPE '\\'"
+                args.append(f"%{escaped}%")
+            total = conn.execute(f"SELECT count(*) FROM documents WHERE {where}", args).fetchone()
+            rows = conn.execute(
+                f"SELECT * FROM documents WHERE {where}"
+                " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
+                [*args, limit, offset],
+            ).fetchall()
+            return [document_from_row(r) for r in rows], int(total[0])
+
+        return await self.db.read(run)
+
+    async def keyword_search(self, kb: str, query: str, top_k: int) -> list[Passage]:
+        """BM25 over words; when nothing matches, the terms are tried again as prefixes."""
+        terms = fts.query_terms(query)
+        if not terms:
+            return []
+
+        def run(conn: Connection) -> list[Passage]:
+            hits = self._hits(conn, kb, fts.match_expression(terms), top_k)
+            if not hits:
+                hits = self._hits(conn, kb, fts.match_expression(terms, prefix=True), top_k)
+            return hits
+
+        return await self.db.read(run)
+
+    @staticmethod
+    def _hits(conn: Connection, kb: str, match: str, top_k: int) -> list[Passage]:
+        found = keyword_index.search(conn, kb, match, top_k)
+        if not found:
+            return []
+        marks = ",".join("?" * len(found))
+        rows = {
+            r["seq"]: r
+            for r in conn.execute(
+                "SELECT c.seq, c.document_id, c.position, c.heading, d.title, d.path"
+                " FROM chunks c JOIN documents d ON d.kind = c.kind"
+                " AND d.resource_name = c.resource_name AND d.id = c.document_id"
+                f" WHERE c.seq IN ({marks})",
+                [h["seq"] for h in found],
+            )
+        }
+        return [
+            passage_from_row(
+                rows[h["seq"]],
+                fts.display_text(h["text"]),
+                float(h["score"]),
+                fts.display_text(h["snip"]),
+            )
+            for h in found
+            if h["seq"] in rows
+        ]
+
+    async def delete_kb(self, kb: str) -> int:
+        def run(conn: Connection) -> int:
+            keyword_index.drop(conn, kb)
+            vec_index.drop(conn, kb)
+            conn.execute(f"DELETE FROM chunks WHERE {SCOPE}", (KB_KIND, kb))
+            conn.execute("DELETE FROM tracked_sources WHERE resource_name = ?", (kb,))
+            cur = conn.execute(f"DELETE FROM documents WHERE {SCOPE}", (KB_KIND, kb))
+            return int(cur.rowcount)
+
+        return await self.db.transact(run)
+
+    async def track_source(self, kb: str, doc_id: str, source_path: str) -> None:
+        await self.db.transact(
+            lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO tracked_sources"
+                " (resource_name, document_id, source_path) VALUES (?, ?, ?)",
+                (kb, doc_id, source_path),
+            )
+        )
+
+    async def tracked_sources(self, kb: str) -> dict[str, str]:
+        def run(conn: Connection) -> dict[str, str]:
+            rows = conn.execute(
+                "SELECT document_id, source_path FROM tracked_sources WHERE resource_name = ?",
+                (kb,),
+            ).fetchall()
+            return {r[0]: r[1] for r in rows}
+
+        return await self.db.read(run)
+
+    async def metrics(self, kb: str) -> dict[str, int]:
+        def run(conn: Connection) -> dict[str, int]:
+            docs, pending, degraded, doc_bytes = conn.execute(
+                "SELECT count(*), coalesce(sum(embed_pending), 0),"
+                " count(embed_error), coalesce(sum(file_size), 0)"
+                f" FROM documents WHERE {SCOPE}",
+                (KB_KIND, kb),
+            ).fetchone()
+            (chunks,) = conn.execute(
+                f"SELECT count(*) FROM chunks WHERE {SCOPE}", (KB_KIND, kb)
+            ).fetchone()
+            return {
+                "documents": docs,
+                "chunks": chunks,
+                "documents_degraded": degraded,
+                "embed_pending": pending,
+                "document_bytes": doc_bytes,
+            }
+
+        return await self.db.read(run)
+
+    async def dump(self, kb: str) -> dict[str, Any]:
+        return await self.db.read(lambda conn: dump_index(conn, kb))
+
+    async def total_changes(self) -> int:
+        return await self.db.write(lambda conn: int(conn.total_changes))

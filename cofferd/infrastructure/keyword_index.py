@@ -1,0 +1,98 @@
+"""The FTS5 tables: one per knowledge base, the only module that names them.
+
+A table per KB keeps each KB's search its own: a query in a ten-document KB never walks
+the postings of a large one, and each KB's bm25 statistics describe only its own text.
+A chunk's FTS rowid is its `chunks.seq`. `fts_tables` records which table belongs to
+which KB; the name is derived from the KB's name, so it is never user text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from cofferd.infrastructure import fts
+from cofferd.infrastructure.sqlite import Connection
+
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+def table_name(kb: str) -> str:
+    return "fts_" + hashlib.sha256(kb.encode()).hexdigest()[:16]
+
+
+def exists(conn: Connection, kb: str) -> bool:
+    row = conn.execute("SELECT 1 FROM fts_tables WHERE resource_name = ?", (kb,)).fetchone()
+    return row is not None
+
+
+def ensure(conn: Connection, kb: str) -> str:
+    """The KB's table, created on first use (inside the caller's transaction)."""
+    name = table_name(kb)
+    if not exists(conn, kb):
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5("
+            f"text, heading, tokenize = '{TOKENIZER}')"
+        )
+        conn.execute("INSERT INTO fts_tables (resource_name, table_name) VALUES (?, ?)", (kb, name))
+    return name
+
+
+def drop(conn: Connection, kb: str) -> None:
+    if exists(conn, kb):
+        conn.execute(f"DROP TABLE IF EXISTS {table_name(kb)}")
+        conn.execute("DELETE FROM fts_tables WHERE resource_name = ?", (kb,))
+
+
+def insert(conn: Connection, kb: str, rowid: int, text: str, heading: Sequence[str]) -> None:
+    conn.execute(
+        f"INSERT INTO {table_name(kb)} (rowid, text, heading) VALUES (?, ?, ?)",
+        (rowid, fts.index_text(text), fts.index_text(" / ".join(heading))),
+    )
+
+
+def delete(conn: Connection, kb: str, rowids: Iterable[int]) -> None:
+    conn.executemany(f"DELETE FROM {table_name(kb)} WHERE rowid = ?", [(r,) for r in rowids])
+
+
+def texts(conn: Connection, kb: str, rowids: Sequence[int]) -> dict[int, str]:
+    """The stored text of these chunks, as people see it."""
+    if not rowids or not exists(conn, kb):
+        return {}
+    marks = ",".join("?" * len(rowids))
+    rows = conn.execute(
+        f"SELECT rowid, text FROM {table_name(kb)} WHERE rowid IN ({marks})", list(rowids)
+    )
+    return {int(r[0]): fts.display_text(r[1]) for r in rows}
+
+
+def search(conn: Connection, kb: str, match: str, top_k: int) -> list[Any]:
+    """Rows (seq, score, snip, text), best first; bm25 over this KB's text only."""
+    if not exists(conn, kb):
+        return []
+    name = table_name(kb)
+    return conn.execute(
+        f"""
+        SELECT rowid AS seq, -rank AS score, text,
+               snippet({name}, 0, ?, ?, '…', 24) AS snip
+        FROM {name}
+        WHERE {name} MATCH ? AND rank MATCH ?
+        ORDER BY rank LIMIT ?
+        """,
+        (fts.HIGHLIGHT_START, fts.HIGHLIGHT_END, match, fts.RANK, top_k),
+    ).fetchall()
+
+
+def row_count(conn: Connection, kb: str) -> int:
+    if not exists(conn, kb):
+        return 0
+    (count,) = conn.execute(f"SELECT count(*) FROM {table_name(kb)}").fetchone()
+    return int(count)
+
+
+def dump(conn: Connection, kb: str) -> dict[int, tuple[str, str]]:
+    if not exists(conn, kb):
+        return {}
+    rows = conn.execute(f"SELECT rowid, text, heading FROM {table_name(kb)}")
+    return {int(r[0]): (r[1], r[2]) for r in rows}

@@ -1,0 +1,120 @@
+"""The SQLite driver and what every SQL helper shares: the typed connection, `connect()`
+with Coffer's pragmas, and `atomic()`, the one way to make changes atomic (a transaction
+at the outside, savepoints inside it).
+
+The driver is ``sqlean`` (SQLite >= 3.50 with extension loading). Import ``Row`` and the
+exception classes from here: a sqlean ``OperationalError`` is not a ``sqlite3`` one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import sqlean
+
+from cofferd.infrastructure import vec_index
+
+log = logging.getLogger(__name__)
+
+Row: Any = sqlean.Row
+Error: type[Exception] = sqlean.Error
+OperationalError: type[Exception] = sqlean.OperationalError
+IntegrityError: type[Exception] = sqlean.IntegrityError
+SQLITE_VERSION: str = sqlean.sqlite_version
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+class Cursor(Protocol):
+    lastrowid: int | None
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Connection(Protocol):
+    """What Coffer uses of a DB-API connection (sqlean ships no type stubs)."""
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    @property
+    def total_changes(self) -> int: ...
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
+
+    def executemany(self, sql: str, parameters: Any, /) -> Cursor: ...
+
+    def close(self) -> None: ...
+
+    def enable_load_extension(self, enabled: bool, /) -> None: ...
+
+
+def connect(path: Path, *, readonly: bool = False) -> Connection:
+    if readonly:
+        conn: Any = sqlean.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    else:
+        conn = sqlean.connect(str(path), check_same_thread=False)
+    conn.isolation_level = None  # transactions are explicit: see atomic()
+    conn.row_factory = Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA cache_size = -16000")
+    vec_index.load(conn)
+    if not readonly:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    connection: Connection = conn
+    return connection
+
+
+@contextlib.contextmanager
+def atomic(conn: Connection) -> Iterator[Connection]:
+    """All of the block or none of it. Outermost: one write transaction, taken at once (no
+    lock-upgrade deadlock). Nested: a savepoint, so a failure undoes only its own changes.
+    Clean-up never hides the error that caused it."""
+    if conn.in_transaction:
+        # One name at every depth: SQLite matches the innermost savepoint of that name,
+        # and the statements stay in its cache.
+        begin, end = "SAVEPOINT unit", "RELEASE unit"
+        undo: tuple[str, ...] = ("ROLLBACK TO unit", "RELEASE unit")
+    else:
+        begin, undo, end = "BEGIN IMMEDIATE", ("ROLLBACK",), "COMMIT"
+    conn.execute(begin)
+    try:
+        yield conn
+    except BaseException:
+        _undo(conn, undo)
+        raise
+    conn.execute(end)
+
+
+def _undo(conn: Connection, statements: Sequence[str]) -> None:
+    # SQLite may already have rolled the transaction back (disk full, I/O error): then
+    # there is nothing left to undo, and the original error is the one worth reporting.
+    if not conn.in_transaction:
+        return
+    try:
+        for statement in statements:
+            conn.execute(statement)
+    except Error as exc:
+        log.error("could not roll back (%s); the original error follows", exc)
+
+
+# Primary result codes that say the storage failed, not the statement: the work is retried
+# once writing works again rather than blamed on the document being written.
+_STORAGE_CODES = frozenset({3, 5, 6, 7, 8, 10, 11, 13, 14, 15, 26})  # PERM BUSY LOCKED NOMEM
+# READONLY IOERR CORRUPT FULL CANTOPEN PROTOCOL NOTADB
+
+
+def storage_failed(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, Error) and code is not None and code & 0xFF in _STORAGE_CODES

@@ -1,0 +1,165 @@
+"""The one owner of every path Coffer uses; standard library only, so cofferctl, cofferd and
+the generated service units all read the same answer.
+
+Environment overrides:
+
+* ``COFFER_HOME``: the data home. Default: the platform's user data directory
+  (``$XDG_DATA_HOME/coffer``, else ``~/.local/share/coffer``; on macOS
+  ``~/Library/Application Support/coffer``).
+* ``COFFER_SOCKET``: the daemon's Unix socket. Default: ``coffer/cofferd.sock`` in the user
+  runtime directory (``$XDG_RUNTIME_DIR``, else ``/run/user/<uid>`` when it is ours, else
+  a private ``coffer-<uid>`` folder in the temporary directory; on macOS
+  ``~/Library/Caches/TemporaryItems``).
+
+Layout of the data home::
+
+    coffer.db                      derived index (+ audit); deleting it loses only time
+    cofferd.lock                   held by the running daemon
+    incoming/                      uploads in flight
+    models/                        local embedding models (assembled, not downloaded)
+    knowledge/<kb>/kb.yaml         the knowledge base's configuration
+    knowledge/<kb>/docs/           Markdown files: the truth
+    knowledge/<kb>/raw/            originals of converted documents
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+APP_NAME = "coffer"
+SOCKET_NAME = "cofferd.sock"
+
+
+class PathRefused(ValueError):
+    """A name or relative path that would lead outside where it belongs."""
+
+
+def default_home(env: Mapping[str, str]) -> Path:
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / APP_NAME
+    base = env.get("XDG_DATA_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".local" / "share"
+    return root / APP_NAME
+
+
+def runtime_dir(env: Mapping[str, str]) -> Path:
+    """The user's runtime directory (sockets live there), without the app's folder."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "TemporaryItems"
+    base = env.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(base) and os.path.isdir(base):
+        return Path(base)
+    run_user = Path(f"/run/user/{os.getuid()}")
+    if run_user.is_dir() and run_user.stat().st_uid == os.getuid():
+        return run_user
+    return Path(tempfile.gettempdir()) / f"{APP_NAME}-{os.getuid()}"
+
+
+def default_socket(env: Mapping[str, str]) -> Path:
+    return runtime_dir(env) / APP_NAME / SOCKET_NAME
+
+
+def socket_from_env(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("COFFER_SOCKET"):
+        return Path(env["COFFER_SOCKET"]).expanduser().absolute()
+    return default_socket(env)
+
+
+def home_from_env(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("COFFER_HOME"):
+        return Path(env["COFFER_HOME"]).expanduser().absolute()
+    return default_home(env)
+
+
+def check_relpath(relpath: str) -> str:
+    """A path inside a docs tree: relative, POSIX, no '..', no empty parts."""
+    parts = PurePosixPath(relpath).parts
+    if not parts or relpath.startswith("/") or any(p in ("..", ".", "") for p in parts):
+        raise PathRefused(f"invalid document path: {relpath[:200]!r}")
+    return relpath
+
+
+def normalize_relpath(relpath: str) -> str:
+    """NFC, so a KB synced between macOS (NFD names) and Linux keeps its document ids."""
+    return unicodedata.normalize("NFC", relpath)
+
+
+def _folder_name(name: str) -> str:
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        raise PathRefused(f"invalid knowledge base folder name: {name[:200]!r}")
+    return name
+
+
+@dataclass(frozen=True)
+class Locations:
+    home: Path
+    socket: Path
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Locations:
+        return cls(home=home_from_env(env), socket=socket_from_env(env))
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "coffer.db"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.home / "cofferd.lock"
+
+    @property
+    def incoming_dir(self) -> Path:
+        """Uploads stream here before they are checked (same filesystem as the KBs)."""
+        return self.home / "incoming"
+
+    @property
+    def models_dir(self) -> Path:
+        """Local embedding models assembled from installed packages."""
+        return self.home / "models"
+
+    @property
+    def knowledge_root(self) -> Path:
+        return self.home / "knowledge"
+
+    def kb_dir(self, kb: str) -> Path:
+        return self.knowledge_root / _folder_name(kb)
+
+    def kb_config_path(self, kb: str) -> Path:
+        return self.kb_dir(kb) / "kb.yaml"
+
+    def docs_dir(self, kb: str) -> Path:
+        return self.kb_dir(kb) / "docs"
+
+    def raw_dir(self, kb: str) -> Path:
+        return self.kb_dir(kb) / "raw"
+
+    def doc_path(self, kb: str, relpath: str) -> Path:
+        """Absolute path of a document given its path relative to the KB's docs folder."""
+        return self.docs_dir(kb) / check_relpath(relpath)
+
+    def raw_path(self, kb: str, doc_id: str, ext: str) -> Path:
+        name = f"{doc_id}.{ext}" if ext else doc_id
+        return self.raw_dir(kb) / check_relpath(name)
+
+    def split(self, path: str | Path) -> tuple[str, str | None] | None:
+        """(kb, path inside its docs/, or None for the KB's own folder, docs/ or kb.yaml),
+        for a path under knowledge/; None for anything else (raw/ originals included)."""
+        try:
+            parts = Path(path).relative_to(self.knowledge_root).parts
+        except ValueError:
+            return None
+        if not parts:
+            return None
+        if len(parts) == 1 or (len(parts) == 2 and parts[1] in ("docs", "kb.yaml")):
+            return parts[0], None
+        if parts[1] != "docs":
+            return None
+        return parts[0], normalize_relpath("/".join(parts[2:]))

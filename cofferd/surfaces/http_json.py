@@ -1,0 +1,136 @@
+"""The API's JSON: request bodies (strict pydantic models) and response shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cofferd.application.documents import DocumentView
+from cofferd.application.ingest import IngestResult
+from cofferd.application.retrieval import MAX_MATCHES_DEFAULT, TOP_K_DEFAULT
+from cofferd.domain.models import KB_KIND, KnowledgeBase, Passage, ReindexResult
+from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateKB(_Body):
+    name: str
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class UpdateKB(_Body):
+    config: dict[str, Any]
+
+
+class SearchRequest(_Body):
+    query: str
+    top_k: int = TOP_K_DEFAULT
+
+
+class GrepRequest(_Body):
+    pattern: str
+    max_matches: int = MAX_MATCHES_DEFAULT
+    ignore_case: bool = False
+
+
+class EditDocument(_Body):
+    content: str
+    expected_sha256: str | None = None  # refuse if the file changed since it was read
+
+
+class Invocation(_Body):
+    client: str = Field(min_length=1, max_length=100)
+    tool: str = Field(min_length=1, max_length=100)
+    duration_ms: float = Field(ge=0)
+    outcome: str = Field(min_length=1, max_length=100)
+
+
+class AddDocument(_Body):
+    """Either `source_path` (a file on this machine, tracked for check-sources) or
+    `content` (Markdown written directly)."""
+
+    source_path: str | None = None
+    track_source: bool = True  # remember source_path for check-sources (not for agents)
+    content: str | None = None
+    title: str | None = None
+    replace: bool = False
+
+
+# -- JSON shapes -------------------------------------------------------------------------
+
+
+def kb_json(kb: KnowledgeBase) -> dict[str, Any]:
+    return kb.snapshot()
+
+
+def document_json(view: DocumentView) -> dict[str, Any]:
+    d = view.document
+    out: dict[str, Any] = {
+        "id": d.id,
+        "kind": d.kind,
+        "knowledge_base": d.resource_name,
+        "title": d.title,
+        "description": d.description,
+        "path": view.path,
+        "relative_path": d.path,
+        "folder_path": view.folder_path,
+        "source_mode": d.source_mode,
+        "content_sha256": d.content_sha256,
+        "embed_pending": d.embed_pending,
+        "metadata": d.metadata,
+        "created_at": d.created_at,
+        "updated_at": d.updated_at,
+    }
+    if view.body is not None:
+        out["content"] = view.body
+        out["frontmatter"] = view.frontmatter or {}
+    return out
+
+
+def passage_json(p: Passage) -> dict[str, Any]:
+    snippet, highlights = split_highlights(p.snippet)
+    return {
+        "document_id": p.document_id,
+        "title": p.title,
+        "text": p.text,
+        "score": p.score,
+        "position": p.position,
+        "path": p.path,
+        "heading": list(p.heading),
+        "snippet": snippet,
+        "highlights": highlights,
+    }
+
+
+def split_highlights(marked: str) -> tuple[str, list[list[int]]]:
+    """Plain snippet text plus [start, end) offsets of the matched terms."""
+    plain: list[str] = []
+    spans: list[list[int]] = []
+    length = 0
+    for i, part in enumerate(marked.split(HIGHLIGHT_START)):
+        hit, _, rest = part.partition(HIGHLIGHT_END) if i else ("", "", part)
+        if hit:
+            spans.append([length, length + len(hit)])
+        plain.append(hit + rest)
+        length += len(hit) + len(rest)
+    return "".join(plain), spans
+
+
+def ingest_json(result: IngestResult) -> dict[str, Any]:
+    return {
+        "status": result.status,
+        "message": result.message,
+        "document": document_json(result.document),
+    }
+
+
+def reindex_json(result: ReindexResult | None) -> dict[str, Any] | None:
+    return result.as_dict() if result else None
+
+
+def resource_json(kb: KnowledgeBase) -> dict[str, Any]:
+    return {"kind": KB_KIND, "name": kb.name, "enabled": kb.enabled, "config": kb_json(kb)}
