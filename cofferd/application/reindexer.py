@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from cofferd.application import markdown
@@ -29,7 +29,10 @@ from cofferd.domain.ports import (
 
 log = logging.getLogger(__name__)
 
+# A batch ends at whichever comes first; small batches keep reading and parsing the next
+# one overlapping the database writes of this one, also for large files.
 BATCH = 500
+BATCH_BYTES = 1024 * 1024
 PROGRESS_EVERY = 5000
 # Markdown made from a document can be larger than the original (tables, frontmatter);
 # a Markdown file is skipped only beyond this multiple of max_document_bytes.
@@ -145,13 +148,11 @@ class Reindexer:
         if len(todo) >= PROGRESS_EVERY:
             log.info("%s: indexing %d files", kb.name, len(todo))
 
-        # Reading and parsing the next batch overlaps the database writes of this one.
         pending: asyncio.Task[None] | None = None
         first = _Batch(removed=removed)
-        for start in range(0, max(len(todo), 1), BATCH):
-            batch = await asyncio.to_thread(
-                self._prepare, kb, todo[start : start + BATCH], indexed, chunking, first
-            )
+        done = 0
+        for paths in _batches(todo, observed):
+            batch = await asyncio.to_thread(self._prepare, kb, paths, indexed, chunking, first)
             first = _Batch()
             result.merge(batch.counts)
             for path, skip in batch.skipped.items():
@@ -160,8 +161,9 @@ class Reindexer:
                 await pending
             if batch.writes or batch.removed or batch.restat:
                 pending = asyncio.create_task(self._apply(kb.name, batch, result, actor))
-            if start and start % PROGRESS_EVERY == 0:
-                log.info("%s: %d of %d files indexed", kb.name, start, len(todo))
+            if done // PROGRESS_EVERY != (done + len(paths)) // PROGRESS_EVERY:
+                log.info("%s: %d of %d files indexed", kb.name, done, len(todo))
+            done += len(paths)
         if pending is not None:
             await pending
         if self.on_change is not None and (result.documents_added or result.documents_updated):
@@ -253,6 +255,21 @@ class Reindexer:
             else:
                 result.documents_added += 1
         return batch
+
+
+def _batches(todo: list[str], observed: Mapping[str, FileStat | None]) -> Iterator[list[str]]:
+    """`todo` in batches of at most BATCH files and about BATCH_BYTES; at least one batch."""
+    batch: list[str] = []
+    size = 0
+    for path in todo:
+        stat = observed.get(path)
+        size += stat.size if stat else 0
+        batch.append(path)
+        if len(batch) >= BATCH or size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch or not todo:
+        yield batch
 
 
 def _observed(scan: TreeScan, indexed: Mapping[str, IndexedFile]) -> dict[str, FileStat | None]:

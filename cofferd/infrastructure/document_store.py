@@ -72,15 +72,16 @@ def _write_document(conn: Connection, kb: str, w: DocumentWrite, actor: str) -> 
     d = w.document
     if w.event != "kb_document_ingested":  # a new document has no chunks to replace
         _delete_chunks(conn, kb, d.id)
-    for chunk in w.chunks:
-        cur = conn.execute(
-            "INSERT INTO chunks (id, document_id, kind, resource_name, position, heading)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (chunk_id(kb, d.id, chunk.position), d.id, KB_KIND, kb, chunk.position,
-             json.dumps(chunk.heading, ensure_ascii=False)),
+    if w.chunks:
+        (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM chunks").fetchone()
+        numbered = list(enumerate(w.chunks, start=last + 1))
+        conn.executemany(
+            "INSERT INTO chunks (seq, id, document_id, kind, resource_name, position, heading)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(seq, chunk_id(kb, d.id, c.position), d.id, KB_KIND, kb, c.position,
+              json.dumps(c.heading, ensure_ascii=False)) for seq, c in numbered],
         )  # fmt: skip
-        assert cur.lastrowid is not None
-        keyword_index.insert(conn, kb, cur.lastrowid, chunk.text, chunk.heading)
+        keyword_index.insert(conn, kb, [(seq, c.text, c.heading) for seq, c in numbered])
     conn.execute(
         """
         INSERT INTO documents (id, kind, resource_name, project_id, path, title, description,

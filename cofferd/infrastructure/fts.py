@@ -23,15 +23,19 @@ ZWSP = "\u200b"
 HIGHLIGHT_START = "\x02"
 HIGHLIGHT_END = "\x03"
 
-_CJK_CHAR = re.compile(f"([{CJK_RANGES}])")
+_CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 _CJK_ONE = re.compile(f"[{CJK_RANGES}]")
+
+
+def _split_run(match: re.Match[str]) -> str:
+    return ZWSP.join(match.group()) + ZWSP
 
 
 def index_text(text: str) -> str:
     """Text as stored in FTS5: CJK characters split into single-character tokens."""
     if _CJK_ONE.search(text) is None:
         return text
-    return _CJK_CHAR.sub("\\1" + ZWSP, text)
+    return _CJK_RUN.sub(_split_run, text)
 
 
 def display_text(text: str) -> str:

@@ -45,11 +45,13 @@ def drop(conn: Connection, kb: str) -> None:
         conn.execute("DELETE FROM fts_tables WHERE resource_name = ?", (kb,))
 
 
-def insert(conn: Connection, kb: str, rowid: int, text: str, heading: Sequence[str]) -> None:
-    conn.execute(
+def insert(conn: Connection, kb: str, rows: Sequence[tuple[int, str, Sequence[str]]]) -> None:
+    """Chunks as (rowid, text, heading path)."""
+    conn.executemany(
         f"INSERT INTO {table_name(kb)} (rowid, text, heading) VALUES (?, ?, ?)",
-        (rowid, fts.index_text(text), fts.index_text(" / ".join(heading))),
-    )
+        [(rowid, fts.index_text(text), fts.index_text(" / ".join(heading)))
+         for rowid, text, heading in rows],
+    )  # fmt: skip
 
 
 def delete(conn: Connection, kb: str, rowids: Iterable[int]) -> None:
