@@ -17,7 +17,10 @@ Layout of the data home::
     cofferd.lock                   held by the running daemon
     incoming/                      uploads in flight
     models/                        local embedding models (assembled, not downloaded)
-    knowledge/<kb>/kb.yaml         the knowledge base's configuration
+    local/<kb>.yaml                this machine's own settings of a KB (providers, URLs,
+                                   credentials, local paths, automatic actions)
+    local/<kb>.sources.json        originals this machine tracks (source_path per document)
+    knowledge/<kb>/kb.yaml         the knowledge base's portable settings
     knowledge/<kb>/docs/           Markdown files: the truth
     knowledge/<kb>/raw/            originals of converted documents
 """
@@ -128,6 +131,17 @@ class Locations:
     @property
     def knowledge_root(self) -> Path:
         return self.home / "knowledge"
+
+    @property
+    def local_dir(self) -> Path:
+        """This machine's own settings; never inside a KB folder, which may be synced."""
+        return self.home / "local"
+
+    def local_settings_path(self, kb: str) -> Path:
+        return self.local_dir / f"{_folder_name(kb)}.yaml"
+
+    def tracked_sources_path(self, kb: str) -> Path:
+        return self.local_dir / f"{_folder_name(kb)}.sources.json"
 
     def kb_dir(self, kb: str) -> Path:
         return self.knowledge_root / _folder_name(kb)

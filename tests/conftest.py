@@ -45,7 +45,7 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
 @pytest.fixture(scope="module")
 def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     d = new_daemon(tmp_path_factory.mktemp("shared"))
-    try:
-        yield d.start()
+    try:  # agents may add files from agent_root only
+        yield d.start(COFFER_AGENT_ROOTS=str(d.agent_root))
     finally:
         cleanup(d)

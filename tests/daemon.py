@@ -113,6 +113,11 @@ class Daemon:
     def client(self) -> ContractClient:
         return ContractClient(self.socket, actor="tests", timeout=60)
 
+    @property
+    def agent_root(self) -> Path:
+        """A folder opened to agents (when the daemon was started with it)."""
+        return self.home.parent / "agent-files"
+
     def docs(self, kb: str) -> Path:
         return self.home / "knowledge" / kb / "docs"
 

@@ -72,7 +72,8 @@ async def test_an_agent_reads_and_writes_through_the_daemon(
         listing = await call(client, "list_documents", kb=kb, title_filter="deploy")
         assert listing["total"] == 1
 
-        source = tmp_path / "report.html"
+        source = d.agent_root / "report.html"
+        source.parent.mkdir(exist_ok=True)
         source.write_text("<h1>Report</h1><p>quarterly falcon numbers</p>")
         converted = await call(client, "add_document", kb=kb, file_path=str(source))
         assert "source_path" not in converted["document"]["metadata"]  # agents never track

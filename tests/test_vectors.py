@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import shutil
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -184,6 +185,9 @@ async def test_oracle_with_vectors(
     try:
         (home / "knowledge").mkdir(parents=True)
         (home / "knowledge" / "vec").symlink_to(coffer.locations.kb_dir("vec"))
+        # the same machine's own settings (its embedding provider) beside the same files
+        (home / "local").mkdir()
+        shutil.copy(coffer.locations.local_settings_path("vec"), home / "local")
         await other.reindexer.reconcile(await other.kbs.adopt("vec") or other.kbs.get("vec"))
         await other.embeddings.drain("vec")
         assert dump == await other.stores.documents.dump("vec")

@@ -19,12 +19,13 @@ from typing import Any
 from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
-from cofferd.domain.errors import CofferError
+from cofferd.domain.errors import CofferError, StorageError
 from cofferd.domain.models import utc_now
 
 log = logging.getLogger(__name__)
 
 RECONCILE_INTERVAL_S = 600.0
+RETRY_S = (2.0, 5.0, 15.0, 30.0, 60.0)  # after the storage failed: retried until it works
 
 
 @dataclass
@@ -35,6 +36,7 @@ class IndexingState:
     last_full_reconcile_s: float | None = None
     reconciled: set[str] = field(default_factory=set)  # KBs fully reconciled since start
     failing: dict[str, str] = field(default_factory=dict)  # KB -> why its last pass failed
+    retries: dict[str, int] = field(default_factory=dict)  # KB -> storage failures in a row
 
 
 class IndexingService:
@@ -78,6 +80,40 @@ class IndexingService:
         """Drop queued work of a KB that is about to be deleted."""
         self.pending.pop(kb, None)
         self._full.discard(kb)
+        self.state.failing.pop(kb, None)
+
+    async def adopt_all(self) -> None:
+        """At start: every KB folder read and prepared. One that cannot be (a file where a
+        folder belongs, a folder that cannot be read) is reported and skipped."""
+        for kb in self.kbs.list():
+            try:
+                await self.kbs.adopt(kb.name)
+            except (CofferError, OSError) as exc:
+                self._failed(kb.name, exc)
+
+    def problems(self) -> dict[str, str]:
+        """KB -> why indexing it fails now."""
+        return dict(self.state.failing)
+
+    def _failed(self, name: str, exc: BaseException) -> None:
+        message = exc.message if isinstance(exc, CofferError) else f"{type(exc).__name__}: {exc}"
+        if self.state.failing.get(name) != message:  # logged once, not every retry
+            log.error("%s: %s", name, message)
+        self.state.failing[name] = message
+
+    def _retry(self, name: str, paths: set[str] | None) -> None:
+        """Do this work again later: writing failed (disk full, read-only), not the files."""
+        attempt = self.state.retries.get(name, 0)
+        self.state.retries[name] = attempt + 1
+        delay = RETRY_S[min(attempt, len(RETRY_S) - 1)]
+
+        def again() -> None:
+            if paths is None:
+                self.kb_changed(name)
+            else:
+                self.paths_changed(name, paths)
+
+        asyncio.get_running_loop().call_later(delay, again)
 
     # -- life -----------------------------------------------------------------------------
 
@@ -87,7 +123,7 @@ class IndexingService:
         self._work = asyncio.create_task(self._work_loop(), name="indexing")
         self._periodic = asyncio.create_task(self._periodic_loop(), name="periodic-reconcile")
 
-    async def stop(self, grace_s: float = 3.0) -> None:
+    async def stop(self, grace_s: float = 1.0) -> None:
         """Stop; let the batch in flight finish (bounded by `grace_s`)."""
         self._stopping = True
         self.pending.clear()
@@ -162,6 +198,7 @@ class IndexingService:
             else:
                 result = await self.reindexer.sync_paths(kb, paths)
             self.state.failing.pop(name, None)
+            self.state.retries.pop(name, None)
             log.debug(
                 "%s: %s in %.3f s: %s",
                 name,
@@ -169,9 +206,11 @@ class IndexingService:
                 time.perf_counter() - started,
                 result.as_dict(),
             )
-        except CofferError as exc:
-            log.error("%s: %s", name, exc.message)
-            self.state.failing[name] = exc.message
+        except StorageError as exc:
+            self._failed(name, exc)
+            self._retry(name, paths)
+        except (CofferError, OSError) as exc:
+            self._failed(name, exc)
         except Exception as exc:
             # Unexpected: logged with its traceback and shown in status; the next full
             # reconcile repairs what this pass missed.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Literal
@@ -15,6 +16,7 @@ from cofferd.application import markdown
 from cofferd.application.documents import Documents, DocumentView
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
+from cofferd.application.source_paths import check_source
 from cofferd.domain.errors import (
     IngestRejected,
     ReconversionBlocked,
@@ -74,6 +76,9 @@ class Ingest:
         documents: Documents,
         converter: MarkdownConverter,
         formats: DocumentFormats,
+        *,
+        data_home: Path,
+        agent_roots: Sequence[Path] = (),
     ) -> None:
         self.kbs = kbs
         self.store = store
@@ -82,8 +87,27 @@ class Ingest:
         self.documents = documents
         self.converter = converter
         self.formats = formats
+        self.data_home = data_home
+        self.agent_roots = tuple(agent_roots)
 
     # -- adding -------------------------------------------------------------------------
+
+    async def add_path(
+        self, kb_name: str, given: str, *, replace: bool, track: bool, actor: str
+    ) -> IngestResult:
+        """Add a file on this machine by its path (see source_paths for which may be);
+        tracked for check-sources unless `track` is false."""
+        source = check_source(
+            given, actor=actor, agent_roots=self.agent_roots, data_home=self.data_home
+        )
+        return await self.add_file(
+            kb_name,
+            source,
+            source.name,
+            replace=replace,
+            source_path=str(source) if track else None,
+            actor=actor,
+        )
 
     async def add_file(
         self,

@@ -18,6 +18,11 @@ import yaml
 ULID_NAME = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}\.md$")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
+# Frontmatter is a few lines of metadata. Anything beyond these bounds (YAML aliases can
+# make 300 bytes expand into hundreds of MB once shown as JSON) is treated as text.
+FRONTMATTER_MAX_BYTES = 64 * 1024
+FRONTMATTER_MAX_NODES = 10_000  # values, counting every expansion of an alias
+FRONTMATTER_MAX_DEPTH = 32
 BINARY_NUL_RATIO = 0.01
 BINARY_CONTROL_RATIO = 0.05
 _CONTROL = re.compile(r"[\x01-\x08\x0b\x0e-\x1f\x7f]")
@@ -102,18 +107,35 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:
     first_nl = text.find("\n")
     if first_nl < 0 or text[:first_nl].strip() != "---":
         return {}, text, False
-    end = _FRONTMATTER_END.search(text, first_nl + 1)
+    end = _FRONTMATTER_END.search(text, first_nl + 1, first_nl + 1 + FRONTMATTER_MAX_BYTES)
     if end is None:
         return {}, text, True
     try:
         data = yaml.safe_load(text[first_nl + 1 : end.start()])
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return {}, text, True
     if data is None:
         data = {}
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or not _small(data):
         return {}, text, True
     return data, text[end.end() :].lstrip("\n"), False
+
+
+def _small(data: Any) -> bool:
+    """Whether the value stays within the frontmatter bounds once fully expanded."""
+    budget = FRONTMATTER_MAX_NODES
+    stack = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        budget -= 1
+        if budget < 0 or depth > FRONTMATTER_MAX_DEPTH:
+            return False
+        if isinstance(value, dict):
+            stack += [(v, depth + 1) for v in value.values()]
+            stack += [(k, depth + 1) for k in value]
+        elif isinstance(value, list):
+            stack += [(v, depth + 1) for v in value]
+    return True
 
 
 def first_heading(body: str) -> str | None:

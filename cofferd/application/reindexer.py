@@ -66,6 +66,9 @@ class Reindexer:
         for key in [key for key in self._skipped if key[0] == kb]:
             del self._skipped[key]
 
+    def forget_all_skipped(self) -> None:
+        self._skipped.clear()
+
     def skipped(self, kb: str) -> list[dict[str, str]]:
         """The files of `kb` that are not indexed, and why."""
         return [
@@ -88,6 +91,9 @@ class Reindexer:
         indexed = await self.store.indexed_files(kb.name)
         scan = await asyncio.to_thread(self.tree.scan, kb.name)
         result = await self._sync(kb, _observed(scan, indexed), indexed, actor)
+        for key in [k for k, v in self._skipped.items() if k[0] == kb.name and v[0].size < 0]:
+            del self._skipped[key]  # names found unusable before: seen afresh below
+        self._note_unusable(kb.name, scan, result)
         if result.changed or audit:
             await self.activity.audit("kb_reindexed", actor, kb.name, None, result.as_dict())
         return result
@@ -106,11 +112,21 @@ class Reindexer:
         paths = sorted(set(relpaths))
         indexed = await self.store.indexed_files(kb.name, paths)
         scan = await asyncio.to_thread(self._observe, kb.name, paths)
-        return await self._sync(kb, _observed(scan, indexed), indexed, actor)
+        result = await self._sync(kb, _observed(scan, indexed), indexed, actor)
+        self._note_unusable(kb.name, scan, result)
+        return result
+
+    def _note_unusable(self, kb: str, scan: TreeScan, result: ReindexResult) -> None:
+        """Files the scan saw but cannot index by name are reported, never silently lost."""
+        for path, reason in scan.unusable.items():
+            self._skipped[(kb, path)] = (FileStat(-1, 0), reason)
+            result.documents_skipped += 1
+            result.skipped.append({"path": path, "reason": reason})
 
     def _observe(self, kb: str, paths: list[str]) -> TreeScan:
         files: dict[str, FileStat] = {}
         failed: list[str] = []
+        unusable: dict[str, str] = {}
         for path in paths:
             stat = self.tree.stat(kb, path)
             if stat is not None:
@@ -119,7 +135,8 @@ class Reindexer:
             sub = self.tree.scan(kb, under=path)
             files.update(sub.files)
             failed.extend(sub.failed_dirs)
-        return TreeScan(files=files, failed_dirs=failed)
+            unusable.update(sub.unusable)
+        return TreeScan(files=files, failed_dirs=failed, unusable=unusable)
 
     async def _sync(
         self,

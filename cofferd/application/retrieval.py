@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases
-from cofferd.domain.errors import ValidationFailed
+from cofferd.domain.errors import InvalidPattern, ValidationFailed
 from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, SearchResult
 from cofferd.domain.ports import DocumentIndex, Grepper, VectorStore
 
@@ -71,6 +71,8 @@ class Retrieval:
         kb = self.kbs.get_enabled(kb_name)
         if not isinstance(pattern, str) or not pattern:
             raise ValidationFailed("pattern must not be empty", field="pattern")
+        if "\0" in pattern:
+            raise InvalidPattern("a pattern cannot hold a NUL character", field="pattern")
         if len(pattern) > QUERY_MAX_CHARS:
             raise ValidationFailed(
                 f"pattern is longer than {QUERY_MAX_CHARS} characters", field="pattern"

@@ -26,18 +26,31 @@ Provider = Literal[
 _DEFAULT_MODES: list[RetrievalMode] = ["keyword", "grep"]
 KB_NAME_MAX = 64
 _KB_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+# Names Windows reserves for devices: a folder of that name cannot be synced there.
+_WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])")
 
 
 LOCAL_DEFAULT_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DEFAULT_DIMENSIONS = 384
 
 
+# The trust boundary: settings that name a URL, a credential, a local path, a provider to
+# send text to, or an automatic action are this machine's own. They are kept in the data
+# home and never read from a KB folder, which may arrive by sync or copy.
+MACHINE_LOCAL = ("auto_update_sources",)
+MACHINE_LOCAL_EMBEDDING = (
+    "provider", "base_url", "credential_ref", "model_path", "threads", "batch_size", "timeout_s",
+)  # fmt: skip
+
+
 class EmbeddingConfig(BaseModel):
-    """`credential_ref` names a secret, never holds one: `env:NAME` or `file:/path` (0600)."""
+    """`credential_ref` names a secret, never holds one: `env:NAME` or `file:/path` (0600).
+    Without a `provider` (a KB folder synced in from another machine names only its model),
+    vectors stay off here until this machine chooses one."""
 
     model_config = ConfigDict(extra="forbid")
 
-    provider: Provider
+    provider: Provider | None = None
     model: str = Field(default=LOCAL_DEFAULT_MODEL, min_length=1, max_length=200)
     base_url: str | None = None
     credential_ref: str | None = Field(
@@ -53,7 +66,7 @@ class EmbeddingConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _remote_needs_a_model(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("provider") not in (None, "local"):
+        if isinstance(data, dict) and data.get("provider") not in (None, "local", ""):
             for key in ("model", "dimensions"):
                 if key not in data:
                     raise ValueError(f"{key} is required for provider {data.get('provider')!r}")
@@ -108,7 +121,11 @@ class KnowledgeBaseConfig(BaseModel):
 
     @property
     def vector_enabled(self) -> bool:
-        return "vector" in self.enabled_modes and self.embedding is not None
+        return (
+            "vector" in self.enabled_modes
+            and self.embedding is not None
+            and self.embedding.provider is not None
+        )
 
     def chunking_key(self) -> str:
         """Identifies everything that shapes chunks: a change means the corpus is re-chunked."""
@@ -120,6 +137,28 @@ def parse_config(data: Any) -> KnowledgeBaseConfig:
         return KnowledgeBaseConfig.model_validate(data if data is not None else {})
     except ValidationError as exc:
         raise validation_failed("invalid knowledge base configuration", exc) from None
+
+
+def split_config(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(portable, machine-local) parts of a config dict."""
+    portable = {k: v for k, v in data.items() if k not in MACHINE_LOCAL}
+    local = {k: v for k, v in data.items() if k in MACHINE_LOCAL}
+    embedding = data.get("embedding")
+    if isinstance(embedding, dict):
+        portable["embedding"] = {
+            k: v for k, v in embedding.items() if k not in MACHINE_LOCAL_EMBEDDING
+        }
+        mine = {k: v for k, v in embedding.items() if k in MACHINE_LOCAL_EMBEDDING}
+        if mine:
+            local["embedding"] = mine
+    return portable, local
+
+
+def join_config(portable: dict[str, Any], local: dict[str, Any]) -> dict[str, Any]:
+    joined = {**portable, **{k: v for k, v in local.items() if k != "embedding"}}
+    if isinstance(local.get("embedding"), dict):
+        joined["embedding"] = {**(portable.get("embedding") or {}), **local["embedding"]}
+    return joined
 
 
 def merge_config(current: KnowledgeBaseConfig, patch: dict[str, Any]) -> KnowledgeBaseConfig:
@@ -145,5 +184,12 @@ def check_kb_name(name: str) -> str:
             "starting with a letter or digit",
             field="name",
             name=str(name)[:200],
+        )
+    if _WINDOWS_RESERVED.fullmatch(name):
+        raise ValidationFailed(
+            f"{name!r} is a device name on Windows, so its folder could not be synced there; "
+            "choose another name",
+            field="name",
+            name=name,
         )
     return name

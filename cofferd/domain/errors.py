@@ -3,6 +3,7 @@
     CofferError
     ├── ValidationFailed          VALIDATION_ERROR       400
     │   └── InvalidPattern        INVALID_PATTERN        400
+    ├── PathRefused               PATH_REFUSED           403
     ├── PayloadTooLarge           PAYLOAD_TOO_LARGE      413
     ├── NotFound
     │   ├── KBNotFound            KB_NOT_FOUND           404
@@ -15,7 +16,7 @@
     │   └── SourceMissing         SOURCE_MISSING         409
     ├── IngestRejected            INGEST_REJECTED        422
     ├── EngineUnavailable         ENGINE_UNAVAILABLE     503
-    └── StorageError              STORAGE_ERROR          500
+    └── StorageError              STORAGE_ERROR          507
 
 Surfaces map a CofferError to the envelope `{"error": {"code", "message", "details"}}`.
 """
@@ -45,6 +46,13 @@ class ValidationFailed(CofferError):
 
 class InvalidPattern(ValidationFailed):
     code = "INVALID_PATTERN"
+
+
+class PathRefused(CofferError):
+    """A file on this machine that Coffer will not read for this caller."""
+
+    code = "PATH_REFUSED"
+    status = 403
 
 
 class PayloadTooLarge(CofferError):
@@ -118,5 +126,7 @@ class EngineUnavailable(CofferError):
 
 
 class StorageError(CofferError):
+    """The disk refused: full, read-only, unreadable, or the index is damaged."""
+
     code = "STORAGE_ERROR"
-    status = 500
+    status = 507

@@ -24,6 +24,7 @@ class KnowledgeBase:
     enabled: bool
     created_at: str
     settings_error: str | None = None  # kb.yaml could not be read: defaults are in use
+    ignored_settings: tuple[str, ...] = ()  # machine-local keys its folder carried: unused
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -33,6 +34,7 @@ class KnowledgeBase:
             "created_at": self.created_at,
             "config": self.config.model_dump(mode="json"),
             **({"settings_error": self.settings_error} if self.settings_error else {}),
+            **({"ignored_settings": list(self.ignored_settings)} if self.ignored_settings else {}),
         }
 
 

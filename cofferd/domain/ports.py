@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,6 +22,7 @@ class TreeScan:
 
     files: Mapping[str, FileStat]
     failed_dirs: Sequence[str]
+    unusable: Mapping[str, str] = field(default_factory=dict)  # path -> why it is skipped
 
     def covers(self, relpath: str) -> bool:
         """False when the file's folder could not be read: its absence proves nothing."""

@@ -14,6 +14,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.ports import ConversionFailed, Converted
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class WorkerConverter:
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
         self._requests = 0
+        self._closing = False
 
     def formats(self) -> tuple[str, ...]:
         return CONVERTED_FORMATS
@@ -85,6 +87,8 @@ class WorkerConverter:
                 line = b""
             if not line:
                 code = await self._kill()
+                if self._closing:
+                    raise EngineUnavailable("cofferd is stopping; add the file again later")
                 raise ConversionFailed(f"the converter crashed on this document (exit {code})")
             try:
                 reply = json.loads(line)
@@ -116,7 +120,17 @@ class WorkerConverter:
                 proc.kill()
         return await proc.wait()
 
+    async def interrupt(self) -> None:
+        """Stop the conversion in flight at once (the daemon is stopping): its caller is
+        answered with an error instead of waiting up to the conversion's time limit."""
+        self._closing = True
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+
     async def close(self) -> None:
+        await self.interrupt()
         async with self._lock:
             proc, self._proc = self._proc, None
             if proc is not None and proc.returncode is None:

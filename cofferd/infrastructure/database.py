@@ -8,16 +8,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
 from cofferd.domain.errors import StorageError
 from cofferd.infrastructure import schema
-from cofferd.infrastructure.sqlite import Connection, Error, atomic, connect, storage_failed
+from cofferd.infrastructure.sqlite import (
+    Connection,
+    Error,
+    atomic,
+    connect,
+    damaged,
+    storage_failed,
+)
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 READERS = 2
 
@@ -52,45 +63,88 @@ class _Worker:
 
 
 class Database:
-    """One writer connection (all writes serialized) and a few read-only readers (WAL)."""
+    """One writer connection (all writes serialized) and a few read-only readers (WAL).
+
+    A database that turns out damaged (at open, or on any later read or write) is moved
+    aside as `coffer.db.corrupt-<time>` and replaced by an empty one; `on_damage` is then
+    called so the index is rebuilt from the files. Its files are private (0600) whatever
+    the umask: they hold the text of every note.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._writer: _Worker | None = None
         self._readers: _Worker | None = None
+        self.on_damage: Callable[[str], Awaitable[None]] | None = None
+        self.damage: list[dict[str, str]] = []  # what was moved aside, when, and why
+        self._recovering: asyncio.Task[None] | None = None
 
     async def open(self) -> Database:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = _Worker(lambda: connect(self.path), 1, "db-writer")
         try:
-            await self._writer.run(schema.migrate)
-        except BaseException:
-            self._writer.close()
-            self._writer = None
-            raise
-        self._readers = _Worker(lambda: connect(self.path, readonly=True), READERS, "db-reader")
+            await self._open()
+        except Error as exc:
+            if not damaged(exc):
+                raise
+            await self._close_workers()
+            self._quarantine(str(exc))
+            await self._open()
         return self
 
+    async def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for suffix in ("", "-wal", "-shm"):  # SQLite creates -wal/-shm like the database
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(f"{self.path}{suffix}", 0o600)
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        self._writer = _Worker(lambda: connect(self.path), 1, "db-writer")
+        await self._writer.run(schema.migrate)
+        self._readers = _Worker(lambda: connect(self.path, readonly=True), READERS, "db-reader")
+
+    def _quarantine(self, reason: str) -> None:
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
+        log.error("the index %s is damaged (%s); moved it to %s and rebuilding", self.path,
+                  reason, aside)  # fmt: skip
+        self.damage.append({"at": stamp, "moved_to": str(aside), "reason": reason[:300]})
+
+    async def check(self) -> None:
+        """Read every page (quick_check): damage in the middle shows only on reading."""
+        rows = await self.read(lambda c: [r[0] for r in c.execute("PRAGMA quick_check")])
+        if rows != ["ok"]:
+            await self._damaged("; ".join(rows[:3]))
+
+    async def _damaged(self, reason: str) -> None:
+        if self._recovering is None or self._recovering.done():
+            self._recovering = asyncio.create_task(self._recover(reason))
+        await asyncio.shield(self._recovering)
+
+    async def _recover(self, reason: str) -> None:
+        await self._close_workers()
+        self._quarantine(reason)
+        await self._open()
+        if self.on_damage is not None:
+            await self.on_damage(reason)
+
+    async def _close_workers(self) -> None:
+        for worker in (self._readers, self._writer):
+            if worker is not None:
+                await asyncio.to_thread(worker.close)
+        self._readers = self._writer = None
+
     async def close(self, *, optimize: bool = True) -> None:
-        if self._readers is not None:
-            self._readers.close()
-            self._readers = None
-        if self._writer is not None:
-            if optimize:
-                with contextlib.suppress(Error):
-                    await self._writer.run(lambda c: c.execute("PRAGMA optimize"))
-            self._writer.close()
-            self._writer = None
+        if optimize and self._writer is not None:
+            with contextlib.suppress(Error):
+                await self._writer.run(lambda c: c.execute("PRAGMA optimize"))
+        await self._close_workers()
 
     async def write(self, fn: Callable[[Connection], T]) -> T:
         if self._writer is None:
-            raise RuntimeError("database is closed")
-        try:
-            return await self._writer.run(fn)
-        except Error as exc:
-            if storage_failed(exc):
-                raise StorageError(f"the index cannot be written: {exc}") from exc
-            raise
+            raise StorageError("the index is not open (being rebuilt?); try again shortly")
+        return await self._run(self._writer, fn)
 
     async def transact(self, fn: Callable[[Connection], T]) -> T:
         """Run `fn` on the writer inside `atomic()`."""
@@ -103,5 +157,18 @@ class Database:
 
     async def read(self, fn: Callable[[Connection], T]) -> T:
         if self._readers is None:
-            raise RuntimeError("database is closed")
-        return await self._readers.run(fn)
+            raise StorageError("the index is not open (being rebuilt?); try again shortly")
+        return await self._run(self._readers, fn)
+
+    async def _run(self, worker: _Worker, fn: Callable[[Connection], T]) -> T:
+        try:
+            return await worker.run(fn)
+        except Error as exc:
+            if damaged(exc):
+                await self._damaged(str(exc))
+                raise StorageError(
+                    f"the index was damaged ({exc}); it is being rebuilt from the files"
+                ) from exc
+            if storage_failed(exc):
+                raise StorageError(f"the index cannot be written: {exc}") from exc
+            raise

@@ -59,13 +59,14 @@ class FileDocsTree:
             return TreeScan(files={}, failed_dirs=[])
         files: dict[str, FileStat] = {}
         failed: list[str] = []
+        unusable: dict[str, str] = {}
         stack: list[tuple[str, str]] = [(under + "/" if under else "", str(start))]
         while stack:
             prefix, folder = stack.pop()
             try:
                 with os.scandir(folder) as entries:
                     for entry in entries:
-                        self._visit(entry, prefix, files, stack)
+                        self._visit(entry, prefix, files, stack, unusable)
             except OSError as exc:
                 if not prefix and not under:
                     raise StorageError(
@@ -73,7 +74,7 @@ class FileDocsTree:
                     ) from exc
                 log.warning("cannot list %s: %s", folder, exc)
                 failed.append(prefix.rstrip("/"))
-        return TreeScan(files=files, failed_dirs=failed)
+        return TreeScan(files=files, failed_dirs=failed, unusable=unusable)
 
     def _visit(
         self,
@@ -81,9 +82,15 @@ class FileDocsTree:
         prefix: str,
         files: dict[str, FileStat],
         stack: list[tuple[str, str]],
+        unusable: dict[str, str],
     ) -> None:
         name = entry.name
         if self.policy.is_noise(name):
+            return
+        if not _utf8(name):  # undecodable bytes arrive as surrogates: no index key can hold it
+            shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            if entry.is_dir(follow_symlinks=False) or self.policy.is_markdown(shown):
+                unusable[prefix + shown] = "the name is not valid UTF-8: rename it"
             return
         relpath = normalize_relpath(prefix + name)
         try:
@@ -170,12 +177,17 @@ class FileDocsTree:
     def keep_original(self, kb: str, doc_id: str, ext: str, source: Path) -> None:
         """Store the original as raw/<id>.<ext>, replacing any earlier one of the document."""
         target = self.locations.raw_path(kb, doc_id, ext)
-        if target.exists() and target.samefile(source):
-            return  # reconverting from the kept original itself
-        atomic_write(target, source.read_bytes(), mode=0o600)
-        for older in self.locations.raw_dir(kb).glob(f"{doc_id}.*"):
-            if older != target:
-                older.unlink(missing_ok=True)
+        try:
+            if target.exists() and target.samefile(source):
+                return  # reconverting from the kept original itself
+            atomic_write(target, source.read_bytes(), mode=0o600)
+            for older in self.locations.raw_dir(kb).glob(f"{doc_id}.*"):
+                if older != target:
+                    older.unlink(missing_ok=True)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot keep the original in {target.parent}: {exc.strerror or exc}"
+            ) from exc
 
     def original(self, kb: str, doc_id: str) -> Path | None:
         raw = self.locations.raw_dir(kb)
@@ -184,6 +196,14 @@ class FileDocsTree:
 
     def _inside_docs(self, kb: str, path: Path) -> bool:
         return _inside(os.path.realpath(path), self.locations.docs_dir(kb).resolve())
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _read_once(path: Path) -> FileContent | None:

@@ -9,8 +9,10 @@ and is retried once writing works again.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,8 +20,11 @@ from cofferd.domain.models import KB_KIND, WORKSPACE_GLOBAL, Document, Passage
 from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFile, WriteFailure
 from cofferd.infrastructure import activity_store, fts, keyword_index, vec_index
 from cofferd.infrastructure.database import Database
-from cofferd.infrastructure.sqlite import Connection, Error, atomic, storage_failed
+from cofferd.infrastructure.fsutil import atomic_write
+from cofferd.infrastructure.sqlite import Connection, Error, atomic, damaged, storage_failed
+from cofferd.locations import Locations
 
+log = logging.getLogger(__name__)
 SCOPE = "kind = ? AND resource_name = ?"
 
 
@@ -112,9 +117,11 @@ def _remove_document(conn: Connection, kb: str, doc_id: str, actor: str, reason:
         return False
     _delete_chunks(conn, kb, doc_id)
     conn.execute(f"DELETE FROM documents WHERE {SCOPE} AND id = ?", (KB_KIND, kb, doc_id))
-    conn.execute(
-        "DELETE FROM tracked_sources WHERE resource_name = ? AND document_id = ?", (kb, doc_id)
-    )
+    if reason == "deleted":  # a file that vanished may come back (an unmounted disk)
+        conn.execute(
+            "DELETE FROM tracked_sources WHERE resource_name = ? AND document_id = ?",
+            (kb, doc_id),
+        )
     details = {"path": row["path"], "reason": reason}
     activity_store.record(conn, "kb_document_deleted", actor, kb, doc_id, details)
     return True
@@ -126,7 +133,7 @@ def _isolated(conn: Connection, write: DocumentWrite, kb: str, actor: str) -> st
         with atomic(conn):
             _write_document(conn, kb, write, actor)
     except (Error, ValueError, OverflowError) as exc:  # the database or the encoder refused it
-        if storage_failed(exc):
+        if storage_failed(exc) or damaged(exc):
             raise  # the storage failed, not this document: the batch is retried
         return f"cannot be stored: {type(exc).__name__}: {exc}"[:300]
     return None
@@ -155,11 +162,47 @@ def dump_index(conn: Connection, kb: str) -> dict[str, Any]:
     }
 
 
-class SqliteDocuments:
-    """The DocumentIndex port over one SQLite database."""
+def _tracked(conn: Connection, kb: str) -> dict[str, str]:
+    rows = conn.execute(
+        "SELECT document_id, source_path FROM tracked_sources WHERE resource_name = ?", (kb,)
+    ).fetchall()
+    return {r[0]: r[1] for r in rows}
 
-    def __init__(self, db: Database) -> None:
+
+class SqliteDocuments:
+    """The DocumentIndex port over one SQLite database. Tracked sources are not derived
+    from files, so they are also kept in the data home (local/<kb>.sources.json) and
+    restored from there when the index is rebuilt."""
+
+    def __init__(self, db: Database, locations: Locations) -> None:
         self.db = db
+        self.locations = locations
+
+    async def _save_tracked(self, kb: str) -> None:
+        tracked = await self.db.read(lambda conn: _tracked(conn, kb))
+        path = self.locations.tracked_sources_path(kb)
+        data = json.dumps(tracked, indent=1, sort_keys=True).encode()
+        await asyncio.to_thread(atomic_write, path, data, 0o600)
+
+    async def restore_tracked(self, kbs: Sequence[str]) -> None:
+        """Tracked sources from the data home into the index (after it was rebuilt)."""
+        for kb in kbs:
+            path = self.locations.tracked_sources_path(kb)
+            try:
+                saved = json.loads(await asyncio.to_thread(path.read_bytes))
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as exc:
+                log.error("%s cannot be read (%s); tracked sources not restored", path, exc)
+                continue
+            rows = [(kb, d, p) for d, p in saved.items() if isinstance(p, str)]
+            await self.db.transact(
+                lambda conn, rows=rows: conn.executemany(  # type: ignore[misc]
+                    "INSERT OR REPLACE INTO tracked_sources"
+                    " (resource_name, document_id, source_path) VALUES (?, ?, ?)",
+                    rows,
+                )
+            )
 
     async def indexed_files(
         self, kb: str, paths: Sequence[str] | None = None
@@ -218,9 +261,11 @@ class SqliteDocuments:
         return await self.db.transact(run)
 
     async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool:
-        return await self.db.transact(
+        removed = await self.db.transact(
             lambda conn: _remove_document(conn, kb, doc_id, actor, "deleted")
         )
+        await self._save_tracked(kb)
+        return removed
 
     async def document_ids(self, kb: str, paths: Sequence[str]) -> dict[str, str]:
         def run(conn: Connection) -> dict[str, str]:
@@ -341,16 +386,10 @@ class SqliteDocuments:
                 (kb, doc_id, source_path),
             )
         )
+        await self._save_tracked(kb)
 
     async def tracked_sources(self, kb: str) -> dict[str, str]:
-        def run(conn: Connection) -> dict[str, str]:
-            rows = conn.execute(
-                "SELECT document_id, source_path FROM tracked_sources WHERE resource_name = ?",
-                (kb,),
-            ).fetchall()
-            return {r[0]: r[1] for r in rows}
-
-        return await self.db.read(run)
+        return await self.db.read(lambda conn: _tracked(conn, kb))
 
     async def metrics(self, kb: str) -> dict[str, int]:
         def run(conn: Connection) -> dict[str, int]:

@@ -78,7 +78,7 @@ class OpenAICompatibleEmbedder:
     def __init__(self, config: EmbeddingConfig) -> None:
         from openai import AsyncOpenAI
 
-        base_url = config.base_url or BASE_URLS.get(config.provider)
+        base_url = config.base_url or BASE_URLS.get(config.provider or "")
         if base_url is None:
             raise EngineUnavailable(f"provider {config.provider!r} needs a base_url")
         self.config = config

@@ -11,7 +11,7 @@ import shutil
 import sysconfig
 from pathlib import Path
 
-from cofferd.domain.errors import EngineUnavailable, InvalidPattern
+from cofferd.domain.errors import EngineUnavailable, InvalidPattern, StorageError
 from cofferd.domain.ports import RawHit
 from cofferd.infrastructure.document_policy import DocumentPolicy
 from cofferd.locations import Locations, normalize_relpath
@@ -45,6 +45,8 @@ class Ripgrep:
         if self.binary is None:
             raise EngineUnavailable("ripgrep (rg) is not installed", engine="ripgrep")
         docs = self.locations.docs_dir(kb)
+        if not os.access(docs, os.R_OK | os.X_OK):
+            raise StorageError(f"the docs folder {docs} cannot be read", path=str(docs))
         args = [
             self.binary, "--json", "--no-config", "--no-ignore", "--no-messages",
             *self.policy.ripgrep_args(), *(["--ignore-case"] if ignore_case else []),

@@ -111,10 +111,20 @@ def _undo(conn: Connection, statements: Sequence[str]) -> None:
 
 # Primary result codes that say the storage failed, not the statement: the work is retried
 # once writing works again rather than blamed on the document being written.
-_STORAGE_CODES = frozenset({3, 5, 6, 7, 8, 10, 11, 13, 14, 15, 26})  # PERM BUSY LOCKED NOMEM
-# READONLY IOERR CORRUPT FULL CANTOPEN PROTOCOL NOTADB
+_STORAGE_CODES = frozenset({3, 5, 6, 7, 8, 10, 13, 14, 15})
+# (PERM, BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL)
+_DAMAGE_CODES = frozenset({11, 26})  # CORRUPT, NOTADB
+
+
+def _code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(exc, Error) and isinstance(code, int) else None
 
 
 def storage_failed(exc: BaseException) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return isinstance(exc, Error) and code is not None and code & 0xFF in _STORAGE_CODES
+    return _code(exc) in _STORAGE_CODES
+
+
+def damaged(exc: BaseException) -> bool:
+    """The database file is not a database, or not a whole one."""
+    return _code(exc) in _DAMAGE_CODES

@@ -7,6 +7,8 @@ the API on a Unix socket. Settings come from flags, else from the environment:
 * ``COFFER_SOCKET``: socket path (default: ``cofferd.sock`` in the user runtime directory).
 * ``COFFER_LOG_LEVEL``: DEBUG, INFO (default), WARNING, ERROR.
 * ``COFFER_RECONCILE_INTERVAL``: seconds between full safety reconciles (default 600).
+* ``COFFER_AGENT_ROOTS``: folders (separated by ``:``) AI agents may add files from by
+  path; none by default.
 * ``COFFER_ACTIVITY_KEEP``: how many of the newest audit events, and of the newest MCP
   tool calls, are kept (default 100000; older ones are trimmed as new ones arrive).
 * ``NOTIFY_SOCKET``, ``LISTEN_FDS``/``LISTEN_PID``: set by systemd for readiness and
@@ -33,7 +35,18 @@ from cofferd.surfaces.unix_socket import SocketInUse
 _PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3}
 
 
-class JournalFormatter(logging.Formatter):
+LOG_MESSAGE_MAX = 2000  # a message is cut here (a 5,000-character path stays readable)
+
+
+class CappedFormatter(logging.Formatter):
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        message = record.message
+        if len(message) > LOG_MESSAGE_MAX:
+            record.message = f"{message[:LOG_MESSAGE_MAX]}… ({len(message):,} characters)"
+        return super().formatMessage(record)
+
+
+class JournalFormatter(CappedFormatter):
     def format(self, record: logging.LogRecord) -> str:
         priority = _PRIORITY.get(record.levelno, 2 if record.levelno > logging.ERROR else 6)
         return f"<{priority}>{super().format(record)}"
@@ -44,7 +57,7 @@ def setup_logging(level: str) -> None:
     if os.environ.get("JOURNAL_STREAM"):  # stderr goes to the journal, which adds the time
         handler.setFormatter(JournalFormatter("%(name)s: %(message)s"))
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(CappedFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
 
 
@@ -70,6 +83,13 @@ def parser() -> argparse.ArgumentParser:
         help="seconds between full safety reconciles (env COFFER_RECONCILE_INTERVAL)",
     )
     p.add_argument(
+        "--agent-root",
+        action="append",
+        default=[r for r in os.environ.get("COFFER_AGENT_ROOTS", "").split(os.pathsep) if r],
+        metavar="DIR",
+        help="a folder AI agents may add files from (repeatable; env COFFER_AGENT_ROOTS)",
+    )
+    p.add_argument(
         "--activity-keep",
         type=int,
         default=int(os.environ.get("COFFER_ACTIVITY_KEEP", "100000")),
@@ -80,6 +100,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    os.umask(0o077)  # the index and everything else in the data home: this user's only
     setup_logging(args.log_level)
     locations = Locations.from_env()
     if args.home:
@@ -89,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.reconcile_interval <= 0 or args.activity_keep < 1:
         print("cofferd: --reconcile-interval and --activity-keep must be positive", file=sys.stderr)
         return 2
-    tuning = Tuning(reconcile_interval_s=args.reconcile_interval, activity_keep=args.activity_keep)
+    tuning = Tuning(
+        reconcile_interval_s=args.reconcile_interval,
+        activity_keep=args.activity_keep,
+        agent_roots=tuple(Path(r).expanduser().absolute() for r in args.agent_root),
+    )
     try:
         asyncio.run(run(locations, tuning))
     except (AlreadyRunning, SocketInUse) as exc:

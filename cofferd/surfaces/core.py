@@ -3,7 +3,10 @@ application services it exposes; the stores are built here and nowhere else."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from cofferd.application.activity import Activity
 from cofferd.application.documents import Documents
@@ -35,6 +38,7 @@ class Tuning:
 
     reconcile_interval_s: float = RECONCILE_INTERVAL_S
     activity_keep: int = KEEP_DEFAULT
+    agent_roots: tuple[Path, ...] = ()  # folders agents may add files from (none by default)
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,7 @@ class Coffer:
         self.locations = locations
         self.tuning = tuning
         self.stores = stores = Stores(
-            db, SqliteDocuments(db), SqliteVectors(db), SqliteActivity(db)
+            db, SqliteDocuments(db, locations), SqliteVectors(db), SqliteActivity(db)
         )
         self.converter = WorkerConverter()
         self.policy = DocumentPolicy(locations, self.converter.formats())
@@ -79,6 +83,8 @@ class Coffer:
             self.documents,
             self.converter,
             self.policy,
+            data_home=locations.home,
+            agent_roots=tuning.agent_roots,
         )
         self.activity = Activity(self.kbs, stores.activity)
         self.indexing = IndexingService(
@@ -88,26 +94,46 @@ class Coffer:
             reconcile_interval_s=tuning.reconcile_interval_s,
         )
 
-    @staticmethod
-    def engines() -> dict[str, str]:
+    def engines(self) -> dict[str, Any]:
         return {
             "sqlite_version": SQLITE_VERSION,
             "vector_search": vec_index.load_error or "available",
+            "index_rebuilds": self.stores.db.damage,
         }
 
     @classmethod
     async def open(cls, locations: Locations, tuning: Tuning | None = None) -> Coffer:
         tuning = tuning or Tuning()
-        locations.home.mkdir(parents=True, exist_ok=True)
+        locations.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(locations.home, 0o700)  # it holds the index: the text of every note
         db = await Database(locations.db_path).open()
         coffer = cls(locations, db, tuning)
         try:
             await coffer.stores.activity.keep(tuning.activity_keep)
             await coffer.registry.load()
+            await coffer._restore()
         except BaseException:
             await db.close()
             raise
+        db.on_damage = coffer._rebuild
         return coffer
+
+    async def check_index(self) -> None:
+        """Read the whole index once (damage in the middle shows only on reading); a
+        damaged one is moved aside and rebuilt from the files."""
+        await self.stores.db.check()
+
+    async def _restore(self) -> None:
+        """What the index holds that files cannot tell: restored from the data home."""
+        names = [kb.name for kb in self.registry.all()]
+        await self.stores.documents.restore_tracked(names)
+
+    async def _rebuild(self, reason: str) -> None:
+        """The database was damaged and replaced by an empty one: rebuild it from the files."""
+        await self.stores.activity.keep(self.tuning.activity_keep)
+        await self._restore()
+        self.reindexer.forget_all_skipped()
+        self.indexing.request_full()
 
     async def close(self) -> None:
         await self.indexing.stop()

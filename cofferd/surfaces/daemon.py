@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import time
+from pathlib import Path
 from typing import IO, Any
 
 from aiohttp import web
@@ -19,9 +20,13 @@ from cofferd.locations import Locations
 from cofferd.surfaces import systemd, unix_socket
 from cofferd.surfaces.core import Coffer, Tuning
 from cofferd.surfaces.http_api import UPLOAD_PREFIX, create_app
+from cofferd.surfaces.http_errors import PARSER_LIMIT
 from cofferd.surfaces.watcher import Watcher
 
 log = logging.getLogger("cofferd")
+
+
+SHUTDOWN_S = 1.5  # in-flight requests get this long to answer once a stop is asked for
 
 
 class AlreadyRunning(RuntimeError):
@@ -76,8 +81,7 @@ class Daemon:
             self.coffer = coffer = await stack.enter_async_context(
                 await Coffer.open(self.locations, self.tuning)
             )
-            for kb in coffer.kbs.list():
-                await coffer.kbs.adopt(kb.name)
+            await coffer.indexing.adopt_all()
             if not coffer.kbs.list():
                 await coffer.kbs.create(DEFAULT_KB, actor="system")
                 log.info("created the default knowledge base %r", DEFAULT_KB)
@@ -93,14 +97,20 @@ class Daemon:
                 self.socket_path = str(inherited.getsockname()) or "(inherited, unnamed)"
             stack.callback(bound.remove)
             runner = web.AppRunner(
-                create_app(coffer, self.status), access_log=None, handle_signals=False
+                create_app(coffer, self.status),
+                access_log=None,
+                handle_signals=False,
+                max_line_size=PARSER_LIMIT,
+                max_field_size=PARSER_LIMIT,
             )
             await runner.setup()
             stack.push_async_callback(runner.cleanup)  # first out: stop accepting requests
-            await web.SockSite(runner, bound.sock, shutdown_timeout=2.0).start()
+            await web.SockSite(runner, bound.sock, shutdown_timeout=SHUTDOWN_S).start()
             watcher.start()
             coffer.indexing.start(full_reconcile=True)
             coffer.embeddings.start()
+            checking = asyncio.create_task(coffer.check_index(), name="quick-check")
+            stack.push_async_callback(_cancel, checking)
             log.info(
                 "cofferd %s serving on %s; data home %s",
                 __version__,
@@ -111,20 +121,29 @@ class Daemon:
             await self._stop.wait()
             log.info("stopping")
             systemd.notify("STOPPING=1")
+            await coffer.converter.interrupt()  # in-flight uploads are answered, not dropped
         log.info("stopped")
 
     async def status(self) -> dict[str, Any]:
         coffer = self.coffer
         kbs = []
+        problems = coffer.indexing.problems()
         for kb in coffer.kbs.list():
             counts = await coffer.kbs.counts(kb.name)
             entry: dict[str, Any] = {
                 "name": kb.name,
                 "enabled": kb.enabled,
+                "state": _state(kb.name in problems, self.locations.docs_dir(kb.name)),
                 "documents": counts["documents"],
                 "documents_degraded": counts["documents_degraded"],
                 "docs_path": str(self.locations.docs_dir(kb.name)),
             }
+            if kb.name in problems:
+                entry["problem"] = problems[kb.name]
+            if kb.ignored_settings:
+                entry["ignored_settings"] = list(kb.ignored_settings)
+            if kb.settings_error:
+                entry["settings_error"] = kb.settings_error
             if kb.config.vector_enabled and kb.config.embedding is not None:
                 entry["vectors"] = {
                     "model": kb.config.embedding.model,
@@ -154,6 +173,18 @@ class Daemon:
             "queue_depth": indexing["queue_depth"],
             "startup_reconcile_done": coffer.indexing.startup_done(),
         }
+
+
+def _state(failing: bool, docs: Path) -> str:
+    """ok; unavailable (its docs folder is gone: what search finds may be stale); failing."""
+    if not docs.is_dir():
+        return "unavailable"
+    return "failing" if failing else "ok"
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 async def run(locations: Locations, tuning: Tuning) -> None:

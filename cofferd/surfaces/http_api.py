@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tempfile
@@ -9,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from aiohttp import BodyPartReader, web
+from aiohttp import BodyPartReader, MultipartReader, web
 from pydantic import BaseModel
 
 from cofferd import __version__
@@ -29,6 +30,7 @@ from cofferd.surfaces.http_json import (
     UpdateKB,
     document_json,
     ingest_json,
+    json_response,
     kb_json,
     passage_json,
     reindex_json,
@@ -59,18 +61,31 @@ def _actor(request: web.Request) -> str:
 async def _json(request: web.Request, model: type[BaseModel]) -> Any:
     if not request.can_read_body:
         raise ValidationFailed("a JSON request body is required")
-    return model.model_validate(await request.json())
+    raw = await request.read()
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise ValidationFailed("the request body nests too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValidationFailed(f"request body is not valid JSON: {exc}") from None
+    try:  # "\ud800" is valid JSON, but no file or database can hold a lone surrogate
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationFailed("the request holds text with an unpaired surrogate") from None
+    except RecursionError:
+        raise ValidationFailed("the request body nests too deeply") from None
+    return model.model_validate(data)
 
 
 def _int_query(
-    request: web.Request, name: str, default: int, low: int | None = None, high: int | None = None
+    request: web.Request, name: str, default: int, low: int = 0, high: int = 2**31 - 1
 ) -> int:
     raw = request.query.get(name)
     try:
         value = default if raw is None else int(raw)
     except ValueError:
         raise ValidationFailed(f"{name} must be an integer", field=name) from None
-    if low is not None and high is not None and not low <= value <= high:
+    if not low <= value <= high:
         raise ValidationFailed(f"{name} must be between {low} and {high}", field=name)
     return value
 
@@ -94,18 +109,18 @@ routes = web.RouteTableDef()
 
 @routes.get("/api/v1/health")
 async def health(request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok", "version": __version__})
+    return json_response({"status": "ok", "version": __version__})
 
 
 @routes.get("/api/v1/status")
 async def status(request: web.Request) -> web.Response:
-    return web.json_response(await request.app[STATUS]())
+    return json_response(await request.app[STATUS]())
 
 
 @routes.get("/api/v1/knowledge_bases")
 async def list_kbs(request: web.Request) -> web.Response:
     kbs = request.app[COFFER].kbs.list()
-    return web.json_response({"knowledge_bases": [kb_json(k) for k in kbs]})
+    return json_response({"knowledge_bases": [kb_json(k) for k in kbs]})
 
 
 @routes.post("/api/v1/knowledge_bases")
@@ -114,12 +129,12 @@ async def create_kb(request: web.Request) -> web.Response:
     coffer = request.app[COFFER]
     await _check_embedding(coffer, parse_config(body.config))
     kb = await coffer.kbs.create(body.name, body.config, actor=_actor(request))
-    return web.json_response(kb_json(kb), status=201)
+    return json_response(kb_json(kb), status=201)
 
 
 @routes.get("/api/v1/knowledge_bases/{name}")
 async def get_kb(request: web.Request) -> web.Response:
-    return web.json_response(kb_json(request.app[COFFER].kbs.get(request.match_info["name"])))
+    return json_response(kb_json(request.app[COFFER].kbs.get(request.match_info["name"])))
 
 
 @routes.patch("/api/v1/knowledge_bases/{name}")
@@ -128,7 +143,8 @@ async def update_kb(request: web.Request) -> web.Response:
     coffer, name = request.app[COFFER], request.match_info["name"]
     await _check_embedding(coffer, merge_config(coffer.kbs.get(name).config, body.config))
     kb, result = await coffer.kbs.update_config(name, body.config, actor=_actor(request))
-    return web.json_response({**kb_json(kb), "reindex": reindex_json(result)})
+    coffer.embeddings.wake()  # a new model or provider is followed at once
+    return json_response({**kb_json(kb), "reindex": reindex_json(result)})
 
 
 async def _delete_kb(request: web.Request, name: str) -> web.Response:
@@ -136,7 +152,7 @@ async def _delete_kb(request: web.Request, name: str) -> web.Response:
     coffer.kbs.get(name)
     coffer.indexing.forget(name)
     kb = await coffer.kbs.delete(name, actor=_actor(request))
-    return web.json_response({"deleted": kb_json(kb)})
+    return json_response({"deleted": kb_json(kb)})
 
 
 @routes.delete("/api/v1/knowledge_bases/{name}")
@@ -151,7 +167,7 @@ async def list_documents(request: web.Request) -> web.Response:
     views, total = await request.app[COFFER].documents.list(
         request.match_info["name"], q=request.query.get("q"), limit=limit, offset=offset
     )
-    return web.json_response(
+    return json_response(
         {
             "documents": [document_json(v) for v in views],
             "total": total,
@@ -166,7 +182,7 @@ async def get_document(request: web.Request) -> web.Response:
     view = await request.app[COFFER].documents.get(
         request.match_info["name"], request.match_info["doc_id"]
     )
-    return web.json_response(document_json(view))
+    return json_response(document_json(view))
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/documents")
@@ -183,18 +199,10 @@ async def add_document(request: web.Request) -> web.Response:
             result = await coffer.ingest.add_markdown(name, body.content, body.title, actor=actor)
         else:
             assert body.source_path is not None
-            source = Path(body.source_path).expanduser()
-            if not source.is_absolute():
-                raise ValidationFailed("source_path must be absolute", field="source_path")
-            result = await coffer.ingest.add_file(
-                name,
-                source,
-                source.name,
-                replace=body.replace,
-                source_path=str(source) if body.track_source else None,
-                actor=actor,
+            result = await coffer.ingest.add_path(
+                name, body.source_path, replace=body.replace, track=body.track_source, actor=actor
             )
-    return web.json_response(ingest_json(result), status=201 if result.status == "added" else 200)
+    return json_response(ingest_json(result), status=201 if result.status == "added" else 200)
 
 
 async def _upload(request: web.Request, coffer: Coffer, name: str, actor: str) -> IngestResult:
@@ -203,19 +211,25 @@ async def _upload(request: web.Request, coffer: Coffer, name: str, actor: str) -
     replace = request.query.get("replace", "").lower() in ("1", "true", "yes")
     incoming = coffer.locations.incoming_dir
     incoming.mkdir(parents=True, exist_ok=True)
-    reader = await request.multipart()
+    try:
+        reader = await request.multipart()
+    except (ValueError, AssertionError, KeyError) as exc:  # no or a broken boundary
+        raise ValidationFailed(f"not a valid multipart body: {exc}") from None
     tmp: Path | None = None
     filename = None
     try:
-        while (part := await reader.next()) is not None:
+        while (part := await _next_part(reader)) is not None:
             if not isinstance(part, BodyPartReader):
                 continue
             if part.name == "replace":
-                replace = (await part.text()).strip().lower() in ("1", "true", "yes", "on")
+                value = (await part.read(decode=False)).decode("utf-8", "replace")
+                replace = value.strip().lower() in ("1", "true", "yes", "on")
             elif part.name == "file" and tmp is None:
                 filename = part.filename
                 if not filename:
                     raise ValidationFailed("the file part needs a filename", field="file")
+                if "\0" in filename or len(filename) > 255:
+                    raise ValidationFailed("the file name is not a valid name", field="file")
                 fd, raw = tempfile.mkstemp(dir=incoming, prefix=UPLOAD_PREFIX)
                 tmp = Path(raw)
                 size = 0
@@ -238,12 +252,19 @@ async def _upload(request: web.Request, coffer: Coffer, name: str, actor: str) -
             tmp.unlink(missing_ok=True)
 
 
+async def _next_part(reader: MultipartReader) -> Any:
+    try:
+        return await reader.next()
+    except (ValueError, AssertionError) as exc:  # a broken part
+        raise ValidationFailed(f"not a valid multipart body: {exc}") from None
+
+
 @routes.post("/api/v1/knowledge_bases/{name}/documents/{doc_id}/reconvert")
 async def reconvert(request: web.Request) -> web.Response:
     result = await request.app[COFFER].ingest.reconvert(
         request.match_info["name"], request.match_info["doc_id"], actor=_actor(request)
     )
-    return web.json_response(ingest_json(result))
+    return json_response(ingest_json(result))
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/documents/{doc_id}/update-source")
@@ -251,7 +272,7 @@ async def update_source(request: web.Request) -> web.Response:
     result = await request.app[COFFER].ingest.update_source(
         request.match_info["name"], request.match_info["doc_id"], actor=_actor(request)
     )
-    return web.json_response(ingest_json(result))
+    return json_response(ingest_json(result))
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/check-sources")
@@ -259,7 +280,7 @@ async def check_sources(request: web.Request) -> web.Response:
     report = await request.app[COFFER].ingest.check_sources(
         request.match_info["name"], actor=_actor(request)
     )
-    return web.json_response(report.as_dict())
+    return json_response(report.as_dict())
 
 
 @routes.put("/api/v1/knowledge_bases/{name}/documents/{doc_id}")
@@ -272,7 +293,7 @@ async def edit_document(request: web.Request) -> web.Response:
         actor=_actor(request),
         expected_sha256=body.expected_sha256,
     )
-    return web.json_response(document_json(view))
+    return json_response(document_json(view))
 
 
 @routes.delete("/api/v1/knowledge_bases/{name}/documents/{doc_id}")
@@ -280,7 +301,7 @@ async def delete_document(request: web.Request) -> web.Response:
     doc = await request.app[COFFER].documents.delete(
         request.match_info["name"], request.match_info["doc_id"], actor=_actor(request)
     )
-    return web.json_response({"deleted": {"id": doc.id, "relative_path": doc.path}})
+    return json_response({"deleted": {"id": doc.id, "relative_path": doc.path}})
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/reindex")
@@ -288,7 +309,7 @@ async def reindex(request: web.Request) -> web.Response:
     coffer, name = request.app[COFFER], request.match_info["name"]
     result = await coffer.kbs.reindex(name, actor=_actor(request))
     await coffer.embeddings.retry_now(name)
-    return web.json_response(result.as_dict())
+    return json_response(result.as_dict())
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/search")
@@ -297,7 +318,7 @@ async def search(request: web.Request) -> web.Response:
     result = await request.app[COFFER].retrieval.search(
         request.match_info["name"], body.query, body.top_k
     )
-    return web.json_response({"passages": [passage_json(p) for p in result.passages]})
+    return json_response({"passages": [passage_json(p) for p in result.passages]})
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/grep")
@@ -306,7 +327,7 @@ async def grep(request: web.Request) -> web.Response:
     result = await request.app[COFFER].retrieval.grep(
         request.match_info["name"], body.pattern, body.max_matches, body.ignore_case
     )
-    return web.json_response(
+    return json_response(
         {
             "hits": [
                 {
@@ -324,14 +345,14 @@ async def grep(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/knowledge_bases/{name}/metrics")
 async def metrics(request: web.Request) -> web.Response:
-    return web.json_response(await request.app[COFFER].kbs.metrics(request.match_info["name"]))
+    return json_response(await request.app[COFFER].kbs.metrics(request.match_info["name"]))
 
 
 @routes.get("/api/v1/audit")
 async def audit(request: web.Request) -> web.Response:
     kb = request.query.get("kb") or None
     limit = _int_query(request, "limit", 50, 1, 1000)
-    return web.json_response({"events": await request.app[COFFER].activity.events(kb, limit)})
+    return json_response({"events": await request.app[COFFER].activity.events(kb, limit)})
 
 
 @routes.post("/api/v1/mcp_invocations")
@@ -340,13 +361,13 @@ async def record_invocation(request: web.Request) -> web.Response:
     await request.app[COFFER].activity.record_invocation(
         body.client, body.tool, body.duration_ms, body.outcome
     )
-    return web.json_response({"recorded": True}, status=201)
+    return json_response({"recorded": True}, status=201)
 
 
 @routes.get("/api/v1/mcp_invocations")
 async def list_invocations(request: web.Request) -> web.Response:
     limit = _int_query(request, "limit", 50, 1, 1000)
-    return web.json_response({"invocations": await request.app[COFFER].activity.invocations(limit)})
+    return json_response({"invocations": await request.app[COFFER].activity.invocations(limit)})
 
 
 # -- kind-agnostic resources (seed) --------------------------------------------------------
@@ -358,13 +379,13 @@ async def list_resources(request: web.Request) -> web.Response:
     if kind not in (None, KB_KIND):
         raise ValidationFailed(f"unknown resource kind {kind!r}", field="kind")
     kbs = request.app[COFFER].kbs.list()
-    return web.json_response({"resources": [resource_json(k) for k in kbs]})
+    return json_response({"resources": [resource_json(k) for k in kbs]})
 
 
 @routes.get("/api/v1/resources/{kind}/{name}")
 async def get_resource(request: web.Request) -> web.Response:
     _kind(request)
-    return web.json_response(resource_json(request.app[COFFER].kbs.get(request.match_info["name"])))
+    return json_response(resource_json(request.app[COFFER].kbs.get(request.match_info["name"])))
 
 
 @routes.delete("/api/v1/resources/{kind}/{name}")
@@ -379,7 +400,7 @@ async def _set_enabled(request: web.Request, enabled: bool) -> web.Response:
     kb, result = await coffer.kbs.set_enabled(
         request.match_info["name"], enabled, actor=_actor(request)
     )
-    return web.json_response({**resource_json(kb), "reindex": reindex_json(result)})
+    return json_response({**resource_json(kb), "reindex": reindex_json(result)})
 
 
 @routes.post("/api/v1/resources/{kind}/{name}/enable")

@@ -9,9 +9,10 @@ from typing import Any
 
 import pydantic
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from cofferd.domain.config import validation_failed
-from cofferd.domain.errors import CofferError, ValidationFailed
+from cofferd.domain.errors import CofferError, StorageError, ValidationFailed
 
 log = logging.getLogger(__name__)
 
@@ -23,13 +24,25 @@ HTTP_CODES = {
     404: "NOT_FOUND",
     405: "METHOD_NOT_ALLOWED",
     413: "PAYLOAD_TOO_LARGE",
+    414: "URI_TOO_LONG",
     415: "UNSUPPORTED_MEDIA_TYPE",
+    431: "HEADERS_TOO_LARGE",
 }
+# Requests up to PARSER_LIMIT get the envelope when over these; beyond it, aiohttp's parser
+# refuses them before any handler runs.
+MAX_URL = 8192
+MAX_HEADER = 8192
+PARSER_LIMIT = 65536
+LOGGED_CHARS = 300  # a logged value is cut to this length
 
 
-def error_response(status: int, code: str, message: str, **details: Any) -> web.Response:
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None, **details: Any
+) -> web.Response:
     return web.json_response(
-        {"error": {"code": code, "message": message, "details": details}}, status=status
+        {"error": {"code": code, "message": message, "details": details}},
+        status=status,
+        headers=headers,
     )
 
 
@@ -40,6 +53,14 @@ def from_exception(exc: BaseException) -> web.Response:
         return from_exception(validation_failed("invalid request", exc))
     if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
         return from_exception(ValidationFailed(f"request body is not valid JSON: {exc}"))
+    if isinstance(exc, HttpProcessingError):  # a request (or a part of one) that is not HTTP
+        return error_response(400, "BAD_REQUEST", f"malformed request: {exc.message}")
+    if isinstance(exc, RecursionError):
+        return from_exception(ValidationFailed("the request nests too deeply"))
+    if isinstance(exc, OSError):  # the disk refused: full, read-only, unreadable
+        log.error("storage error: %s", str(exc)[:LOGGED_CHARS])
+        reason = exc.strerror or type(exc).__name__
+        return from_exception(StorageError(f"the disk refused: {reason}", errno=exc.errno))
     if isinstance(exc, web.HTTPException) and exc.status >= 400:
         code = HTTP_CODES.get(exc.status, f"HTTP_{exc.status}")
         return error_response(exc.status, code, exc.reason)
@@ -49,6 +70,12 @@ def from_exception(exc: BaseException) -> web.Response:
 
 @web.middleware
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if len(request.raw_path) > MAX_URL:
+        return error_response(414, "URI_TOO_LONG", f"the URL is longer than {MAX_URL} bytes")
+    if any(len(k) + len(v) > MAX_HEADER for k, v in request.headers.items()):
+        return error_response(
+            431, "HEADERS_TOO_LARGE", f"a header is longer than {MAX_HEADER} bytes"
+        )
     try:
         return await handler(request)
     except web.HTTPException as exc:
@@ -56,8 +83,12 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             raise
         if exc.status in (404, 405):
             code = HTTP_CODES[exc.status]
+            allowed = getattr(exc, "allowed_methods", None)
             return error_response(
-                exc.status, code, f"{exc.reason}: {request.method} {request.path}"
+                exc.status,
+                code,
+                f"{exc.reason}: {request.method} {request.path[:LOGGED_CHARS]}",
+                headers={"Allow": ", ".join(sorted(allowed))} if allowed else None,
             )
         return from_exception(exc)
     except Exception as exc:  # noqa: BLE001 - the API boundary; unexpected errors are logged

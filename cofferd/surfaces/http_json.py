@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from functools import partial
 from typing import Any
 
+from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from cofferd.application.documents import DocumentView
@@ -12,13 +15,18 @@ from cofferd.application.retrieval import MAX_MATCHES_DEFAULT, TOP_K_DEFAULT
 from cofferd.domain.models import KB_KIND, KnowledgeBase, Passage, ReindexResult
 from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START
 
+PATH_MAX = 4096
+
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Strict: no coercion (`true` is not a number, `0` is not a boolean), no unknown keys,
+    no infinite or NaN numbers."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class CreateKB(_Body):
-    name: str
+    name: str = Field(min_length=1, max_length=64)
     config: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -27,19 +35,20 @@ class UpdateKB(_Body):
 
 
 class SearchRequest(_Body):
-    query: str
+    query: str = Field(min_length=1)
     top_k: int = TOP_K_DEFAULT
 
 
 class GrepRequest(_Body):
-    pattern: str
+    pattern: str = Field(min_length=1)
     max_matches: int = MAX_MATCHES_DEFAULT
     ignore_case: bool = False
 
 
 class EditDocument(_Body):
     content: str
-    expected_sha256: str | None = None  # refuse if the file changed since it was read
+    # refuse if the file changed since it was read
+    expected_sha256: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
 
 
 class Invocation(_Body):
@@ -53,14 +62,18 @@ class AddDocument(_Body):
     """Either `source_path` (a file on this machine, tracked for check-sources) or
     `content` (Markdown written directly)."""
 
-    source_path: str | None = None
+    source_path: str | None = Field(default=None, min_length=1, max_length=PATH_MAX)
     track_source: bool = True  # remember source_path for check-sources (not for agents)
     content: str | None = None
-    title: str | None = None
+    title: str | None = Field(default=None, max_length=500)
     replace: bool = False
 
 
 # -- JSON shapes -------------------------------------------------------------------------
+
+# Responses are strict JSON: a stored infinity or NaN fails loudly instead of answering text
+# that no JSON parser accepts.
+json_response = partial(web.json_response, dumps=partial(json.dumps, allow_nan=False))
 
 
 def kb_json(kb: KnowledgeBase) -> dict[str, Any]:

@@ -22,7 +22,11 @@ log = logging.getLogger(__name__)
 
 STEP_MS = 30  # quiet time that ends a batch: the main term of save-to-searchable latency
 DEBOUNCE_MS = 1000  # longest a burst is grouped before it is handed over
-RESTART_DELAY_S = 1.0
+RESTART_DELAY_S = 1.0  # doubled after each failure in a row, up to RESTART_DELAY_MAX_S
+RESTART_DELAY_MAX_S = 60.0
+STABLE_S = 60.0  # a watch that ran this long resets the delay
+POLL_DELAY_MS = 2000  # polling, when the OS has no watches left for us
+WATCH_LIMIT = "watch limit"  # in the OSError watchfiles raises when inotify watches run out
 
 
 @dataclass
@@ -32,6 +36,10 @@ class WatcherState:
     events_seen: int = 0
     restarts: int = 0
     last_error: str | None = None
+    polling: str | None = None  # why the tree is polled instead of watched
+    # Unreadable folders are skipped only once one was met: skipping them from the start
+    # would also hide that the OS has no watches left (watchfiles reports both alike).
+    skip_unreadable: bool = False
 
 
 class Watcher:
@@ -65,18 +73,22 @@ class Watcher:
     def status(self) -> dict[str, Any]:
         s = self.state
         return {
-            "healthy": s.running,
+            "healthy": s.running and s.polling is None,
             "running": s.running,
             "watching": [kb.name for kb in self.indexing.kbs.list() if kb.enabled],
             "last_event_at": s.last_event_at,
             "events_seen": s.events_seen,
             "restarts": s.restarts,
             "last_error": s.last_error,
+            "polling": s.polling,
         }
 
     async def _watch_loop(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
+        delay = RESTART_DELAY_S
+        logged: set[str] = set()
         while not self._stop.is_set():
+            started = asyncio.get_running_loop().time()
             try:
                 self.state.running = True
                 async for changes in watchfiles.awatch(
@@ -85,18 +97,37 @@ class Watcher:
                     step=self.step_ms,
                     debounce=self.debounce_ms,
                     stop_event=self._stop,
-                    ignore_permission_denied=True,
+                    ignore_permission_denied=self.state.skip_unreadable,
+                    force_polling=self.state.polling is not None,
+                    poll_delay_ms=POLL_DELAY_MS,
                 ):
                     self._hand_over(changes)
                 self.state.last_error = None
             except Exception as exc:
-                # The watcher must outlive its backend: log, show it in status, start again
-                # and repair whatever was missed with a full reconcile.
-                log.error("file watcher failed: %s; restarting", exc, exc_info=exc)
-                self.state.last_error = f"{type(exc).__name__}: {exc}"
+                # The watcher must outlive its backend (a file name that is not UTF-8 ends
+                # the watch): start again, slower each time it fails at once, and let a
+                # full reconcile repair whatever was missed meanwhile.
+                message = f"{type(exc).__name__}: {exc}"[:500]
+                if _permission_denied(exc) and not self.state.skip_unreadable:
+                    log.warning("%s; folders that cannot be read are not watched", message)
+                    self.state.skip_unreadable = True
+                    continue
+                if WATCH_LIMIT in str(exc) and self.state.polling is None:
+                    self.state.polling = (
+                        "the OS has no file watches left (fs.inotify.max_user_watches); "
+                        f"polling every {POLL_DELAY_MS / 1000:g} s instead"
+                    )
+                    log.error("%s; %s", message, self.state.polling)
+                elif message not in logged:  # once each, not every second
+                    log.error("file watcher failed: %s; restarting", message, exc_info=exc)
+                    logged.add(message)
+                self.state.last_error = message
                 self.state.restarts += 1
                 self.state.running = False
-                await asyncio.sleep(RESTART_DELAY_S)
+                if asyncio.get_running_loop().time() - started > STABLE_S:
+                    delay = RESTART_DELAY_S
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RESTART_DELAY_MAX_S)
                 self.indexing.request_full()
 
     def _hand_over(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
@@ -114,3 +145,7 @@ class Watcher:
                 paths.setdefault(kb, set()).add(relpath)
         for kb, relpaths in paths.items():
             self.indexing.paths_changed(kb, relpaths)
+
+
+def _permission_denied(exc: BaseException) -> bool:
+    return isinstance(exc, PermissionError) or "ermission denied" in str(exc)
