@@ -253,3 +253,18 @@ def test_stopping_mid_conversion_is_quick_and_answers(tmp_path: Path) -> None:
         assert status == 503 and reply["error"]["code"] == "ENGINE_UNAVAILABLE"
     finally:
         cleanup(d)
+
+
+def test_log_lines_stay_short_whatever_a_path_holds(tmp_path: Path) -> None:
+    d = new_daemon(tmp_path)
+    try:
+        deep = d.docs("notes").joinpath(*(["f" * 240] * 15))  # a path of ~3,600 characters
+        write(deep / "poison.md", '---\ntitle: "\\ud800"\n---\nbody')  # refused by the index
+        d.start()
+        wait_for(
+            lambda: "WARNING cofferd.application.reindexer" in d.log.read_text(errors="replace")
+        )
+        longest = max(len(line) for line in d.log.read_text(errors="replace").splitlines())
+        assert longest < 2_500
+    finally:
+        cleanup(d)
