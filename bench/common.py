@@ -48,3 +48,13 @@ def machine() -> str:
     except OSError:
         pass
     return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """(RSS, peak RSS) of a process in MB, from /proc."""
+    values = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            values[key] = int(rest.split()[0]) / 1024
+    return values["VmRSS"], values["VmHWM"]

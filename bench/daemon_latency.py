@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import extract_tldr, machine, median, percentile, scratch_home
+from bench.common import extract_tldr, machine, median, memory_mb, percentile, scratch_home
 from cofferctl.client import Client, DaemonUnreachable
 
 BIN = Path(sys.executable).parent
@@ -42,15 +42,6 @@ def wait(condition, timeout: float = 120.0, interval: float = 0.005):  # type: i
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-
-def memory_mb(pid: int) -> tuple[float, float]:
-    values = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, rest = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            values[key] = int(rest.split()[0]) / 1024
-    return values["VmRSS"], values["VmHWM"]
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from bench.common import extract_tldr, machine, median, percentile, scratch_home
+from bench.common import extract_tldr, machine, median, memory_mb, percentile, scratch_home
 from cofferctl.client import ApiError, Client, DaemonUnreachable
 
 BIN = Path(sys.executable).parent
@@ -100,15 +100,6 @@ def build_corpus(docs: Path, scratch: Path, documents: int) -> tuple[list[str], 
             total += len(blob)
         copy += 1
     return written, total
-
-
-def memory_mb(pid: int) -> tuple[float, float]:
-    values = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, rest = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            values[key] = int(rest.split()[0]) / 1024
-    return values["VmRSS"], values["VmHWM"]
 
 
 def target(ok: bool) -> str:

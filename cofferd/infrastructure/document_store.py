@@ -63,6 +63,19 @@ def passage_from_row(row: Any, text: str, score: float, snippet: str) -> Passage
     )
 
 
+def chunk_rows(conn: Connection, key: str, values: Sequence[Any]) -> dict[Any, Any]:
+    """Chunks with their document's title and path, by `key` (`seq` or `id`)."""
+    marks = ",".join("?" * len(values))
+    rows = conn.execute(
+        "SELECT c.seq, c.id, c.document_id, c.position, c.heading, d.title, d.path"
+        " FROM chunks c JOIN documents d ON d.kind = c.kind"
+        " AND d.resource_name = c.resource_name AND d.id = c.document_id"
+        f" WHERE c.{key} IN ({marks})",
+        list(values),
+    )
+    return {r[key]: r for r in rows}
+
+
 def _delete_chunks(conn: Connection, kb: str, doc_id: str) -> None:
     rows = conn.execute(
         f"SELECT seq, id FROM chunks WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id)
@@ -345,17 +358,7 @@ class SqliteDocuments:
         found = keyword_index.search(conn, kb, match, top_k)
         if not found:
             return []
-        marks = ",".join("?" * len(found))
-        rows = {
-            r["seq"]: r
-            for r in conn.execute(
-                "SELECT c.seq, c.document_id, c.position, c.heading, d.title, d.path"
-                " FROM chunks c JOIN documents d ON d.kind = c.kind"
-                " AND d.resource_name = c.resource_name AND d.id = c.document_id"
-                f" WHERE c.seq IN ({marks})",
-                [h["seq"] for h in found],
-            )
-        }
+        rows = chunk_rows(conn, "seq", [h["seq"] for h in found])
         return [
             passage_from_row(
                 rows[h["seq"]],

@@ -14,7 +14,7 @@ from cofferd.domain.models import KB_KIND, Passage
 from cofferd.domain.ports import EmbedJob
 from cofferd.infrastructure import keyword_index, vec_index
 from cofferd.infrastructure.database import Database
-from cofferd.infrastructure.document_store import SCOPE, passage_from_row
+from cofferd.infrastructure.document_store import SCOPE, chunk_rows, passage_from_row
 from cofferd.infrastructure.sqlite import Connection
 
 SNIPPET_CHARS = 300
@@ -143,17 +143,7 @@ class SqliteVectors:
             hits = vec_index.search(conn, kb, vector, top_k)
             if not hits:
                 return []
-            marks = ",".join("?" * len(hits))
-            rows = {
-                r["id"]: r
-                for r in conn.execute(
-                    "SELECT c.seq, c.id, c.document_id, c.position, c.heading, d.title, d.path"
-                    " FROM chunks c JOIN documents d ON d.kind = c.kind"
-                    " AND d.resource_name = c.resource_name AND d.id = c.document_id"
-                    f" WHERE c.id IN ({marks})",
-                    [chunk for chunk, _ in hits],
-                )
-            }
+            rows = chunk_rows(conn, "id", [chunk for chunk, _ in hits])
             texts = keyword_index.texts(conn, kb, [r["seq"] for r in rows.values()])
             return [
                 passage_from_row(row, text, 1.0 - distance, text[:SNIPPET_CHARS])
