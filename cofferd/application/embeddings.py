@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cofferd.application.knowledge_bases import KnowledgeBases
-from cofferd.domain.config import EmbeddingConfig
+from cofferd.domain.config import EmbeddingConfig, KnowledgeBaseConfig
 from cofferd.domain.errors import CofferError, EngineUnavailable
 from cofferd.domain.models import KnowledgeBase
 from cofferd.domain.ports import Embedder, EmbeddingFailed, VectorStore
@@ -175,10 +175,11 @@ class Embeddings:
         state.failures, state.last_error = 0, None
         return True
 
-    async def check(self, config: EmbeddingConfig) -> None:
+    async def check(self, kb_config: KnowledgeBaseConfig) -> None:
         """Refuse a local model that cannot load here (a hub name offline, a bad folder)
         when it is configured, rather than degrading every document later."""
-        if config.provider != "local":
+        config = kb_config.embedding
+        if not kb_config.vector_enabled or config is None or config.provider != "local":
             return  # a remote provider may be down now and back later: that degrades
         embedder = self.make_embedder(config)
         try:

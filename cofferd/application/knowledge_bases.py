@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from cofferd.application.registry import KBRegistry
 from cofferd.application.reindexer import Reindexer
-from cofferd.domain.config import check_kb_name, merge_config, parse_config
+from cofferd.domain.config import (
+    KnowledgeBaseConfig,
+    check_kb_name,
+    merge_config,
+    parse_config,
+)
 from cofferd.domain.errors import KBDisabled, KBExists, KBNotFound, ValidationFailed
 from cofferd.domain.models import KnowledgeBase, ReindexResult, utc_now
 from cofferd.domain.ports import ActivityLog, DocumentIndex, KBRepository
@@ -29,6 +35,14 @@ class KnowledgeBases:
         self.store = store
         self.activity = activity
         self.reindexer = reindexer
+        # Refuses settings that cannot work here (a local model that cannot load); set by
+        # the composition root, so that this service does not depend on the embedders.
+        self.vet: Callable[[KnowledgeBaseConfig], Awaitable[None]] | None = None
+
+    async def _vetted(self, config: KnowledgeBaseConfig) -> KnowledgeBaseConfig:
+        if self.vet is not None:
+            await self.vet(config)
+        return config
 
     def list(self) -> list[KnowledgeBase]:
         return self.registry.all()
@@ -49,7 +63,7 @@ class KnowledgeBases:
         self, name: str, config: dict[str, Any] | None = None, *, actor: str = "user"
     ) -> KnowledgeBase:
         check_kb_name(name)
-        parsed = parse_config(config or {})
+        parsed = await self._vetted(parse_config(config or {}))
         async with self.registry.lock(name):
             if self.registry.get(name) is not None or await self.registry.reload(name):
                 raise KBExists(name)
@@ -103,7 +117,7 @@ class KnowledgeBases:
     ) -> tuple[KnowledgeBase, ReindexResult | None]:
         """Change settings; a chunking or size-limit change reconciles before returning."""
         kb = await self._writable(name)
-        config = merge_config(kb.config, patch)
+        config = await self._vetted(merge_config(kb.config, patch))
         updated = KnowledgeBase(kb.name, config, kb.enabled, kb.created_at)
         await self._save(updated)
         await self.activity.audit(

@@ -70,6 +70,7 @@ class Coffer:
             self.kbs, stores.vectors, lambda config: make_embedder(config, locations.models_dir)
         )
         self.reindexer.on_change = self.embeddings.wake
+        self.kbs.vet = self.embeddings.check
         grep = Ripgrep(locations, self.policy)
         self.retrieval = Retrieval(
             self.kbs, stores.documents, stores.vectors, grep, self.embeddings

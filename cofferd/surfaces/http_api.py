@@ -15,7 +15,6 @@ from pydantic import BaseModel
 
 from cofferd import __version__
 from cofferd.application.ingest import IngestResult
-from cofferd.domain.config import KnowledgeBaseConfig, merge_config, parse_config
 from cofferd.domain.errors import IngestRejected, ValidationFailed
 from cofferd.domain.models import KB_KIND
 from cofferd.surfaces.core import Coffer
@@ -97,11 +96,6 @@ def _kind(request: web.Request) -> str:
     return kind
 
 
-async def _check_embedding(coffer: Coffer, config: KnowledgeBaseConfig) -> None:
-    if config.vector_enabled and config.embedding is not None:
-        await coffer.embeddings.check(config.embedding)
-
-
 # -- handlers ----------------------------------------------------------------------------
 
 routes = web.RouteTableDef()
@@ -127,7 +121,6 @@ async def list_kbs(request: web.Request) -> web.Response:
 async def create_kb(request: web.Request) -> web.Response:
     body = await _json(request, CreateKB)
     coffer = request.app[COFFER]
-    await _check_embedding(coffer, parse_config(body.config))
     kb = await coffer.kbs.create(body.name, body.config, actor=_actor(request))
     return json_response(kb_json(kb), status=201)
 
@@ -141,7 +134,6 @@ async def get_kb(request: web.Request) -> web.Response:
 async def update_kb(request: web.Request) -> web.Response:
     body = await _json(request, UpdateKB)
     coffer, name = request.app[COFFER], request.match_info["name"]
-    await _check_embedding(coffer, merge_config(coffer.kbs.get(name).config, body.config))
     kb, result = await coffer.kbs.update_config(name, body.config, actor=_actor(request))
     coffer.embeddings.wake()  # a new model or provider is followed at once
     return json_response({**kb_json(kb), "reindex": reindex_json(result)})
