@@ -156,3 +156,52 @@ def test_query_terms_keep_pieces_as_phrases() -> None:
         ["AND"],
     ]
     assert query_terms("!!! ---") == []
+
+
+MIXED = {
+    "python.md": "# パス\n\nPythonファイルパスを扱う方法。",
+    "pid.md": "# 프로세스\n\npid파일을 확인하세요.",
+    "tidb.md": "# 部署\n\nTiDB集群的部署步骤。",
+    "osaka.md": "# 大阪\n\n大阪は日本の商業の中心地で、食べ物が有名です。",
+    "kyoto.md": "# 京都\n\n京都には千年の都の寺がたくさんあります。",
+}
+
+
+@pytest.fixture
+async def mixed(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> KnowledgeBase:
+    for name, text in MIXED.items():
+        write(docs / name, text)
+    await coffer.reindexer.reconcile(kb)
+    return kb
+
+
+@pytest.mark.parametrize(
+    ("query", "path"),
+    [
+        ("Pythonファイルパス", "python.md"),  # the exact text of the file
+        ("ファイル", "python.md"),  # CJK right after Latin letters
+        ("python", "python.md"),
+        ("파일", "pid.md"),
+        ("pid", "pid.md"),
+        ("TiDB", "tidb.md"),
+        ("集群", "tidb.md"),
+    ],
+)
+async def test_latin_against_cjk_is_split_at_the_script_boundary(
+    coffer: Coffer, mixed: KnowledgeBase, query: str, path: str
+) -> None:
+    assert await paths(coffer, query) == [path]
+
+
+@pytest.mark.parametrize(
+    ("question", "path"),
+    [
+        ("大阪はどんな町として有名ですか", "osaka.md"),  # shares words, not the whole question
+        ("京都にある古い寺について", "kyoto.md"),
+        ("TiDB集群怎么部署", "tidb.md"),
+    ],
+)
+async def test_questions_written_without_spaces_find_their_passage(
+    coffer: Coffer, mixed: KnowledgeBase, question: str, path: str
+) -> None:
+    assert (await paths(coffer, question))[0] == path

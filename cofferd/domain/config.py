@@ -30,6 +30,8 @@ _KB_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])")
 
 
+# Raised when the way text is indexed changes: every document is indexed again, once.
+INDEX_FORMAT = "v2"
 LOCAL_DEFAULT_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DEFAULT_DIMENSIONS = 384
 
@@ -129,7 +131,7 @@ class KnowledgeBaseConfig(BaseModel):
 
     def chunking_key(self) -> str:
         """Identifies everything that shapes chunks: a change means the corpus is re-chunked."""
-        return f"words:{self.chunk_size}:{self.chunk_overlap}"
+        return f"{INDEX_FORMAT}:words:{self.chunk_size}:{self.chunk_overlap}"
 
 
 def parse_config(data: Any) -> KnowledgeBaseConfig:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 from cofferd.domain.scripts import CJK_RANGES
 
@@ -28,7 +29,8 @@ _CJK_ONE = re.compile(f"[{CJK_RANGES}]")
 
 
 def _split_run(match: re.Match[str]) -> str:
-    return ZWSP.join(match.group()) + ZWSP
+    # before the run too: `Pythonファイル` is the word `python`, then CJK characters
+    return ZWSP + ZWSP.join(match.group()) + ZWSP
 
 
 def index_text(text: str) -> str:
@@ -50,29 +52,52 @@ def _is_token_char(ch: str) -> bool:
 def query_terms(query: str) -> list[list[str]]:
     """Split user text the way unicode61 will, keeping each whitespace-separated piece whole.
 
-    `config.yaml` -> [["config", "yaml"]] (a phrase), `东京` -> [["东", "京"]],
-    `foo AND (bar)` -> [["foo"], ["AND"], ["bar"]].
+    `config.yaml` -> [["config", "yaml"]] (a phrase). CJK is written without spaces, so a
+    run of CJK characters becomes its overlapping bigrams (phrases of two characters),
+    plus the whole run as a phrase, so that a question finds passages that share its
+    words in any order and verbatim matches rank first: `东京大学` -> [["东", "京"],
+    ["京", "大"], ["大", "学"], ["东", "京", "大", "学"]]; one character stays itself.
+    Latin text against CJK is cut at the script boundary: `TiDB集群` -> [["tidb"]...].
     """
     terms: list[list[str]] = []
+
+    def add(term: list[str]) -> None:
+        if term and term not in terms:
+            terms.append(term)
+
     for piece in query.split():
-        tokens: list[str] = []
+        words: list[str] = []  # a phrase of the piece's non-CJK words
         word: list[str] = []
-        for ch in piece:
+        run: list[str] = []  # the CJK characters in a row
+        for ch in piece + " ":
             if _CJK_ONE.match(ch):
                 if word:
-                    tokens.append("".join(word))
+                    words.append("".join(word))
                     word = []
-                tokens.append(ch)
-            elif _is_token_char(ch):
+                if words:
+                    add(words)
+                    words = []
+                run.append(ch)
+                continue
+            if run:
+                _add_run(run, add)
+                run = []
+            if _is_token_char(ch):
                 word.append(ch)
             elif word:
-                tokens.append("".join(word))
+                words.append("".join(word))
                 word = []
-        if word:
-            tokens.append("".join(word))
-        if tokens and tokens not in terms:
-            terms.append(tokens)
+        add(words)
     return terms
+
+
+def _add_run(run: list[str], add: Callable[[list[str]], None]) -> None:
+    if len(run) <= 2:
+        add(run)
+        return
+    for i in range(len(run) - 1):
+        add(run[i : i + 2])
+    add(run)
 
 
 def _phrase(tokens: list[str], prefix: bool = False) -> str:

@@ -1,0 +1,73 @@
+"""Keyword search with questions written as people write them, in Chinese and Japanese.
+
+CMRC 2018 (dev) and JSQuAD (valid), BEIR layout: each paragraph is a document, each
+question a query whose one relevant document is its own paragraph; questions have no
+spaces and rarely repeat the paragraph's wording. Every query goes through
+`Retrieval.search` (what the API calls); documents are ranked by their best passage.
+
+    .venv/bin/python -m bench.cjk_questions [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import time
+from collections import defaultdict
+
+from bench.common import DATA, machine, median, percentile, scratch_home
+from bench.scifact_keyword import ndcg_at, ranked_documents
+from cofferd.locations import Locations
+from cofferd.surfaces.core import Coffer
+
+SETS = ("cmrc2018-dev", "jsquad-valid")
+
+
+async def evaluate(name: str, limit: int | None) -> None:
+    root = DATA / name
+    corpus = [json.loads(line) for line in (root / "corpus.jsonl").open(encoding="utf-8")]
+    queries = {q["_id"]: q["text"] for q in map(json.loads, (root / "queries.jsonl").open())}
+    qrels: dict[str, dict[str, int]] = defaultdict(dict)
+    for line in list((root / "qrels" / "test.tsv").open())[1:]:
+        qid, cid, score = line.split()
+        qrels[qid][cid] = int(score)
+    home = scratch_home("cjkq")
+    try:
+        locations = Locations(home=home, socket=home / "cofferd.sock")
+        async with await Coffer.open(locations) as coffer:
+            kb = await coffer.kbs.create("q")
+            docs = locations.docs_dir("q")
+            for doc in corpus:
+                title = doc.get("title")
+                body = f"# {title}\n\n{doc['text']}\n" if title else doc["text"] + "\n"
+                (docs / f"{doc['_id']}.md").write_text(body, encoding="utf-8")
+            await coffer.reindexer.reconcile(kb)
+            ndcgs, latencies = [], []
+            for qid, rels in sorted(qrels.items())[:limit]:
+                started = time.perf_counter()
+                found = await coffer.retrieval.search("q", queries[qid], top_k=10)
+                latencies.append((time.perf_counter() - started) * 1000)
+                ndcgs.append(ndcg_at(ranked_documents(found.passages), rels, 10))
+        print(
+            f"{name}: {len(corpus)} documents, {len(ndcgs)} questions: "
+            f"nDCG@10 {sum(ndcgs) / len(ndcgs):.4f}; query p50 {median(latencies):.1f} ms, "
+            f"p95 {percentile(latencies, 95):.1f} ms",
+            flush=True,
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--limit", type=int, default=None, help="questions per set")
+    args = parser.parse_args()
+    print(f"machine: {machine()}")
+    for name in SETS:
+        await evaluate(name, args.limit)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
