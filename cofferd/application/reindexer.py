@@ -88,8 +88,10 @@ class Reindexer:
         self, kb: KnowledgeBase, *, actor: str = "system", audit: bool = False
     ) -> ReindexResult:
         """`reconcile`, for a caller that holds the KB's lock."""
-        indexed = await self.store.indexed_files(kb.name)
-        scan = await asyncio.to_thread(self.tree.scan, kb.name)
+        # the index is read while the tree is walked: neither waits for the other
+        indexed, scan = await asyncio.gather(
+            self.store.indexed_files(kb.name), asyncio.to_thread(self.tree.scan, kb.name)
+        )
         result = await self._sync(kb, _observed(scan, indexed), indexed, actor)
         for key in [k for k, v in self._skipped.items() if k[0] == kb.name and v[0].size < 0]:
             del self._skipped[key]  # names found unusable before: seen afresh below

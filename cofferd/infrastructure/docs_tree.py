@@ -87,18 +87,21 @@ class FileDocsTree:
         name = entry.name
         if self.policy.is_noise(name):
             return
-        if not _utf8(name):  # undecodable bytes arrive as surrogates: no index key can hold it
+        if name.isascii():  # the common case, and already NFC
+            relpath = prefix + name
+        elif not _utf8(name):  # undecodable bytes arrive as surrogates: no key can hold it
             shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
             if entry.is_dir(follow_symlinks=False) or self.policy.is_markdown(shown):
                 unusable[prefix + shown] = "the name is not valid UTF-8: rename it"
             return
-        relpath = normalize_relpath(prefix + name)
+        else:
+            relpath = normalize_relpath(prefix + name)
         try:
             if entry.is_symlink():
                 return  # never a document, never followed: its target is indexed where it is
             if entry.is_dir():
                 stack.append((relpath + "/", entry.path))
-            elif self.policy.is_markdown(name) and entry.is_file():
+            elif self.policy.has_markdown_suffix(name) and entry.is_file():
                 files[relpath] = _stat(entry.stat())
         except OSError as exc:  # vanished or unreadable between listing and stat
             log.debug("skipping %s: %s", entry.path, exc)

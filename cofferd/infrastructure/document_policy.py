@@ -51,7 +51,11 @@ class DocumentPolicy(watchfiles.BaseFilter):
         return self._noise.match(name) is not None
 
     def is_markdown(self, name: str) -> bool:
-        return name.lower().endswith(MARKDOWN_SUFFIXES) and not self.is_noise(name)
+        return self.has_markdown_suffix(name) and not self.is_noise(name)
+
+    @staticmethod
+    def has_markdown_suffix(name: str) -> bool:
+        return name.lower().endswith(MARKDOWN_SUFFIXES)
 
     def in_noise(self, relpath: str) -> bool:
         """Whether any part of a path inside a docs tree is noise."""
