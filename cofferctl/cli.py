@@ -20,6 +20,7 @@ from cofferd.locations import socket_from_env
 
 EXIT_OK, EXIT_API, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 RESULT_FAILED = object()  # a command's result when it printed its own failures
+SCORE_KINDS = {"keyword": "bm25", "vector": "cosine similarity", "hybrid": "reciprocal rank fusion"}
 START_HINT = "start it with `cofferd` (or `make run` in a checkout)"
 
 
@@ -244,12 +245,16 @@ def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
     data = c.post(c.kb(a.kb, "/search"), {"query": " ".join(a.query), "top_k": a.top_k})
     if out.as_json:
         return data
+    mode = data.get("mode", "keyword")
+    fallback = f" (fallback: {data['fallback'].replace('_', ' ')})" if data.get("fallback") else ""
+    out.line(out.style(f"{mode} search{fallback}; score: {SCORE_KINDS.get(mode, mode)}", "2"))
     if not data["passages"]:
         out.line("no matches")
     for i, p in enumerate(data["passages"], 1):
         heading = " > ".join(p["heading"][1:])
         where = f"{p['path']}" + (f" > {heading}" if heading else "")
-        out.line(f"{i:>2}. {out.style(p['title'], '1')}  {out.style(where, '2')}  {p['score']:.2f}")
+        score = f"{p['score']:.3f}"
+        out.line(f"{i:>2}. {out.style(p['title'], '1')}  {out.style(where, '2')}  {score}")
         snippet = " ".join(out.highlight(p["snippet"], p["highlights"]).split())
         out.line(f"    {snippet}")
     return None

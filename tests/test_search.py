@@ -205,3 +205,39 @@ async def test_questions_written_without_spaces_find_their_passage(
     coffer: Coffer, mixed: KnowledgeBase, question: str, path: str
 ) -> None:
     assert (await paths(coffer, question))[0] == path
+
+
+SYNTAX = {
+    "exact.md": "# Units\n\nSocket activation starts the daemon on the first connection.",
+    "stemmed.md": "# Sockets\n\nActive sockets activate activation of sockets; sockets are active.",
+    "other.md": "# Other\n\nWho created the subdirectory for the notes?",
+}
+
+
+@pytest.fixture
+async def syntax(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> KnowledgeBase:
+    for name, text in SYNTAX.items():
+        write(docs / name, text)
+    await coffer.reindexer.reconcile(kb)
+    return kb
+
+
+async def test_quotes_match_the_exact_phrase(coffer: Coffer, syntax: KnowledgeBase) -> None:
+    assert await paths(coffer, '"socket activation"') == ["exact.md"]
+    assert "exact.md" in await paths(coffer, '"socket activation" daemon')
+
+
+async def test_a_minus_excludes_a_word(coffer: Coffer, syntax: KnowledgeBase) -> None:
+    assert set(await paths(coffer, "sockets")) == {"exact.md", "stemmed.md"}
+    assert await paths(coffer, "sockets -daemon") == ["stemmed.md"]
+    assert await paths(coffer, 'sockets -"first connection"') == ["stemmed.md"]
+
+
+async def test_no_filler_results_for_stopwords(coffer: Coffer, syntax: KnowledgeBase) -> None:
+    assert await paths(coffer, "who created the xyzzy") == ["other.md"]  # `created`
+    assert await paths(coffer, "who is the xyzzy") == []  # only stopwords match
+    hits = (await coffer.retrieval.search("notes", "who created the subdirectory")).passages
+    marked = hits[0].snippet
+    assert f"{HIGHLIGHT_START}the{HIGHLIGHT_END}" not in marked
+    assert f"{HIGHLIGHT_START}created{HIGHLIGHT_END}" in marked
+    assert "other.md" in await paths(coffer, "the")  # a query of stopwords only still works

@@ -95,7 +95,7 @@ async def test_a_bad_provider_degrades_and_never_corrupts(
     result = await coffer.retrieval.search("vec", "bark")
     assert [p.path for p in result.passages] == ["dogs.md"]
     if mode == "down":
-        assert result.fallback == "keyword"  # the query could not be embedded either
+        assert result.fallback == "embedder_unavailable"  # the query could not be embedded either
     # provider back: a reconcile retries, only the vectors are written
     server.mode = "ok"
     before = await coffer.stores.documents.dump("vec")
@@ -279,3 +279,25 @@ async def test_hub_model_names_fail_fast_offline(tmp_path: Path) -> None:
     finally:
         await embedder.close()
     assert time.monotonic() - started < 10
+
+
+async def test_search_says_what_answered_and_why(
+    coffer: Coffer, vkb: KnowledgeBase, server: FakeEmbeddings
+) -> None:
+    await coffer.embeddings.drain("vec")
+    assert (await coffer.retrieval.search("vec", "cats sleep")).mode == "hybrid"
+    local = await coffer.kbs.update_config(
+        "vec", {"embedding": {**server.config()["embedding"], "multilingual": False}}
+    )
+    assert local[0].config.embedding is not None
+    await coffer.embeddings.drain("vec")
+    cjk = await coffer.retrieval.search("vec", "猫は一日中寝る")
+    assert (cjk.mode, cjk.fallback) == ("keyword", "language_not_covered")
+    server.mode = "down"
+    down = await coffer.retrieval.search("vec", "cats sleep")
+    assert (down.mode, down.fallback) == ("keyword", "embedder_unavailable")
+    no_provider = await coffer.kbs.create(
+        "portable", {"enabled_modes": ["keyword", "grep", "vector"], "embedding": {"model": "m"}}
+    )
+    result = await coffer.retrieval.search(no_provider.name, "anything")
+    assert (result.mode, result.fallback) == ("keyword", "no_provider")

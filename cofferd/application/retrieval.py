@@ -101,14 +101,21 @@ class Retrieval:
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= TOP_K_MAX:
             raise ValidationFailed(f"top_k must be between 1 and {TOP_K_MAX}", field="top_k")
         mode = kb.config.default_mode
-        if (
-            mode in ("vector", "hybrid")
-            and kb.config.vector_enabled
-            and await self.embeddings.available()
-        ):
-            return await self._with_vectors(kb, query, top_k, mode == "hybrid")
+        fallback = None
+        if mode in ("vector", "hybrid"):
+            if not kb.config.vector_enabled:
+                fallback = "no_provider"  # vectors asked for, no provider chosen here
+            elif not await self.embeddings.available():
+                fallback = "vectors_unavailable"
+            else:
+                return await self._with_vectors(kb, query, top_k, mode == "hybrid")
+        return await self._keyword(kb, query, top_k, fallback)
+
+    async def _keyword(
+        self, kb: KnowledgeBase, query: str, top_k: int, fallback: str | None = None
+    ) -> SearchResult:
         passages = await self.store.keyword_search(kb.name, query, top_k)
-        return SearchResult(mode="keyword", passages=passages)
+        return SearchResult(mode="keyword", passages=passages, fallback=fallback)
 
     async def _with_vectors(
         self, kb: KnowledgeBase, query: str, top_k: int, hybrid: bool
@@ -116,15 +123,14 @@ class Retrieval:
         embedding = kb.config.embedding
         assert embedding is not None
         current = (embedding.identity(), embedding.dimensions)
-        stale = await self.vectors.vector_model(kb.name) != current  # model switch under way
-        if stale or (hybrid and beyond_latin(query) and not embedding.covers_all_languages()):
-            passages = await self.store.keyword_search(kb.name, query, top_k)
-            return SearchResult(mode="keyword", passages=passages)
+        if await self.vectors.vector_model(kb.name) != current:  # a model switch under way
+            return await self._keyword(kb, query, top_k, "vectors_pending")
+        if hybrid and beyond_latin(query) and not embedding.covers_all_languages():
+            return await self._keyword(kb, query, top_k, "language_not_covered")
         if not hybrid:
             vector = await self.embeddings.embed_query(kb, query)
             if vector is None:
-                passages = await self.store.keyword_search(kb.name, query, top_k)
-                return SearchResult(mode="keyword", passages=passages, fallback="keyword")
+                return await self._keyword(kb, query, top_k, "embedder_unavailable")
             passages = await self.vectors.vector_search(kb.name, vector, top_k)
             return SearchResult(mode="vector", passages=passages)
         depth = max(top_k, FUSION_CANDIDATES)
@@ -137,6 +143,8 @@ class Retrieval:
             raise
         keyword = await keyword_task
         if vector is None:
-            return SearchResult(mode="keyword", passages=keyword[:top_k], fallback="keyword")
+            return SearchResult(
+                mode="keyword", passages=keyword[:top_k], fallback="embedder_unavailable"
+            )
         semantic = await self.vectors.vector_search(kb.name, vector, depth)
         return SearchResult(mode="hybrid", passages=fuse([(1.0, keyword), (1.0, semantic)], top_k))

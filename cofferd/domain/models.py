@@ -75,9 +75,13 @@ class Passage:
 
 @dataclass(frozen=True)
 class SearchResult:
+    """`mode` is what answered; `fallback` why that is not the KB's own mode (None when it
+    is): embedder_unavailable, language_not_covered, vectors_pending, no_provider,
+    vectors_unavailable."""
+
     mode: RetrievalMode
     passages: Sequence[Passage]
-    fallback: RetrievalMode | None = None
+    fallback: str | None = None
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from cofferd.locations import Locations
 
 log = logging.getLogger(__name__)
 SCOPE = "kind = ? AND resource_name = ?"
+PHRASE_CANDIDATES = 5  # x top_k, read to keep those that hold quoted phrases verbatim
 
 
 def chunk_id(kb: str, doc_id: str, position: int) -> str:
@@ -340,15 +341,19 @@ class SqliteDocuments:
         return await self.db.read(run)
 
     async def keyword_search(self, kb: str, query: str, top_k: int) -> list[Passage]:
-        """BM25 over words; when nothing matches, the terms are tried again as prefixes."""
-        terms = fts.query_terms(query)
-        if not terms:
+        """BM25 over words; when nothing matches, the words are tried again as prefixes."""
+        parsed = fts.parse_query(query)
+        match = parsed.match()
+        if match is None:
             return []
 
         def run(conn: Connection) -> list[Passage]:
-            hits = self._hits(conn, kb, fts.match_expression(terms), top_k)
+            if parsed.phrases:  # stemmed matches are checked word for word
+                hits = self._hits(conn, kb, match, top_k * PHRASE_CANDIDATES)
+                return [h for h in hits if parsed.holds_phrases(h.text)][:top_k]
+            hits = self._hits(conn, kb, match, top_k)
             if not hits:
-                hits = self._hits(conn, kb, fts.match_expression(terms, prefix=True), top_k)
+                hits = self._hits(conn, kb, parsed.match(prefix=True) or match, top_k)
             return hits
 
         return await self.db.read(run)

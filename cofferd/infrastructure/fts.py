@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from cofferd.domain.scripts import CJK_RANGES
 
@@ -98,6 +99,95 @@ def _add_run(run: list[str], add: Callable[[list[str]], None]) -> None:
     for i in range(len(run) - 1):
         add(run[i : i + 2])
     add(run)
+
+
+# Words too common to make a passage relevant on their own (English; other languages' are
+# rarely so short that bm25 alone cannot tell).
+STOPWORDS = frozenset(
+    (
+        "a", "about", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could",
+        "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into",
+        "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "so", "than", "that",
+        "the", "their", "them", "then", "there", "these", "they", "this", "to", "us", "was", "we",
+        "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would",
+        "you", "your",
+    )
+)  # fmt: skip
+_QUOTED = re.compile(r'(?:(?<=\s)|^)(-?)"([^"]*)"')
+
+
+@dataclass(frozen=True)
+class Query:
+    """What people type: `"exact phrase"` must match, `-word` must not, the rest is text."""
+
+    phrases: list[list[str]]
+    words: list[list[str]]
+    excluded: list[list[str]]
+
+    def holds_phrases(self, text: str) -> bool:
+        """Whether the text holds every quoted phrase word for word (the index stems, so
+        `"socket activation"` also finds "sockets activate" there)."""
+        return all(_literal(p).search(text) for p in self.phrases)
+
+    def match(self, *, prefix: bool = False) -> str | None:
+        """The FTS5 MATCH string, or None when nothing can match."""
+        if self.phrases:
+            required = " AND ".join(_phrase(p) for p in self.phrases)
+            if self.words:
+                required = f"({required}) AND ({match_expression(self.phrases + self.words)})"
+        elif self.words:
+            required = match_expression(self.words, prefix=prefix)
+        else:
+            return None
+        if self.excluded:
+            return f"({required}) NOT ({match_expression(self.excluded)})"
+        return required
+
+
+def parse_query(text: str) -> Query:
+    phrases: list[list[str]] = []
+    excluded: list[list[str]] = []
+    for minus, inner in _QUOTED.findall(text):
+        tokens = tokenize(inner)
+        target = excluded if minus else phrases
+        if tokens and tokens not in target:
+            target.append(tokens)
+    rest = _QUOTED.sub(" ", text).replace('"', " ")
+    plain: list[str] = []
+    for piece in rest.split():
+        if piece.startswith("-") and len(piece) > 1:
+            excluded += query_terms(piece[1:])
+        else:
+            plain.append(piece)
+    words = query_terms(" ".join(plain))
+    content = [w for w in words if not (len(w) == 1 and w[0].lower() in STOPWORDS)]
+    if content or phrases:
+        words = content
+    return Query(phrases, words, excluded)
+
+
+def _literal(tokens: list[str]) -> re.Pattern[str]:
+    parts = [
+        re.escape(t) if _CJK_ONE.match(t) else rf"(?<![^\W_]){re.escape(t)}(?![^\W_])"
+        for t in tokens
+    ]
+    return re.compile(r"\W*".join(parts), re.IGNORECASE)
+
+
+def tokenize(text: str) -> list[str]:
+    """The tokens unicode61 sees, in order: words, and each CJK character alone."""
+    tokens: list[str] = []
+    word: list[str] = []
+    for ch in text + " ":
+        if _CJK_ONE.match(ch) or not _is_token_char(ch):
+            if word:
+                tokens.append("".join(word))
+                word = []
+            if _CJK_ONE.match(ch):
+                tokens.append(ch)
+        else:
+            word.append(ch)
+    return tokens
 
 
 def _phrase(tokens: list[str], prefix: bool = False) -> str:

@@ -310,7 +310,13 @@ async def search(request: web.Request) -> web.Response:
     result = await request.app[COFFER].retrieval.search(
         request.match_info["name"], body.query, body.top_k
     )
-    return json_response({"passages": [passage_json(p) for p in result.passages]})
+    return json_response(
+        {
+            "mode": result.mode,
+            "fallback": result.fallback,
+            "passages": [passage_json(p) for p in result.passages],
+        }
+    )
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/grep")
