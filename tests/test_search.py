@@ -22,12 +22,18 @@ CORPUS = {
 }
 
 
-@pytest.fixture
-async def corpus(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> KnowledgeBase:
-    for name, text in CORPUS.items():
+async def indexed(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path, files: dict[str, str]
+) -> KnowledgeBase:
+    for name, text in files.items():
         write(docs / name, text)
     await coffer.reindexer.reconcile(kb)
     return kb
+
+
+@pytest.fixture
+async def corpus(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> KnowledgeBase:
+    return await indexed(coffer, kb, docs, CORPUS)
 
 
 async def paths(coffer: Coffer, query: str, kb: str = "notes") -> list[str]:
@@ -169,10 +175,7 @@ MIXED = {
 
 @pytest.fixture
 async def mixed(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> KnowledgeBase:
-    for name, text in MIXED.items():
-        write(docs / name, text)
-    await coffer.reindexer.reconcile(kb)
-    return kb
+    return await indexed(coffer, kb, docs, MIXED)
 
 
 @pytest.mark.parametrize(
@@ -216,10 +219,7 @@ SYNTAX = {
 
 @pytest.fixture
 async def syntax(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> KnowledgeBase:
-    for name, text in SYNTAX.items():
-        write(docs / name, text)
-    await coffer.reindexer.reconcile(kb)
-    return kb
+    return await indexed(coffer, kb, docs, SYNTAX)
 
 
 async def test_quotes_match_the_exact_phrase(coffer: Coffer, syntax: KnowledgeBase) -> None:
