@@ -242,7 +242,14 @@ def cmd_rm(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = c.post(c.kb(a.kb, "/search"), {"query": " ".join(a.query), "top_k": a.top_k})
+    if a.all or a.kbs:  # then the first word is part of the query, not a KB
+        query = " ".join([a.kb, *a.query])
+        body = {"query": query, "top_k": a.top_k, "knowledge_bases": a.kbs or None}
+        data = c.post("/api/v1/search", {k: v for k, v in body.items() if v is not None})
+    elif not a.query:
+        raise UsageError("give the words to search for after the knowledge base")
+    else:
+        data = c.post(c.kb(a.kb, "/search"), {"query": " ".join(a.query), "top_k": a.top_k})
     if out.as_json:
         return data
     mode = data.get("mode", "keyword")
@@ -253,6 +260,8 @@ def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
     for i, p in enumerate(data["passages"], 1):
         heading = " > ".join(p["heading"][1:])
         where = f"{p['path']}" + (f" > {heading}" if heading else "")
+        if a.all or a.kbs:
+            where = f"{p['knowledge_base']}: {where}"
         score = f"{p['score']:.3f}"
         out.line(f"{i:>2}. {out.style(p['title'], '1')}  {out.style(where, '2')}  {score}")
         snippet = " ".join(out.highlight(p["snippet"], p["highlights"]).split())
@@ -502,9 +511,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--replace", action="store_true", help="update documents of the same name")
     sp = add("check-sources", cmd_check_sources, "compare tracked originals with their files")
     sp.add_argument("kb")
-    sp = add("search", cmd_search, "search a knowledge base")
-    sp.add_argument("kb")
-    sp.add_argument("query", nargs="+")
+    sp = add("search", cmd_search, "search a knowledge base (or several: --all, --kb)")
+    sp.add_argument("kb", help="the knowledge base (with --all or --kb: the query's first word)")
+    sp.add_argument("query", nargs="*", help="what to look for")
+    sp.add_argument("--all", action="store_true", help="search every enabled knowledge base")
+    sp.add_argument(
+        "--kb", dest="kbs", action="append", default=[], metavar="KB",
+        help="search this knowledge base too (repeatable)",
+    )  # fmt: skip
     sp.add_argument("-k", "--top-k", type=int, default=10)
     sp = add("grep", cmd_grep, "search the Markdown files with a regular expression")
     sp.add_argument("kb")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 
 from cofferd.application.embeddings import Embeddings
@@ -35,11 +36,11 @@ def beyond_latin(text: str) -> bool:
 
 def fuse(lists: list[tuple[float, list[Passage]]], top_k: int) -> list[Passage]:
     """Weighted reciprocal rank fusion, one entry per (document, position)."""
-    scores: dict[tuple[str, int], float] = {}
-    first: dict[tuple[str, int], Passage] = {}
+    scores: dict[tuple[str, str, int], float] = {}
+    first: dict[tuple[str, str, int], Passage] = {}
     for weight, passages in lists:
         for rank, passage in enumerate(passages):
-            key = (passage.document_id, passage.position)
+            key = (passage.knowledge_base, passage.document_id, passage.position)
             scores[key] = scores.get(key, 0.0) + weight / (RRF_K + rank + 1)
             first.setdefault(key, passage)
     ranked = sorted(scores, key=lambda key: scores[key], reverse=True)[:top_k]
@@ -90,7 +91,30 @@ class Retrieval:
         hits = [GrepHit(ids.get(h.path), h.path, h.line_number, h.line) for h in raw]
         return GrepResult(hits=hits, truncated=truncated)
 
+    async def search_all(
+        self, query: str, top_k: int = TOP_K_DEFAULT, kb_names: Sequence[str] | None = None
+    ) -> tuple[list[Passage], dict[str, SearchResult]]:
+        """Several KBs at once (every enabled one when none are named), each in its own
+        mode; merged by rank fusion, since scores of different KBs and modes do not
+        compare. Returns the merged passages and each KB's own answer."""
+        names = (
+            list(dict.fromkeys(kb_names))
+            if kb_names
+            else [kb.name for kb in self.kbs.list() if kb.enabled]
+        )
+        for name in names:
+            self.kbs.get_enabled(name)
+        answers = await asyncio.gather(*(self.search(name, query, top_k) for name in names))
+        per_kb = dict(zip(names, answers, strict=True))
+        merged = fuse([(1.0, list(a.passages)) for a in answers], top_k)
+        return merged, per_kb
+
     async def search(self, kb_name: str, query: str, top_k: int = TOP_K_DEFAULT) -> SearchResult:
+        result = await self._search(kb_name, query, top_k)
+        passages = [replace(p, knowledge_base=kb_name) for p in result.passages]
+        return replace(result, passages=passages)
+
+    async def _search(self, kb_name: str, query: str, top_k: int) -> SearchResult:
         kb = self.kbs.get_enabled(kb_name)
         if not isinstance(query, str) or not query.strip():
             raise ValidationFailed("query must not be empty", field="query")

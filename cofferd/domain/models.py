@@ -71,6 +71,7 @@ class Passage:
     path: str
     heading: tuple[str, ...] = ()
     snippet: str = ""
+    knowledge_base: str = ""
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from cofferd.surfaces.http_json import (
     EditDocument,
     GrepRequest,
     Invocation,
+    SearchAllRequest,
     SearchRequest,
     UpdateKB,
     document_json,
@@ -315,6 +316,25 @@ async def search(request: web.Request) -> web.Response:
             "mode": result.mode,
             "fallback": result.fallback,
             "passages": [passage_json(p) for p in result.passages],
+        }
+    )
+
+
+@routes.post("/api/v1/search")
+async def search_all(request: web.Request) -> web.Response:
+    body = await _json(request, SearchAllRequest)
+    passages, per_kb = await request.app[COFFER].retrieval.search_all(
+        body.query, body.top_k, body.knowledge_bases
+    )
+    modes = {answer.mode for answer in per_kb.values()}
+    return json_response(
+        {
+            "mode": modes.pop() if len(modes) == 1 else "mixed",
+            "knowledge_bases": {
+                name: {"mode": answer.mode, "fallback": answer.fallback}
+                for name, answer in per_kb.items()
+            },
+            "passages": [passage_json(p) for p in passages],
         }
     )
 

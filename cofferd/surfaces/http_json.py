@@ -39,6 +39,12 @@ class SearchRequest(_Body):
     top_k: int = TOP_K_DEFAULT
 
 
+class SearchAllRequest(_Body):
+    query: str = Field(min_length=1)
+    top_k: int = TOP_K_DEFAULT
+    knowledge_bases: list[str] | None = Field(default=None, min_length=1, max_length=100)
+
+
 class GrepRequest(_Body):
     pattern: str = Field(min_length=1)
     max_matches: int = MAX_MATCHES_DEFAULT
@@ -108,6 +114,7 @@ def passage_json(p: Passage) -> dict[str, Any]:
     snippet, highlights = split_highlights(p.snippet)
     return {
         "document_id": p.document_id,
+        "knowledge_base": p.knowledge_base,
         "title": p.title,
         "text": p.text,
         "score": p.score,
