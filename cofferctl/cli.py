@@ -48,6 +48,12 @@ class Output:
         for row in cells:
             self.line("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
+    def link(self, text: str, path: str) -> str:
+        """`text` as a terminal hyperlink to the file (OSC 8) on a terminal."""
+        if not self.color:
+            return text
+        return f"\x1b]8;;file://{urllib.parse.quote(path)}\x1b\\{text}\x1b]8;;\x1b\\"
+
     def highlight(self, text: str, spans: Sequence[Sequence[int]]) -> str:
         if not self.color or not spans:
             return text
@@ -254,16 +260,16 @@ def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
         return data
     mode = data.get("mode", "keyword")
     fallback = f" (fallback: {data['fallback'].replace('_', ' ')})" if data.get("fallback") else ""
-    out.line(out.style(f"{mode} search{fallback}; score: {SCORE_KINDS.get(mode, mode)}", "2"))
+    kind = SCORE_KINDS["hybrid"] if a.all or a.kbs else SCORE_KINDS.get(mode, mode)
+    out.line(out.style(f"{mode} search{fallback}; score: {kind}", "2"))
     if not data["passages"]:
         out.line("no matches")
     for i, p in enumerate(data["passages"], 1):
         heading = " > ".join(p["heading"][1:])
-        where = f"{p['path']}" + (f" > {heading}" if heading else "")
-        if a.all or a.kbs:
-            where = f"{p['knowledge_base']}: {where}"
-        score = f"{p['score']:.3f}"
-        out.line(f"{i:>2}. {out.style(p['title'], '1')}  {out.style(where, '2')}  {score}")
+        where = out.link(f"{p['path']}:{p['line_start']}", p["path"])
+        kb = f"{p['knowledge_base']}  " if a.all or a.kbs else ""
+        out.line(f"{i:>2}. {out.style(p['title'], '1')}  {p['score']:.3f}  {kb}{p['document_id']}")
+        out.line(f"    {where}" + (out.style(f"  > {heading}", "2") if heading else ""))
         snippet = " ".join(out.highlight(p["snippet"], p["highlights"]).split())
         out.line(f"    {snippet}")
     return None
@@ -275,9 +281,8 @@ def cmd_grep(c: Client, a: argparse.Namespace, out: Output) -> Any:
     if out.as_json:
         return data
     for h in data["hits"]:
-        out.line(
-            f"{out.style(h['path'], '35')}:{out.style(str(h['line_number']), '32')}:{h['line']}"
-        )
+        path = out.link(out.style(h["relative_path"], "35"), h["path"])
+        out.line(f"{path}:{out.style(str(h['line_number']), '32')}:{h['line']}")
     if data["truncated"]:
         out.line(out.style("(more matches not shown: raise --max-matches)", "2"))
     return None

@@ -241,11 +241,13 @@ def test_grep(shared_daemon: Daemon) -> None:
     )
     assert len(body["hits"]) == 7 and body["truncated"] is True
     assert body["hits"][0] == {
-        "document_id": doc_id, "path": "a.md", "line_number": 1, "line": "line 0 needle"
+        "document_id": doc_id, "path": str(d.docs(kb) / "a.md"), "relative_path": "a.md",
+        "line_number": 1, "line": "line 0 needle",
     }  # fmt: skip
     body = d.client.post(d.client.kb(kb, "/grep"), {"pattern": "NEEDLE", "ignore_case": True})
     assert len(body["hits"]) == 50 and not body["truncated"]
-    assert {h["path"] for h in body["hits"]} == {"a.md"}
+    assert {h["relative_path"] for h in body["hits"]} == {"a.md"}
+    assert {h["path"] for h in body["hits"]} == {str(d.docs(kb) / "a.md")}
 
 
 def test_resources_enable_disable(shared_daemon: Daemon) -> None:

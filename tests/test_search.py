@@ -241,3 +241,23 @@ async def test_no_filler_results_for_stopwords(coffer: Coffer, syntax: Knowledge
     assert f"{HIGHLIGHT_START}the{HIGHLIGHT_END}" not in marked
     assert f"{HIGHLIGHT_START}created{HIGHLIGHT_END}" in marked
     assert "other.md" in await paths(coffer, "the")  # a query of stopwords only still works
+
+
+async def test_passages_say_where_they_are_in_the_file(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    text = (
+        "---\ntitle: Plan\ntags: [a]\n---\n# Plan\n\nintro words\n\n## Later\n\n"
+        "the pelican section\n"
+    )
+    write(docs / "sub" / "plan.md", text)
+    await coffer.reindexer.reconcile(kb)
+    (hit,) = (await coffer.retrieval.search("notes", "pelican")).passages
+    lines = text.split("\n")
+    assert "pelican" in "\n".join(lines[hit.line_start - 1 : hit.line_end])
+    assert lines[hit.line_start - 1].startswith("## Later")
+    assert hit.file == str(docs / "sub" / "plan.md") and hit.path == "sub/plan.md"
+    (first,) = (await coffer.retrieval.search("notes", "intro")).passages
+    assert (first.line_start, first.line_end) == (5, 7)  # after the frontmatter
+    (grepped,) = (await coffer.retrieval.grep("notes", "pelican")).hits
+    assert grepped.file == hit.file and grepped.line_number == 11

@@ -44,4 +44,6 @@ def test_one_query_searches_every_knowledge_base(shared_daemon: Daemon) -> None:
     out = io.StringIO()
     args = ["--socket", str(d.socket), "search", "--kb", names[0], "albatross"]
     assert cli.main(args, stdout=out) == 0
-    assert f"{names[0]}: birds.md" in out.getvalue() and names[1] not in out.getvalue()
+    printed = out.getvalue()
+    assert f"{names[0]}/docs/birds.md:1" in printed and names[1] not in printed
+    assert "score: reciprocal rank fusion" in printed

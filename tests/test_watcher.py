@@ -23,7 +23,7 @@ def new_kb(d: Daemon) -> str:
 
 def found(d: Daemon, kb: str, query: str) -> list[str]:
     body = d.client.post(d.client.kb(kb, "/search"), {"query": query, "top_k": 50})
-    return sorted(p["path"] for p in body["passages"])
+    return sorted(p["relative_path"] for p in body["passages"])
 
 
 def assert_matches_rebuild(d: Daemon, kb: str, scratch: Path) -> None:

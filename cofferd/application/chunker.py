@@ -32,39 +32,43 @@ def _pieces_of(size: int) -> re.Pattern[str]:
     return re.compile(f"(?:{_ONE_WORD})(?:\\s*(?:{_ONE_WORD})){{0,{size - 1}}}")
 
 
-def _blocks(body: str) -> Iterator[tuple[int, str, str]]:
-    """(heading level or 0, heading text, block text) for each block of the body."""
+def _blocks(body: str) -> Iterator[tuple[int, str, str, int]]:
+    """(heading level or 0, heading text, block text, index of its first line) for each
+    block of the body."""
     lines = body.split("\n")
     para: list[str] = []
+    start = 0
     fence: str | None = None
-    for line in lines:
+    for number, line in enumerate(lines):
         if fence is not None:
             para.append(line)
             if line.strip().startswith(fence):
                 fence = None
-                yield 0, "", "\n".join(para)
+                yield 0, "", "\n".join(para), start
                 para = []
             continue
         m = _FENCE.match(line)
         if m:
             if para:
-                yield 0, "", "\n".join(para)
-            para = [line]
+                yield 0, "", "\n".join(para), start
+            para, start = [line], number
             fence = m.group(1)[0] * 3
             continue
         h = _HEADING.match(line)
         if h:
             if para:
-                yield 0, "", "\n".join(para)
+                yield 0, "", "\n".join(para), start
                 para = []
-            yield len(h.group(1)), h.group(2).strip(), line
+            yield len(h.group(1)), h.group(2).strip(), line, number
         elif line.strip():
+            if not para:
+                start = number
             para.append(line)
         elif para:
-            yield 0, "", "\n".join(para)
+            yield 0, "", "\n".join(para), start
             para = []
     if para:
-        yield 0, "", "\n".join(para)
+        yield 0, "", "\n".join(para), start
 
 
 def _split_large(text: str, size: int) -> list[str]:
@@ -106,7 +110,11 @@ def _tail(text: str, words: int) -> str:
         window *= 4
 
 
-def chunk_markdown(body: str, title: str, size: int, overlap: int) -> list[Chunk]:
+def chunk_markdown(
+    body: str, title: str, size: int, overlap: int, first_line: int = 1
+) -> list[Chunk]:
+    """Chunks with the lines they come from (`first_line` is the body's first line in its
+    file, counting from 1)."""
     chunks: list[Chunk] = []
     path: list[tuple[int, str]] = []
 
@@ -117,19 +125,21 @@ def chunk_markdown(body: str, title: str, size: int, overlap: int) -> list[Chunk
     section: list[str] = []
     section_words = 0
     section_parts = 0
+    lines: list[int] = []  # first and last line of what the section holds
 
     def flush() -> None:
-        nonlocal section, section_words, section_parts
+        nonlocal section, section_words, section_parts, lines
         text = "\n\n".join(section).strip()
         if text:
             if section_parts and overlap:
                 previous = chunks[-1].text
                 text = _tail(previous, overlap) + "\n\n" + text
-            chunks.append(Chunk(position=len(chunks), text=text, heading=heading()))
+            span = (first_line + min(lines), first_line + max(lines)) if lines else (0, 0)
+            chunks.append(Chunk(len(chunks), text, heading(), *span))
             section_parts += 1
-        section, section_words = [], 0
+        section, section_words, lines = [], 0, []
 
-    for level, name, block in _blocks(body):
+    for level, name, block, start in _blocks(body):
         if level:
             flush()
             section_parts = 0
@@ -139,13 +149,18 @@ def chunk_markdown(body: str, title: str, size: int, overlap: int) -> list[Chunk
         n = count_words(block)
         if n > size:
             flush()
+            cursor = 0
             for piece in _split_large(block, size - overlap if section_parts else size):
-                section = [piece]
+                at = block.find(piece, cursor)
+                cursor = at + len(piece)
+                first = start + block.count("\n", 0, at)
+                section, lines = [piece], [first, first + piece.count("\n")]
                 flush()
             continue
         if section_words + n > size - (overlap if section_parts else 0):
             flush()
         section.append(block)
         section_words += n
+        lines += [start, start + block.count("\n")]
     flush()
     return chunks

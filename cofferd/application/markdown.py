@@ -50,6 +50,7 @@ class ParsedMarkdown:
     frontmatter: dict[str, Any]
     source_mode: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    body_line: int = 1  # the line of the file the body starts on
 
 
 def content_hash(data: bytes) -> str:
@@ -184,4 +185,5 @@ def parse(data: bytes, relpath: str) -> ParsedMarkdown:
         frontmatter=frontmatter,
         source_mode=mode if mode in ("converted", "edited") else "edited",
         metadata=metadata,
+        body_line=text.count("\n", 0, len(text) - len(body)) + 1,
     )

@@ -265,7 +265,11 @@ class Reindexer:
                 embed_pending=config.vector_enabled,
             )
             chunks = chunk_markdown(
-                parsed.body, parsed.title, config.chunk_size, config.chunk_overlap
+                parsed.body,
+                parsed.title,
+                config.chunk_size,
+                config.chunk_overlap,
+                first_line=parsed.body_line,
             )
             event = "kb_document_updated" if known else "kb_document_ingested"
             batch.writes.append(DocumentWrite(document, content.stat, chunking, chunks, event))

@@ -16,7 +16,7 @@ from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.domain.errors import InvalidPattern, ValidationFailed
 from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, SearchResult
-from cofferd.domain.ports import DocumentIndex, Grepper, VectorStore
+from cofferd.domain.ports import DocsTree, DocumentIndex, Grepper, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,9 @@ def fuse(lists: list[tuple[float, list[Passage]]], top_k: int) -> list[Passage]:
             key = (passage.knowledge_base, passage.document_id, passage.position)
             scores[key] = scores.get(key, 0.0) + weight / (RRF_K + rank + 1)
             first.setdefault(key, passage)
-    ranked = sorted(scores, key=lambda key: scores[key], reverse=True)[:top_k]
+    # equal ranks (the best of two KBs) are ordered by their own scores
+    ranked = sorted(scores, key=lambda key: (scores[key], first[key].score), reverse=True)
+    ranked = ranked[:top_k]
     return [replace(first[key], score=scores[key]) for key in ranked]
 
 
@@ -55,7 +57,9 @@ class Retrieval:
         vectors: VectorStore,
         grepper: Grepper,
         embeddings: Embeddings,
+        tree: DocsTree,
     ) -> None:
+        self.tree = tree
         self.kbs = kbs
         self.store = store
         self.vectors = vectors
@@ -88,7 +92,10 @@ class Retrieval:
             )
         raw, truncated = await self.grepper.grep(kb.name, pattern, max_matches, ignore_case)
         ids = await self.store.document_ids(kb.name, [h.path for h in raw])
-        hits = [GrepHit(ids.get(h.path), h.path, h.line_number, h.line) for h in raw]
+        hits = [
+            GrepHit(ids.get(h.path), h.path, h.line_number, h.line, self._file(kb.name, h.path))
+            for h in raw
+        ]
         return GrepResult(hits=hits, truncated=truncated)
 
     async def search_all(
@@ -111,8 +118,14 @@ class Retrieval:
 
     async def search(self, kb_name: str, query: str, top_k: int = TOP_K_DEFAULT) -> SearchResult:
         result = await self._search(kb_name, query, top_k)
-        passages = [replace(p, knowledge_base=kb_name) for p in result.passages]
+        passages = [
+            replace(p, knowledge_base=kb_name, file=self._file(kb_name, p.path))
+            for p in result.passages
+        ]
         return replace(result, passages=passages)
+
+    def _file(self, kb: str, relpath: str) -> str:
+        return self.tree.absolute(kb, relpath)
 
     async def _search(self, kb_name: str, query: str, top_k: int) -> SearchResult:
         kb = self.kbs.get_enabled(kb_name)

@@ -31,7 +31,7 @@ _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])")
 
 
 # Raised when the way text is indexed changes: every document is indexed again, once.
-INDEX_FORMAT = "v2"
+INDEX_FORMAT = "v3"
 LOCAL_DEFAULT_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DEFAULT_DIMENSIONS = 384
 

@@ -59,6 +59,8 @@ class Chunk:
     position: int
     text: str
     heading: tuple[str, ...]
+    line_start: int = 0  # in the file, from 1, frontmatter counted
+    line_end: int = 0
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,9 @@ class Passage:
     heading: tuple[str, ...] = ()
     snippet: str = ""
     knowledge_base: str = ""
+    line_start: int = 0
+    line_end: int = 0
+    file: str = ""  # the absolute path of the file, when known
 
 
 @dataclass(frozen=True)
@@ -88,9 +93,10 @@ class SearchResult:
 @dataclass(frozen=True)
 class GrepHit:
     document_id: str | None
-    path: str
+    path: str  # relative to the docs folder
     line_number: int
     line: str
+    file: str = ""  # the absolute path
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,8 @@ def passage_from_row(row: Any, text: str, score: float, snippet: str) -> Passage
         path=row["path"],
         heading=tuple(json.loads(row["heading"])),
         snippet=snippet,
+        line_start=int(row["line_start"]),
+        line_end=int(row["line_end"]),
     )
 
 
@@ -68,7 +70,8 @@ def chunk_rows(conn: Connection, key: str, values: Sequence[Any]) -> dict[Any, A
     """Chunks with their document's title and path, by `key` (`seq` or `id`)."""
     marks = ",".join("?" * len(values))
     rows = conn.execute(
-        "SELECT c.seq, c.id, c.document_id, c.position, c.heading, d.title, d.path"
+        "SELECT c.seq, c.id, c.document_id, c.position, c.heading, c.line_start, c.line_end,"
+        " d.title, d.path"
         " FROM chunks c JOIN documents d ON d.kind = c.kind"
         " AND d.resource_name = c.resource_name AND d.id = c.document_id"
         f" WHERE c.{key} IN ({marks})",
@@ -95,10 +98,11 @@ def _write_document(conn: Connection, kb: str, w: DocumentWrite, actor: str) -> 
         (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM chunks").fetchone()
         numbered = list(enumerate(w.chunks, start=last + 1))
         conn.executemany(
-            "INSERT INTO chunks (seq, id, document_id, kind, resource_name, position, heading)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO chunks (seq, id, document_id, kind, resource_name, position, heading,"
+            " line_start, line_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(seq, chunk_id(kb, d.id, c.position), d.id, KB_KIND, kb, c.position,
-              json.dumps(c.heading, ensure_ascii=False)) for seq, c in numbered],
+              json.dumps(c.heading, ensure_ascii=False), c.line_start, c.line_end)
+             for seq, c in numbered],
         )  # fmt: skip
         keyword_index.insert(conn, kb, [(seq, c.text, c.heading) for seq, c in numbered])
     conn.execute(
@@ -164,7 +168,8 @@ def dump_index(conn: Connection, kb: str) -> dict[str, Any]:
     ).fetchall()
     texts = keyword_index.dump(conn, kb)
     chunks = conn.execute(
-        f"SELECT seq, id, document_id, position, heading FROM chunks WHERE {SCOPE} ORDER BY id",
+        "SELECT seq, id, document_id, position, heading, line_start, line_end FROM chunks"
+        f" WHERE {SCOPE} ORDER BY id",
         (KB_KIND, kb),
     ).fetchall()
     vectors = vec_index.chunk_ids(conn, kb) if vec_index.available(conn) else []

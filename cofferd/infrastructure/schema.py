@@ -114,6 +114,11 @@ MIGRATIONS: list[Migration] = [
     )
     """,
     _fts_table_per_kb,
+    # 6: where each chunk is in its file (line numbers people can open)
+    """
+    ALTER TABLE chunks ADD COLUMN line_start INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE chunks ADD COLUMN line_end INTEGER NOT NULL DEFAULT 0
+    """,
 ]
 
 

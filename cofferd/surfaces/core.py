@@ -73,7 +73,7 @@ class Coffer:
         self.kbs.vet = self.embeddings.check
         grep = Ripgrep(locations, self.policy)
         self.retrieval = Retrieval(
-            self.kbs, stores.documents, stores.vectors, grep, self.embeddings
+            self.kbs, stores.documents, stores.vectors, grep, self.embeddings, tree
         )
         self.documents = Documents(self.kbs, stores.documents, tree, self.reindexer)
         self.ingest = Ingest(

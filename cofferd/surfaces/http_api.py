@@ -350,7 +350,8 @@ async def grep(request: web.Request) -> web.Response:
             "hits": [
                 {
                     "document_id": h.document_id,
-                    "path": h.path,
+                    "path": h.file,
+                    "relative_path": h.path,
                     "line_number": h.line_number,
                     "line": h.line,
                 }
