@@ -107,13 +107,15 @@ class Documents:
     async def delete(self, kb: str, doc_id: str, *, actor: str) -> Document:
         doc = await self._get(kb, doc_id)
         async with self.kbs.registry.lock(kb):
-            await asyncio.to_thread(self._remove_files, kb, doc)
+            await asyncio.to_thread(remove_files, self.tree, kb, doc.path, doc.id)
             await self.store.delete_document(kb, doc.id, actor)
         return doc
 
-    def _remove_files(self, kb: str, doc: Document) -> None:
-        self.tree.remove(kb, doc.path)
-        self.tree.remove_originals(kb, doc.id)
+
+def remove_files(tree: DocsTree, kb: str, relpath: str, doc_id: str) -> None:
+    """A document's Markdown file and its kept original."""
+    tree.remove(kb, relpath)
+    tree.remove_originals(kb, doc_id)
 
 
 def _edited_text(current: bytes, body: str) -> str:

@@ -66,13 +66,9 @@ class IndexingService:
         self.pending.setdefault(kb, set()).update(relpaths)
         self._wake.set()
 
-    def kb_changed(self, kb: str) -> None:
-        """A KB's folder, docs/ or settings file appeared, changed or vanished: read its
-        settings again, then reconcile it whole."""
-        self._full.add(kb)
-        self._wake.set()
-
     def request_full(self, kb: str | None = None) -> None:
+        """Reconcile a KB whole (every KB when None), its settings read again first: its
+        folder, docs/ or settings file appeared, changed or vanished."""
         self._full.update([kb] if kb else [k.name for k in self.kbs.list()])
         self._wake.set()
 
@@ -81,15 +77,6 @@ class IndexingService:
         self.pending.pop(kb, None)
         self._full.discard(kb)
         self.state.failing.pop(kb, None)
-
-    async def adopt_all(self) -> None:
-        """At start: every KB folder read and prepared. One that cannot be (a file where a
-        folder belongs, a folder that cannot be read) is reported and skipped."""
-        for kb in self.kbs.list():
-            try:
-                await self.kbs.adopt(kb.name)
-            except (CofferError, OSError) as exc:
-                self._failed(kb.name, exc)
 
     def problems(self) -> dict[str, str]:
         """KB -> why indexing it fails now."""
@@ -109,7 +96,7 @@ class IndexingService:
 
         def again() -> None:
             if paths is None:
-                self.kb_changed(name)
+                self.request_full(name)
             else:
                 self.paths_changed(name, paths)
 

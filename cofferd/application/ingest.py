@@ -13,7 +13,7 @@ from typing import Any, Literal
 from ulid import ULID
 
 from cofferd.application import markdown
-from cofferd.application.documents import Documents, DocumentView
+from cofferd.application.documents import Documents, DocumentView, remove_files
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
 from cofferd.application.source_paths import check_source
@@ -244,7 +244,7 @@ class Ingest:
         await asyncio.to_thread(self.tree.write, kb.name, f"{doc_id}.md", text.encode())
         result = await self.reindexer.sync_paths_locked(kb, [f"{doc_id}.md"], actor=actor)
         if result.skipped and not target:
-            await asyncio.to_thread(self._remove, kb.name, doc_id)
+            await asyncio.to_thread(remove_files, self.tree, kb.name, f"{doc_id}.md", doc_id)
             reason = result.skipped[0]["reason"]
             raise IngestRejected(
                 "too_large" if reason == "too_large" else "conversion_failed",
@@ -256,10 +256,6 @@ class Ingest:
         if target:
             return IngestResult("updated", view, f"updated {view.document.title!r} in place")
         return IngestResult("added", view, f"added {view.document.title!r}")
-
-    def _remove(self, kb: str, doc_id: str) -> None:
-        self.tree.remove(kb, f"{doc_id}.md")
-        self.tree.remove_originals(kb, doc_id)
 
     async def _to_markdown(self, source: Path, filename: str) -> tuple[dict[str, Any], str]:
         """(frontmatter, body) of the converted document, its title set."""

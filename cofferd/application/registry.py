@@ -5,10 +5,13 @@ every change to a KB's files or index runs under."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import defaultdict
 
 from cofferd.domain.models import KnowledgeBase
 from cofferd.domain.ports import KBRepository
+
+log = logging.getLogger(__name__)
 
 
 class KBRegistry:
@@ -19,7 +22,8 @@ class KBRegistry:
 
     async def load(self) -> None:
         """Read every KB folder (off the event loop)."""
-        self._kbs = await asyncio.to_thread(self._read_all)
+        for kb in (await asyncio.to_thread(self._read_all)).values():
+            self.put(kb)
 
     def _read_all(self) -> dict[str, KnowledgeBase]:
         found = {}
@@ -35,7 +39,7 @@ class KBRegistry:
         if kb is None:
             self._kbs.pop(name, None)
         else:
-            self._kbs[name] = kb
+            self.put(kb)
         return kb
 
     def get(self, name: str) -> KnowledgeBase | None:
@@ -45,6 +49,17 @@ class KBRegistry:
         return [self._kbs[name] for name in sorted(self._kbs)]
 
     def put(self, kb: KnowledgeBase) -> None:
+        """Remember a KB; a problem with its settings is logged when it first shows."""
+        old = self._kbs.get(kb.name)
+        if kb.settings_error and (old is None or old.settings_error != kb.settings_error):
+            log.error("%s; using default settings until it is fixed", kb.settings_error)
+        if kb.ignored_settings and (old is None or old.ignored_settings != kb.ignored_settings):
+            log.warning(
+                "%s: ignored %s in its folder: such settings are this machine's own; set "
+                "them with `cofferctl kb set`",
+                kb.name,
+                ", ".join(kb.ignored_settings),
+            )
         self._kbs[kb.name] = kb
 
     def drop(self, name: str) -> None:

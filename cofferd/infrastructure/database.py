@@ -85,9 +85,7 @@ class Database:
         except Error as exc:
             if not damaged(exc):
                 raise
-            await self._close_workers()
-            self._quarantine(str(exc))
-            await self._open()
+            await self._recover(str(exc))
         return self
 
     async def _open(self) -> None:

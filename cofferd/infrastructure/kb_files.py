@@ -107,17 +107,9 @@ class KBFiles:
             _, mine = split_config(local)
             config = parse_config(join_config(portable, mine))
         except (SettingsUnreadable, CofferError) as exc:
-            log.error("%s: %s; using default settings until it is fixed", path, exc)
             problem = exc.message if isinstance(exc, CofferError) else str(exc)
             return KnowledgeBase(
                 name, KnowledgeBaseConfig(), True, utc_now(), f"{path}: {problem}"[:500]
-            )
-        if ignored:
-            log.warning(
-                "%s: ignored %s: such settings are this machine's own; set them with "
-                "`cofferctl kb set`",
-                path,
-                ", ".join(ignored),
             )
         return KnowledgeBase(
             name=name,

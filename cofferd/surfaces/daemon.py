@@ -81,7 +81,6 @@ class Daemon:
             self.coffer = coffer = await stack.enter_async_context(
                 await Coffer.open(self.locations, self.tuning)
             )
-            await coffer.indexing.adopt_all()
             if not coffer.kbs.list():
                 await coffer.kbs.create(DEFAULT_KB, actor="system")
                 log.info("created the default knowledge base %r", DEFAULT_KB)

@@ -140,7 +140,7 @@ class Watcher:
                 continue
             kb, relpath = where
             if relpath is None:
-                self.indexing.kb_changed(kb)
+                self.indexing.request_full(kb)
             else:
                 paths.setdefault(kb, set()).add(relpath)
         for kb, relpaths in paths.items():
