@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import shutil
 import time
-from collections import defaultdict
 
-from bench.common import DATA, machine, median, percentile, scratch_home
-from bench.scifact_keyword import ndcg_at, ranked_documents
+from bench.common import machine, median, percentile, scratch_home
+from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
@@ -26,13 +24,7 @@ SETS = ("cmrc2018-dev", "jsquad-valid")
 
 
 async def evaluate(name: str, limit: int | None) -> None:
-    root = DATA / name
-    corpus = [json.loads(line) for line in (root / "corpus.jsonl").open(encoding="utf-8")]
-    queries = {q["_id"]: q["text"] for q in map(json.loads, (root / "queries.jsonl").open())}
-    qrels: dict[str, dict[str, int]] = defaultdict(dict)
-    for line in list((root / "qrels" / "test.tsv").open())[1:]:
-        qid, cid, score = line.split()
-        qrels[qid][cid] = int(score)
+    corpus, queries, qrels = load_beir(name)
     home = scratch_home("cjkq")
     try:
         locations = Locations(home=home, socket=home / "cofferd.sock")

@@ -23,8 +23,13 @@ from cofferd.surfaces.core import Coffer
 
 
 def load_scifact() -> tuple[list[dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
-    root = DATA / "scifact"
-    corpus = [json.loads(line) for line in (root / "corpus.jsonl").open()]
+    return load_beir("scifact")
+
+
+def load_beir(name: str) -> tuple[list[dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
+    """(corpus, queries by id, relevance by query id) of a BEIR-layout set in the data."""
+    root = DATA / name
+    corpus = [json.loads(line) for line in (root / "corpus.jsonl").open(encoding="utf-8")]
     queries = {q["_id"]: q["text"] for q in map(json.loads, (root / "queries.jsonl").open())}
     qrels: dict[str, dict[str, int]] = defaultdict(dict)
     for line in list((root / "qrels" / "test.tsv").open())[1:]:
