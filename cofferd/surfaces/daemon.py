@@ -19,8 +19,9 @@ from cofferd.application.knowledge_bases import DEFAULT_KB
 from cofferd.locations import Locations
 from cofferd.surfaces import systemd, unix_socket
 from cofferd.surfaces.core import Coffer, Tuning
-from cofferd.surfaces.http_api import UPLOAD_PREFIX, create_app
+from cofferd.surfaces.http_api import create_app
 from cofferd.surfaces.http_errors import PARSER_LIMIT
+from cofferd.surfaces.http_upload import UPLOAD_PREFIX
 from cofferd.surfaces.watcher import Watcher
 
 log = logging.getLogger("cofferd")

@@ -5,17 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-from aiohttp import BodyPartReader, MultipartReader, web
+from aiohttp import web
 from pydantic import BaseModel
 
 from cofferd import __version__
-from cofferd.application.ingest import IngestResult
-from cofferd.domain.errors import IngestRejected, ValidationFailed
+from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.models import KB_KIND
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.http_errors import error_middleware, error_response
@@ -36,6 +33,7 @@ from cofferd.surfaces.http_json import (
     reindex_json,
     resource_json,
 )
+from cofferd.surfaces.http_upload import receive_upload
 from cofferd.surfaces.peercred import peer_uid
 
 log = logging.getLogger(__name__)
@@ -45,10 +43,6 @@ ACTOR_HEADER = "X-Coffer-Actor"
 
 COFFER: web.AppKey[Coffer] = web.AppKey("coffer", Coffer)
 STATUS: web.AppKey[Callable[[], Awaitable[dict[str, Any]]]] = web.AppKey("status")
-
-
-UPLOAD_CHUNK = 256 * 1024
-UPLOAD_PREFIX = "upload-"
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -183,7 +177,7 @@ async def add_document(request: web.Request) -> web.Response:
     coffer = request.app[COFFER]
     name, actor = request.match_info["name"], _actor(request)
     if request.content_type == "multipart/form-data":
-        result = await _upload(request, coffer, name, actor)
+        result = await receive_upload(request, coffer, name, actor)
     else:
         body = await _json(request, AddDocument)
         if (body.source_path is None) == (body.content is None):
@@ -196,60 +190,6 @@ async def add_document(request: web.Request) -> web.Response:
                 name, body.source_path, replace=body.replace, track=body.track_source, actor=actor
             )
     return json_response(ingest_json(result), status=201 if result.status == "added" else 200)
-
-
-async def _upload(request: web.Request, coffer: Coffer, name: str, actor: str) -> IngestResult:
-    """Stream the `file` part to disk, refusing it as soon as it passes the KB's limit."""
-    limit = coffer.kbs.get_enabled(name).config.max_document_bytes
-    replace = request.query.get("replace", "").lower() in ("1", "true", "yes")
-    incoming = coffer.locations.incoming_dir
-    incoming.mkdir(parents=True, exist_ok=True)
-    try:
-        reader = await request.multipart()
-    except (ValueError, AssertionError, KeyError) as exc:  # no or a broken boundary
-        raise ValidationFailed(f"not a valid multipart body: {exc}") from None
-    tmp: Path | None = None
-    filename = None
-    try:
-        while (part := await _next_part(reader)) is not None:
-            if not isinstance(part, BodyPartReader):
-                continue
-            if part.name == "replace":
-                value = (await part.read(decode=False)).decode("utf-8", "replace")
-                replace = value.strip().lower() in ("1", "true", "yes", "on")
-            elif part.name == "file" and tmp is None:
-                filename = part.filename
-                if not filename:
-                    raise ValidationFailed("the file part needs a filename", field="file")
-                if "\0" in filename or len(filename) > 255:
-                    raise ValidationFailed("the file name is not a valid name", field="file")
-                fd, raw = tempfile.mkstemp(dir=incoming, prefix=UPLOAD_PREFIX)
-                tmp = Path(raw)
-                size = 0
-                with os.fdopen(fd, "wb") as fh:
-                    while chunk := await part.read_chunk(UPLOAD_CHUNK):
-                        size += len(chunk)
-                        if size > limit:
-                            raise IngestRejected(
-                                "too_large",
-                                f"{filename!r} is larger than this knowledge base takes "
-                                f"({limit:,} bytes)",
-                                limit=limit,
-                            )
-                        fh.write(chunk)
-        if tmp is None or filename is None:
-            raise ValidationFailed("multipart field 'file' is required", field="file")
-        return await coffer.ingest.add_file(name, tmp, filename, replace=replace, actor=actor)
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
-
-
-async def _next_part(reader: MultipartReader) -> Any:
-    try:
-        return await reader.next()
-    except (ValueError, AssertionError) as exc:  # a broken part
-        raise ValidationFailed(f"not a valid multipart body: {exc}") from None
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/documents/{doc_id}/reconvert")

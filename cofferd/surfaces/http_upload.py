@@ -1,0 +1,74 @@
+"""Uploads: a multipart `file` part streamed to disk, refused as soon as it passes the
+knowledge base's size limit, then added like any file."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from aiohttp import BodyPartReader, MultipartReader, web
+
+from cofferd.application.ingest import IngestResult
+from cofferd.domain.errors import IngestRejected, ValidationFailed
+from cofferd.surfaces.core import Coffer
+
+UPLOAD_CHUNK = 256 * 1024
+UPLOAD_PREFIX = "upload-"  # files in incoming/ with this prefix are cleared at start
+
+
+async def receive_upload(
+    request: web.Request, coffer: Coffer, name: str, actor: str
+) -> IngestResult:
+    """Stream the `file` part to disk, refusing it as soon as it passes the KB's limit."""
+    limit = coffer.kbs.get_enabled(name).config.max_document_bytes
+    replace = request.query.get("replace", "").lower() in ("1", "true", "yes")
+    incoming = coffer.locations.incoming_dir
+    incoming.mkdir(parents=True, exist_ok=True)
+    try:
+        reader = await request.multipart()
+    except (ValueError, AssertionError, KeyError) as exc:  # no or a broken boundary
+        raise ValidationFailed(f"not a valid multipart body: {exc}") from None
+    tmp: Path | None = None
+    filename = None
+    try:
+        while (part := await _next_part(reader)) is not None:
+            if not isinstance(part, BodyPartReader):
+                continue
+            if part.name == "replace":
+                value = (await part.read(decode=False)).decode("utf-8", "replace")
+                replace = value.strip().lower() in ("1", "true", "yes", "on")
+            elif part.name == "file" and tmp is None:
+                filename = part.filename
+                if not filename:
+                    raise ValidationFailed("the file part needs a filename", field="file")
+                if "\0" in filename or len(filename) > 255:
+                    raise ValidationFailed("the file name is not a valid name", field="file")
+                fd, raw = tempfile.mkstemp(dir=incoming, prefix=UPLOAD_PREFIX)
+                tmp = Path(raw)
+                size = 0
+                with os.fdopen(fd, "wb") as fh:
+                    while chunk := await part.read_chunk(UPLOAD_CHUNK):
+                        size += len(chunk)
+                        if size > limit:
+                            raise IngestRejected(
+                                "too_large",
+                                f"{filename!r} is larger than this knowledge base takes "
+                                f"({limit:,} bytes)",
+                                limit=limit,
+                            )
+                        fh.write(chunk)
+        if tmp is None or filename is None:
+            raise ValidationFailed("multipart field 'file' is required", field="file")
+        return await coffer.ingest.add_file(name, tmp, filename, replace=replace, actor=actor)
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
+async def _next_part(reader: MultipartReader) -> Any:
+    try:
+        return await reader.next()
+    except (ValueError, AssertionError) as exc:  # a broken part
+        raise ValidationFailed(f"not a valid multipart body: {exc}") from None
