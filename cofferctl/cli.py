@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from cofferctl.client import ApiError, Client, DaemonUnreachable
+from cofferctl.when import parse_when
 from cofferd.locations import socket_from_env
 
 EXIT_OK, EXIT_API, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -225,6 +226,8 @@ def cmd_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
     if out.as_json:
         return doc
     out.line(out.style(doc["title"], "1") + f"  ({doc['path']})")
+    if doc.get("tags"):
+        out.line(out.style(" ".join(f"#{t}" for t in doc["tags"]), "36"))
     out.line()
     out.stream.write(doc["content"])
     return None
@@ -247,15 +250,39 @@ def cmd_rm(c: Client, a: argparse.Namespace, out: Output) -> Any:
     return data if out.as_json else out.line(f"deleted {data['deleted']['relative_path']}")
 
 
+def _filters(a: argparse.Namespace) -> dict[str, Any] | None:
+    filters: dict[str, Any] = {
+        "folder": a.folder,
+        "tags": a.tags or None,
+        "source_mode": a.source_mode,
+    }
+    for key, option, value in (
+        ("updated_after", "--since", a.since),
+        ("updated_before", "--until", a.until),
+    ):
+        if value is not None:
+            try:
+                filters[key] = parse_when(value, end_of_day=key == "updated_before")
+            except ValueError:
+                raise UsageError(
+                    f"{option} takes a date (2026-11-30), a time (2026-11-30T18:00) "
+                    f"or an age (3d, 12h, 2w); got {value!r}"
+                ) from None
+    return {k: v for k, v in filters.items() if v is not None} or None
+
+
 def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    filters = _filters(a)
     if a.all or a.kbs:  # then the first word is part of the query, not a KB
         query = " ".join([a.kb, *a.query])
         body = {"query": query, "top_k": a.top_k, "knowledge_bases": a.kbs or None}
+        body["filters"] = filters
         data = c.post("/api/v1/search", {k: v for k, v in body.items() if v is not None})
     elif not a.query:
         raise UsageError("give the words to search for after the knowledge base")
     else:
-        data = c.post(c.kb(a.kb, "/search"), {"query": " ".join(a.query), "top_k": a.top_k})
+        body = {"query": " ".join(a.query), "top_k": a.top_k, "filters": filters}
+        data = c.post(c.kb(a.kb, "/search"), {k: v for k, v in body.items() if v is not None})
     if out.as_json:
         return data
     mode = data.get("mode", "keyword")
@@ -525,6 +552,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="search this knowledge base too (repeatable)",
     )  # fmt: skip
     sp.add_argument("-k", "--top-k", type=int, default=10)
+    sp.add_argument("--folder", help="only documents in this folder of docs/ (or below it)")
+    sp.add_argument(
+        "--tag", dest="tags", action="append", default=[], metavar="TAG",
+        help="only documents with this tag (repeatable: all of them; nested tags count)",
+    )  # fmt: skip
+    sp.add_argument("--since", metavar="WHEN", help="updated since: 2026-11-30, 3d, 12h, 2w")
+    sp.add_argument("--until", metavar="WHEN", help="updated until (the whole day for a date)")
+    sp.add_argument("--source-mode", choices=["converted", "edited"])
     sp = add("grep", cmd_grep, "search the Markdown files with a regular expression")
     sp.add_argument("kb")
     sp.add_argument("pattern")

@@ -111,12 +111,37 @@ def _document(doc: dict[str, Any], with_content: bool) -> dict[str, Any]:
 
 
 @server.tool(
-    description="Search a knowledge base. Returns the best-matching passages "
-    "(document_id, title, text, score, position). Use for questions and topics."
+    description="Search a knowledge base, or every one with kb='*'. Returns the best-matching "
+    "passages (document_id, knowledge_base, title, text, score, path, line_start) and the "
+    'mode that answered. Query syntax: "exact phrase", -excluded. Filters (all optional): '
+    "folder (inside docs/), tags (documents with all of them), updated_after/updated_before "
+    "(ISO 8601 date or time, UTC), source_mode (converted or edited)."
 )
 @bridged("search")
-def search(client: Client, query: str, kb: str = DEFAULT_KB, top_k: int = 10) -> dict[str, Any]:
-    body = client.post(client.kb(kb, "/search"), {"query": query, "top_k": top_k})
+def search(
+    client: Client,
+    query: str,
+    kb: str = DEFAULT_KB,
+    top_k: int = 10,
+    folder: str | None = None,
+    tags: list[str] | None = None,
+    updated_after: str | None = None,
+    updated_before: str | None = None,
+    source_mode: str | None = None,
+) -> dict[str, Any]:
+    given = {
+        "folder": folder,
+        "tags": tags,
+        "updated_after": updated_after,
+        "updated_before": updated_before,
+        "source_mode": source_mode,
+    }
+    request: dict[str, Any] = {"query": query, "top_k": top_k}
+    filters = {k: v for k, v in given.items() if v is not None}
+    if filters:
+        request["filters"] = filters
+    path = "/api/v1/search" if kb == "*" else client.kb(kb, "/search")
+    body = client.post(path, request)
     for p in body["passages"]:
         p.pop("highlights", None)
     return dict(body)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from cofferd.infrastructure import schema, sqlite
+from cofferd.infrastructure import keyword_index, schema, sqlite
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.sqlite import atomic
 
@@ -72,3 +72,22 @@ def test_a_newer_database_is_refused(tmp_path: Path) -> None:
     conn.execute("PRAGMA user_version = 99")
     with pytest.raises(RuntimeError, match="newer"):
         schema.migrate(conn)
+
+
+def test_upgrading_keeps_keyword_rows_until_the_reindex(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conn = sqlite.connect(tmp_path / "c.db")
+    with monkeypatch.context() as m:
+        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:6])
+        schema.migrate(conn)
+    name = keyword_index.table_name("notes")
+    conn.execute(f"CREATE VIRTUAL TABLE {name} USING fts5(text, heading, tokenize = 'porter')")
+    conn.execute(f"INSERT INTO {name} (rowid, text, heading) VALUES (7, 'old words', 'Title')")
+    conn.execute("INSERT INTO fts_tables VALUES ('notes', ?)", (name,))
+    conn.commit()
+    schema.migrate(conn)
+    assert keyword_index.dump(conn, "notes") == {7: ("old words", "Title", "")}
+    assert [r[0] for r in keyword_index.search(conn, "notes", '"old"', 5)] == [7]
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
+    assert {"tags", "aliases"} <= columns

@@ -44,6 +44,10 @@ BAD_BODIES = [
     ("/api/v1/knowledge_bases", b'{"name": ""}'),
     ("/api/v1/knowledge_bases", b"[" * 100_000 + b"]" * 100_000),
     (f"{KB}/search", b'{"query": "x"' + b', "a": {' * 50_000 + b"}" * 50_000 + b"}"),
+    (f"{KB}/documents?replace=perhaps", b'{"content": "x"}'),
+    (f"{KB}/search", b'{"query": "x", "filters": {"folder": "../.."}}'),
+    (f"{KB}/search", b'{"query": "x", "filters": {"tags": "a", "extra": 1}}'),
+    ("/api/v1/search", b'{"query": "x", "filters": {"updated_after": "soon"}}'),
 ]  # fmt: skip
 
 

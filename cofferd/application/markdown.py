@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from cofferd.domain.tags import aliases_of, tags_of
+
 ULID_NAME = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}\.md$")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
@@ -51,6 +53,8 @@ class ParsedMarkdown:
     source_mode: str
     metadata: dict[str, Any] = field(default_factory=dict)
     body_line: int = 1  # the line of the file the body starts on
+    tags: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
 
 
 def content_hash(data: bytes) -> str:
@@ -186,4 +190,6 @@ def parse(data: bytes, relpath: str) -> ParsedMarkdown:
         source_mode=mode if mode in ("converted", "edited") else "edited",
         metadata=metadata,
         body_line=text.count("\n", 0, len(text) - len(body)) + 1,
+        tags=tags_of(frontmatter, body),
+        aliases=aliases_of(frontmatter),
     )

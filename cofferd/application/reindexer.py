@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from cofferd.application import markdown
 from cofferd.application.chunker import chunk_markdown
 from cofferd.application.registry import KBRegistry
-from cofferd.domain.models import Document, KnowledgeBase, ReindexResult, utc_now
+from cofferd.domain.models import Document, KnowledgeBase, ReindexResult, utc_from_ns, utc_now
 from cofferd.domain.ports import (
     ActivityLog,
     DocsTree,
@@ -261,8 +261,10 @@ class Reindexer:
                 source_mode=parsed.source_mode,
                 metadata=parsed.metadata,
                 created_at=stamp,
-                updated_at=stamp,
+                updated_at=utc_from_ns(content.stat.mtime_ns),  # the file's, as people see it
                 embed_pending=config.vector_enabled,
+                tags=parsed.tags,
+                aliases=parsed.aliases,
             )
             chunks = chunk_markdown(
                 parsed.body,

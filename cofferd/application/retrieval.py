@@ -15,6 +15,7 @@ from dataclasses import replace
 from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.domain.errors import InvalidPattern, ValidationFailed
+from cofferd.domain.filters import SearchFilters
 from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, SearchResult
 from cofferd.domain.ports import DocsTree, DocumentIndex, Grepper, VectorStore
 
@@ -99,7 +100,11 @@ class Retrieval:
         return GrepResult(hits=hits, truncated=truncated)
 
     async def search_all(
-        self, query: str, top_k: int = TOP_K_DEFAULT, kb_names: Sequence[str] | None = None
+        self,
+        query: str,
+        top_k: int = TOP_K_DEFAULT,
+        kb_names: Sequence[str] | None = None,
+        filters: SearchFilters | None = None,
     ) -> tuple[list[Passage], dict[str, SearchResult]]:
         """Several KBs at once (every enabled one when none are named), each in its own
         mode; merged by rank fusion, since scores of different KBs and modes do not
@@ -111,13 +116,21 @@ class Retrieval:
         )
         for name in names:
             self.kbs.get_enabled(name)
-        answers = await asyncio.gather(*(self.search(name, query, top_k) for name in names))
+        answers = await asyncio.gather(
+            *(self.search(name, query, top_k, filters) for name in names)
+        )
         per_kb = dict(zip(names, answers, strict=True))
         merged = fuse([(1.0, list(a.passages)) for a in answers], top_k)
         return merged, per_kb
 
-    async def search(self, kb_name: str, query: str, top_k: int = TOP_K_DEFAULT) -> SearchResult:
-        result = await self._search(kb_name, query, top_k)
+    async def search(
+        self,
+        kb_name: str,
+        query: str,
+        top_k: int = TOP_K_DEFAULT,
+        filters: SearchFilters | None = None,
+    ) -> SearchResult:
+        result = await self._search(kb_name, query, top_k, filters or None)
         passages = [
             replace(p, knowledge_base=kb_name, file=self._file(kb_name, p.path))
             for p in result.passages
@@ -127,7 +140,9 @@ class Retrieval:
     def _file(self, kb: str, relpath: str) -> str:
         return self.tree.absolute(kb, relpath)
 
-    async def _search(self, kb_name: str, query: str, top_k: int) -> SearchResult:
+    async def _search(
+        self, kb_name: str, query: str, top_k: int, filters: SearchFilters | None
+    ) -> SearchResult:
         kb = self.kbs.get_enabled(kb_name)
         if not isinstance(query, str) or not query.strip():
             raise ValidationFailed("query must not be empty", field="query")
@@ -145,34 +160,47 @@ class Retrieval:
             elif not await self.embeddings.available():
                 fallback = "vectors_unavailable"
             else:
-                return await self._with_vectors(kb, query, top_k, mode == "hybrid")
-        return await self._keyword(kb, query, top_k, fallback)
+                return await self._with_vectors(kb, query, top_k, filters, mode == "hybrid")
+        return await self._keyword(kb, query, top_k, filters, fallback)
 
     async def _keyword(
-        self, kb: KnowledgeBase, query: str, top_k: int, fallback: str | None = None
+        self,
+        kb: KnowledgeBase,
+        query: str,
+        top_k: int,
+        filters: SearchFilters | None,
+        fallback: str | None = None,
     ) -> SearchResult:
-        passages = await self.store.keyword_search(kb.name, query, top_k)
+        passages = await self.store.keyword_search(kb.name, query, top_k, filters)
         return SearchResult(mode="keyword", passages=passages, fallback=fallback)
 
     async def _with_vectors(
-        self, kb: KnowledgeBase, query: str, top_k: int, hybrid: bool
+        self,
+        kb: KnowledgeBase,
+        query: str,
+        top_k: int,
+        filters: SearchFilters | None,
+        hybrid: bool,
     ) -> SearchResult:
         embedding = kb.config.embedding
         assert embedding is not None
         current = (embedding.identity(), embedding.dimensions)
         if await self.vectors.vector_model(kb.name) != current:  # a model switch under way
-            return await self._keyword(kb, query, top_k, "vectors_pending")
+            return await self._keyword(kb, query, top_k, filters, "vectors_pending")
         if hybrid and beyond_latin(query) and not embedding.covers_all_languages():
-            return await self._keyword(kb, query, top_k, "language_not_covered")
+            return await self._keyword(kb, query, top_k, filters, "language_not_covered")
+        floor = embedding.similarity_floor()
         if not hybrid:
             vector = await self.embeddings.embed_query(kb, query)
             if vector is None:
-                return await self._keyword(kb, query, top_k, "embedder_unavailable")
-            passages = await self.vectors.vector_search(kb.name, vector, top_k)
+                return await self._keyword(kb, query, top_k, filters, "embedder_unavailable")
+            passages = await self.vectors.vector_search(kb.name, vector, top_k, filters, floor)
             return SearchResult(mode="vector", passages=passages)
         depth = max(top_k, FUSION_CANDIDATES)
         # the keyword list is read while the query is embedded
-        keyword_task = asyncio.ensure_future(self.store.keyword_search(kb.name, query, depth))
+        keyword_task = asyncio.ensure_future(
+            self.store.keyword_search(kb.name, query, depth, filters)
+        )
         try:
             vector = await self.embeddings.embed_query(kb, query)
         except BaseException:
@@ -183,5 +211,8 @@ class Retrieval:
             return SearchResult(
                 mode="keyword", passages=keyword[:top_k], fallback="embedder_unavailable"
             )
-        semantic = await self.vectors.vector_search(kb.name, vector, depth)
+        semantic = await self.vectors.vector_search(kb.name, vector, depth, filters)
+        # a chunk only the model found must be similar enough to count
+        found = {(p.document_id, p.position) for p in keyword}
+        semantic = [p for p in semantic if p.score >= floor or (p.document_id, p.position) in found]
         return SearchResult(mode="hybrid", passages=fuse([(1.0, keyword), (1.0, semantic)], top_k))

@@ -31,9 +31,12 @@ _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])")
 
 
 # Raised when the way text is indexed changes: every document is indexed again, once.
-INDEX_FORMAT = "v3"
+INDEX_FORMAT = "v4"
 LOCAL_DEFAULT_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DEFAULT_DIMENSIONS = 384
+# Cosine similarity below which the bundled model's nearest chunk is not relevant
+# (calibrated on SciFact and tldr-pages: docs/benchmarks.md, "A floor for vector hits").
+LOCAL_MIN_SIMILARITY = 0.3
 
 
 # The trust boundary: settings that name a URL, a credential, a local path, a provider to
@@ -64,6 +67,9 @@ class EmbeddingConfig(BaseModel):
     batch_size: int = Field(default=32, ge=1, le=2048)
     timeout_s: float = Field(default=30.0, gt=0, le=600)
     multilingual: bool | None = None  # None: remote models yes, the bundled local one no
+    # a vector hit that no keyword matched must be this similar to the query (cosine);
+    # None: the bundled model's calibrated floor, none for other models
+    min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
 
     @model_validator(mode="before")
     @classmethod
@@ -78,6 +84,13 @@ class EmbeddingConfig(BaseModel):
         """What a stored vector depends on: a change means the corpus is embedded again."""
         where = self.model_path or self.base_url or ""
         return f"{self.provider}:{self.model}:{self.dimensions}:{where}"
+
+    def similarity_floor(self) -> float:
+        if self.min_similarity is not None:
+            return self.min_similarity
+        if self.provider == "local" and self.model == LOCAL_DEFAULT_MODEL and not self.model_path:
+            return LOCAL_MIN_SIMILARITY
+        return -1.0
 
     def covers_all_languages(self) -> bool:
         if self.multilingual is not None:

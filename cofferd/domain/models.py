@@ -14,7 +14,16 @@ WORKSPACE_GLOBAL = "00000000000000000000000000"
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return utc_text(datetime.now(UTC))
+
+
+def utc_text(moment: datetime) -> str:
+    """The one form times are stored and compared in: `2026-12-02T22:03:23.000Z`."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def utc_from_ns(ns: int) -> str:
+    return utc_text(datetime.fromtimestamp(ns / 1e9, UTC))
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,8 @@ class Document:
     updated_at: str
     embed_pending: bool = False
     kind: str = KB_KIND
+    tags: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from cofferd.domain.filters import SearchFilters
 from cofferd.domain.models import Chunk, Document, KnowledgeBase, Passage
 
 
@@ -115,7 +116,9 @@ class DocumentIndex(Protocol):
         self, kb: str, *, q: str | None, limit: int, offset: int
     ) -> tuple[list[Document], int]: ...
 
-    async def keyword_search(self, kb: str, query: str, top_k: int) -> list[Passage]: ...
+    async def keyword_search(
+        self, kb: str, query: str, top_k: int, filters: SearchFilters | None = None
+    ) -> list[Passage]: ...
 
     async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool: ...
 
@@ -247,5 +250,10 @@ class VectorStore(Protocol):
     async def vector_model(self, kb: str) -> tuple[str, int] | None: ...
 
     async def vector_search(
-        self, kb: str, vector: Sequence[float], top_k: int
+        self,
+        kb: str,
+        vector: Sequence[float],
+        top_k: int,
+        filters: SearchFilters | None = None,
+        min_similarity: float = -1.0,
     ) -> list[Passage]: ...

@@ -16,11 +16,14 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from cofferd.domain.models import KB_KIND, WORKSPACE_GLOBAL, Document, Passage
+from cofferd.domain.filters import SearchFilters
+from cofferd.domain.models import KB_KIND, WORKSPACE_GLOBAL, Document, Passage, utc_from_ns
 from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFile, WriteFailure
+from cofferd.domain.tags import tag_key
 from cofferd.infrastructure import activity_store, fts, keyword_index, vec_index
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.fsutil import atomic_write
+from cofferd.infrastructure.search_filter import chunks_within
 from cofferd.infrastructure.sqlite import Connection, Error, atomic, damaged, storage_failed
 from cofferd.locations import Locations
 
@@ -48,6 +51,8 @@ def document_from_row(row: Any) -> Document:
         updated_at=row["updated_at"],
         embed_pending=bool(row["embed_pending"]),
         kind=row["kind"],
+        tags=tuple(json.loads(row["tags"])),
+        aliases=tuple(json.loads(row["aliases"])),
     )
 
 
@@ -80,6 +85,17 @@ def chunk_rows(conn: Connection, key: str, values: Sequence[Any]) -> dict[Any, A
     return {r[key]: r for r in rows}
 
 
+def _set_tags(conn: Connection, kb: str, doc_id: str, tags: Sequence[str]) -> None:
+    conn.execute(
+        f"DELETE FROM document_tags WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id)
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO document_tags (kind, resource_name, document_id, tag)"
+        " VALUES (?, ?, ?, ?)",
+        [(KB_KIND, kb, doc_id, tag_key(t)) for t in tags],
+    )
+
+
 def _delete_chunks(conn: Connection, kb: str, doc_id: str) -> None:
     rows = conn.execute(
         f"SELECT seq, id FROM chunks WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id)
@@ -104,27 +120,38 @@ def _write_document(conn: Connection, kb: str, w: DocumentWrite, actor: str) -> 
               json.dumps(c.heading, ensure_ascii=False), c.line_start, c.line_end)
              for seq, c in numbered],
         )  # fmt: skip
-        keyword_index.insert(conn, kb, [(seq, c.text, c.heading) for seq, c in numbered])
+        keyword_index.insert(
+            conn,
+            kb,
+            [(seq, c.text, c.heading) for seq, c in numbered],
+            [d.title, *d.aliases, *d.tags],
+        )
     conn.execute(
         """
         INSERT INTO documents (id, kind, resource_name, project_id, path, title, description,
             content_sha256, embed_pending, source_mode, metadata, created_at, updated_at,
-            file_size, file_mtime_ns, chunking)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            file_size, file_mtime_ns, chunking, tags, aliases)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (kind, resource_name, id) DO UPDATE SET
             path = excluded.path, title = excluded.title, description = excluded.description,
             content_sha256 = excluded.content_sha256, embed_pending = excluded.embed_pending,
             source_mode = excluded.source_mode, metadata = excluded.metadata,
             updated_at = excluded.updated_at, file_size = excluded.file_size,
             file_mtime_ns = excluded.file_mtime_ns, chunking = excluded.chunking,
+            tags = excluded.tags, aliases = excluded.aliases,
             embed_error = NULL, embed_retry_at = 0
         """,
         (d.id, KB_KIND, kb, WORKSPACE_GLOBAL, d.path, d.title, d.description, d.content_sha256,
          int(d.embed_pending), d.source_mode,
-         json.dumps(d.metadata, ensure_ascii=False, sort_keys=True), d.created_at, d.updated_at,
-         w.stat.size, w.stat.mtime_ns, w.chunking),
+         _json(d.metadata), d.created_at, d.updated_at,
+         w.stat.size, w.stat.mtime_ns, w.chunking, _json(d.tags), _json(d.aliases)),
     )  # fmt: skip
+    _set_tags(conn, kb, d.id, d.tags)
     activity_store.record(conn, w.event, actor, kb, d.id, {"path": d.path, "chunks": len(w.chunks)})
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def _remove_document(conn: Connection, kb: str, doc_id: str, actor: str, reason: str) -> bool:
@@ -134,6 +161,7 @@ def _remove_document(conn: Connection, kb: str, doc_id: str, actor: str, reason:
     if row is None:
         return False
     _delete_chunks(conn, kb, doc_id)
+    _set_tags(conn, kb, doc_id, ())
     conn.execute(f"DELETE FROM documents WHERE {SCOPE} AND id = ?", (KB_KIND, kb, doc_id))
     if reason == "deleted":  # a file that vanished may come back (an unmounted disk)
         conn.execute(
@@ -158,13 +186,17 @@ def _isolated(conn: Connection, write: DocumentWrite, kb: str, actor: str) -> st
 
 
 def dump_index(conn: Connection, kb: str) -> dict[str, Any]:
-    """A canonical picture of everything derived for a KB (timestamps left out): the oracle
-    compares it with the dump of a fresh rebuild from the same files."""
+    """A canonical picture of everything derived for a KB (index times left out): the
+    oracle compares it with the dump of a fresh rebuild from the same files."""
     docs = conn.execute(
         "SELECT id, path, title, description, content_sha256, embed_pending,"
-        " source_mode, metadata, file_size, file_mtime_ns, chunking FROM documents"
+        " source_mode, metadata, file_size, file_mtime_ns, chunking, tags, aliases,"
+        " updated_at FROM documents"
         f" WHERE {SCOPE} ORDER BY id",
         (KB_KIND, kb),
+    ).fetchall()
+    tags = conn.execute(
+        f"SELECT document_id, tag FROM document_tags WHERE {SCOPE} ORDER BY 1, 2", (KB_KIND, kb)
     ).fetchall()
     texts = keyword_index.dump(conn, kb)
     chunks = conn.execute(
@@ -175,7 +207,8 @@ def dump_index(conn: Connection, kb: str) -> dict[str, Any]:
     vectors = vec_index.chunk_ids(conn, kb) if vec_index.available(conn) else []
     return {
         "documents": [tuple(r) for r in docs],
-        "chunks": [(*tuple(r)[1:], *texts.get(r[0], (None, None))) for r in chunks],
+        "chunks": [(*tuple(r)[1:], *texts.get(r[0], (None, None, None))) for r in chunks],
+        "tags": [tuple(r) for r in tags],
         "vectors": vectors,
         "orphan_fts_rows": len(texts) - len(chunks),
     }
@@ -263,9 +296,11 @@ class SqliteDocuments:
 
         def run(conn: Connection) -> list[WriteFailure]:
             conn.executemany(
-                f"UPDATE documents SET file_size = ?, file_mtime_ns = ? WHERE {SCOPE} AND id = ?",
-                [(stat.size, stat.mtime_ns, KB_KIND, kb, doc_id) for doc_id, stat in restat],
-            )
+                "UPDATE documents SET file_size = ?, file_mtime_ns = ?, updated_at = ?"
+                f" WHERE {SCOPE} AND id = ?",
+                [(stat.size, stat.mtime_ns, utc_from_ns(stat.mtime_ns), KB_KIND, kb, doc_id)
+                 for doc_id, stat in restat],
+            )  # fmt: skip
             for doc_id in removed:
                 _remove_document(conn, kb, doc_id, actor, "file_removed")
             if writes:
@@ -345,27 +380,32 @@ class SqliteDocuments:
 
         return await self.db.read(run)
 
-    async def keyword_search(self, kb: str, query: str, top_k: int) -> list[Passage]:
+    async def keyword_search(
+        self, kb: str, query: str, top_k: int, filters: SearchFilters | None = None
+    ) -> list[Passage]:
         """BM25 over words; when nothing matches, the words are tried again as prefixes."""
         parsed = fts.parse_query(query)
         match = parsed.match()
         if match is None:
             return []
+        within = chunks_within(kb, filters, "seq") if filters else None
 
         def run(conn: Connection) -> list[Passage]:
             if parsed.phrases:  # stemmed matches are checked word for word
-                hits = self._hits(conn, kb, match, top_k * PHRASE_CANDIDATES)
+                hits = self._hits(conn, kb, match, top_k * PHRASE_CANDIDATES, within)
                 return [h for h in hits if parsed.holds_phrases(h.text)][:top_k]
-            hits = self._hits(conn, kb, match, top_k)
+            hits = self._hits(conn, kb, match, top_k, within)
             if not hits:
-                hits = self._hits(conn, kb, parsed.match(prefix=True) or match, top_k)
+                hits = self._hits(conn, kb, parsed.match(prefix=True) or match, top_k, within)
             return hits
 
         return await self.db.read(run)
 
     @staticmethod
-    def _hits(conn: Connection, kb: str, match: str, top_k: int) -> list[Passage]:
-        found = keyword_index.search(conn, kb, match, top_k)
+    def _hits(
+        conn: Connection, kb: str, match: str, top_k: int, within: tuple[str, list[Any]] | None
+    ) -> list[Passage]:
+        found = keyword_index.search(conn, kb, match, top_k, within)
         if not found:
             return []
         rows = chunk_rows(conn, "seq", [h["seq"] for h in found])
@@ -385,6 +425,7 @@ class SqliteDocuments:
             keyword_index.drop(conn, kb)
             vec_index.drop(conn, kb)
             conn.execute(f"DELETE FROM chunks WHERE {SCOPE}", (KB_KIND, kb))
+            conn.execute(f"DELETE FROM document_tags WHERE {SCOPE}", (KB_KIND, kb))
             conn.execute("DELETE FROM tracked_sources WHERE resource_name = ?", (kb,))
             cur = conn.execute(f"DELETE FROM documents WHERE {SCOPE}", (KB_KIND, kb))
             return int(cur.rowcount)

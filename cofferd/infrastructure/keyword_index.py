@@ -2,7 +2,9 @@
 
 A table per KB keeps each KB's search its own: a query in a ten-document KB never walks
 the postings of a large one, and each KB's bm25 statistics describe only its own text.
-A chunk's FTS rowid is its `chunks.seq`. `fts_tables` records which table belongs to
+A chunk's FTS rowid is its `chunks.seq`. Columns: the chunk's `text`, its `heading` path, and
+`meta`, the document's title, aliases and tags (on each of its chunks, so a title or tag
+match lifts every passage of that document). `fts_tables` records which table belongs to
 which KB; the name is derived from the KB's name, so it is never user text.
 """
 
@@ -31,12 +33,16 @@ def ensure(conn: Connection, kb: str) -> str:
     """The KB's table, created on first use (inside the caller's transaction)."""
     name = table_name(kb)
     if not exists(conn, kb):
-        conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5("
-            f"text, heading, tokenize = '{TOKENIZER}')"
-        )
+        create(conn, name)
         conn.execute("INSERT INTO fts_tables (resource_name, table_name) VALUES (?, ?)", (kb, name))
     return name
+
+
+def create(conn: Connection, name: str) -> None:
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5("
+        f"text, heading, meta, tokenize = '{TOKENIZER}')"
+    )
 
 
 def drop(conn: Connection, kb: str) -> None:
@@ -45,11 +51,15 @@ def drop(conn: Connection, kb: str) -> None:
         conn.execute("DELETE FROM fts_tables WHERE resource_name = ?", (kb,))
 
 
-def insert(conn: Connection, kb: str, rows: Sequence[tuple[int, str, Sequence[str]]]) -> None:
-    """Chunks as (rowid, text, heading path)."""
+def insert(
+    conn: Connection, kb: str, rows: Sequence[tuple[int, str, Sequence[str]]], meta: Sequence[str]
+) -> None:
+    """One document's chunks as (rowid, text, heading path), with its title, aliases and
+    tags (`meta`)."""
+    about = fts.index_text(" / ".join(meta))
     conn.executemany(
-        f"INSERT INTO {table_name(kb)} (rowid, text, heading) VALUES (?, ?, ?)",
-        [(rowid, fts.index_text(text), fts.index_text(" / ".join(heading)))
+        f"INSERT INTO {table_name(kb)} (rowid, text, heading, meta) VALUES (?, ?, ?, ?)",
+        [(rowid, fts.index_text(text), fts.index_text(" / ".join(heading)), about)
          for rowid, text, heading in rows],
     )  # fmt: skip
 
@@ -69,20 +79,28 @@ def texts(conn: Connection, kb: str, rowids: Sequence[int]) -> dict[int, str]:
     return {int(r[0]): fts.display_text(r[1]) for r in rows}
 
 
-def search(conn: Connection, kb: str, match: str, top_k: int) -> list[Any]:
-    """Rows (seq, score, snip, text), best first; bm25 over this KB's text only."""
+def search(
+    conn: Connection,
+    kb: str,
+    match: str,
+    top_k: int,
+    within: tuple[str, Sequence[Any]] | None = None,
+) -> list[Any]:
+    """Rows (seq, score, snip, text), best first; bm25 over this KB's text only.
+    `within` is a subquery (with its arguments) selecting the chunk seqs allowed."""
     if not exists(conn, kb):
         return []
     name = table_name(kb)
+    subquery, args = within if within else ("", ())
     return conn.execute(
         f"""
         SELECT rowid AS seq, -rank AS score, text,
                snippet({name}, 0, ?, ?, '…', 24) AS snip
         FROM {name}
-        WHERE {name} MATCH ? AND rank MATCH ?
+        WHERE {name} MATCH ? AND rank MATCH ? {f"AND rowid IN ({subquery})" if subquery else ""}
         ORDER BY rank LIMIT ?
         """,
-        (fts.HIGHLIGHT_START, fts.HIGHLIGHT_END, match, fts.RANK, top_k),
+        (fts.HIGHLIGHT_START, fts.HIGHLIGHT_END, match, fts.RANK, *args, top_k),
     ).fetchall()
 
 
@@ -93,8 +111,8 @@ def row_count(conn: Connection, kb: str) -> int:
     return int(count)
 
 
-def dump(conn: Connection, kb: str) -> dict[int, tuple[str, str]]:
+def dump(conn: Connection, kb: str) -> dict[int, tuple[str, str, str]]:
     if not exists(conn, kb):
         return {}
-    rows = conn.execute(f"SELECT rowid, text, heading FROM {table_name(kb)}")
-    return {int(r[0]): (r[1], r[2]) for r in rows}
+    rows = conn.execute(f"SELECT rowid, text, heading, meta FROM {table_name(kb)}")
+    return {int(r[0]): (r[1], r[2], r[3]) for r in rows}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cofferd.infrastructure import vec_index
+from cofferd.infrastructure import keyword_index, vec_index
 from cofferd.infrastructure.sqlite import Connection, atomic
 
 # Every SQL object the index owns. Text is stored once, inside an FTS table; a chunk's
@@ -24,6 +24,30 @@ def _fts_table_per_kb(conn: Connection) -> None:
         "CREATE TABLE fts_tables (resource_name TEXT NOT NULL PRIMARY KEY,"
         " table_name TEXT NOT NULL)"
     )
+
+
+def _tags_and_titles(conn: Connection) -> None:
+    """7: tags (filterable) and aliases; each FTS table gains a `meta` column (title,
+    aliases, tags). FTS5 cannot add a column: each table is copied into a new one, so
+    search keeps working until the next reconcile (INDEX_FORMAT v4) fills `meta`."""
+    conn.execute("ALTER TABLE documents ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'")
+    conn.execute("ALTER TABLE documents ADD COLUMN aliases TEXT NOT NULL DEFAULT '[]'")
+    conn.execute(
+        "CREATE TABLE document_tags (kind TEXT NOT NULL, resource_name TEXT NOT NULL,"
+        " document_id TEXT NOT NULL, tag TEXT NOT NULL,"
+        " PRIMARY KEY (kind, resource_name, tag, document_id)) WITHOUT ROWID"
+    )
+    conn.execute(
+        "CREATE INDEX idx_document_tags_document ON document_tags(kind, resource_name, document_id)"
+    )
+    for (name,) in conn.execute("SELECT table_name FROM fts_tables").fetchall():
+        keyword_index.create(conn, f"{name}_v7")
+        conn.execute(
+            f"INSERT INTO {name}_v7 (rowid, text, heading, meta)"
+            f" SELECT rowid, text, heading, '' FROM {name}"
+        )
+        conn.execute(f"DROP TABLE {name}")
+        conn.execute(f"ALTER TABLE {name}_v7 RENAME TO {name}")
 
 
 MIGRATIONS: list[Migration] = [
@@ -119,6 +143,7 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE chunks ADD COLUMN line_start INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE chunks ADD COLUMN line_end INTEGER NOT NULL DEFAULT 0
     """,
+    _tags_and_titles,
 ]
 
 

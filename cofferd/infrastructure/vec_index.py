@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cofferd.infrastructure.sqlite import Connection
@@ -95,12 +95,22 @@ def insert(conn: Connection, kb: str, rows: Sequence[tuple[str, Sequence[float]]
     )
 
 
-def search(conn: Connection, kb: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+def search(
+    conn: Connection,
+    kb: str,
+    vector: Sequence[float],
+    k: int,
+    within: tuple[str, Sequence[Any]] | None = None,
+) -> list[tuple[str, float]]:
+    """The k nearest (chunk id, cosine distance); `within` is a subquery (with its
+    arguments) selecting the chunk ids allowed, applied inside the KNN search."""
     if sqlite_vec is None or recorded(conn, kb) is None:
         return []
+    subquery, args = within if within else ("", ())
     rows = conn.execute(
-        f"SELECT chunk_id, distance FROM {table_name(kb)} WHERE embedding MATCH ? AND k = ?",
-        (sqlite_vec.serialize_float32(list(vector)), k),
+        f"SELECT chunk_id, distance FROM {table_name(kb)} WHERE embedding MATCH ? AND k = ?"
+        + (f" AND chunk_id IN ({subquery})" if subquery else ""),
+        (sqlite_vec.serialize_float32(list(vector)), k, *args),
     ).fetchall()
     return [(r[0], float(r[1])) for r in rows]
 

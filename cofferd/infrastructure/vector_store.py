@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from cofferd.domain.filters import SearchFilters
 from cofferd.domain.models import KB_KIND, Passage
 from cofferd.domain.ports import EmbedJob
 from cofferd.infrastructure import keyword_index, vec_index
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.document_store import SCOPE, chunk_rows, passage_from_row
+from cofferd.infrastructure.search_filter import chunks_within
 from cofferd.infrastructure.sqlite import Connection
 
 SNIPPET_CHARS = 300
@@ -138,9 +140,23 @@ class SqliteVectors:
     async def vector_model(self, kb: str) -> tuple[str, int] | None:
         return await self.db.read(lambda conn: vec_index.recorded(conn, kb))
 
-    async def vector_search(self, kb: str, vector: Sequence[float], top_k: int) -> list[Passage]:
+    async def vector_search(
+        self,
+        kb: str,
+        vector: Sequence[float],
+        top_k: int,
+        filters: SearchFilters | None = None,
+        min_similarity: float = -1.0,
+    ) -> list[Passage]:
+        """The nearest chunks, as passages scored by cosine similarity; none below
+        `min_similarity`."""
+        within = chunks_within(kb, filters, "id") if filters else None
+
         def run(conn: Connection) -> list[Passage]:
-            hits = vec_index.search(conn, kb, vector, top_k)
+            hits = vec_index.search(conn, kb, vector, top_k, within)
+            hits = [
+                (chunk, distance) for chunk, distance in hits if 1.0 - distance >= min_similarity
+            ]
             if not hits:
                 return []
             rows = chunk_rows(conn, "id", [chunk for chunk, _ in hits])

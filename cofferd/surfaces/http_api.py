@@ -26,6 +26,7 @@ from cofferd.surfaces.http_json import (
     SearchRequest,
     UpdateKB,
     document_json,
+    flag,
     ingest_json,
     json_response,
     kb_json,
@@ -179,6 +180,7 @@ async def add_document(request: web.Request) -> web.Response:
     if request.content_type == "multipart/form-data":
         result = await receive_upload(request, coffer, name, actor)
     else:
+        replace = flag(request.query.get("replace"), "replace")
         body = await _json(request, AddDocument)
         if (body.source_path is None) == (body.content is None):
             raise ValidationFailed("give exactly one of source_path or content")
@@ -187,7 +189,11 @@ async def add_document(request: web.Request) -> web.Response:
         else:
             assert body.source_path is not None
             result = await coffer.ingest.add_path(
-                name, body.source_path, replace=body.replace, track=body.track_source, actor=actor
+                name,
+                body.source_path,
+                replace=body.replace or replace,
+                track=body.track_source,
+                actor=actor,
             )
     return json_response(ingest_json(result), status=201 if result.status == "added" else 200)
 
@@ -249,7 +255,7 @@ async def reindex(request: web.Request) -> web.Response:
 async def search(request: web.Request) -> web.Response:
     body = await _json(request, SearchRequest)
     result = await request.app[COFFER].retrieval.search(
-        request.match_info["name"], body.query, body.top_k
+        request.match_info["name"], body.query, body.top_k, body.search_filters()
     )
     return json_response(
         {
@@ -264,7 +270,7 @@ async def search(request: web.Request) -> web.Response:
 async def search_all(request: web.Request) -> web.Response:
     body = await _json(request, SearchAllRequest)
     passages, per_kb = await request.app[COFFER].retrieval.search_all(
-        body.query, body.top_k, body.knowledge_bases
+        body.query, body.top_k, body.knowledge_bases, body.search_filters()
     )
     modes = {answer.mode for answer in per_kb.values()}
     return json_response(

@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from cofferd.application.documents import DocumentView
 from cofferd.application.ingest import IngestResult
 from cofferd.application.retrieval import MAX_MATCHES_DEFAULT, TOP_K_DEFAULT
+from cofferd.domain.errors import ValidationFailed
+from cofferd.domain.filters import SearchFilters, parse_filters
 from cofferd.domain.models import KB_KIND, KnowledgeBase, Passage, ReindexResult
 from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START
 
@@ -34,14 +36,26 @@ class UpdateKB(_Body):
     config: dict[str, Any]
 
 
+class Filters(_Body):
+    """The shape of search filters; their meaning is checked by `parse_filters`."""
+
+    folder: str | None = None
+    tags: list[str] | None = None
+    updated_after: str | None = None
+    updated_before: str | None = None
+    source_mode: str | None = None
+
+
 class SearchRequest(_Body):
     query: str = Field(min_length=1)
     top_k: int = TOP_K_DEFAULT
+    filters: Filters | None = None
+
+    def search_filters(self) -> SearchFilters:
+        return parse_filters(self.filters.model_dump(exclude_none=True) if self.filters else None)
 
 
-class SearchAllRequest(_Body):
-    query: str = Field(min_length=1)
-    top_k: int = TOP_K_DEFAULT
+class SearchAllRequest(SearchRequest):
     knowledge_bases: list[str] | None = Field(default=None, min_length=1, max_length=100)
 
 
@@ -75,6 +89,21 @@ class AddDocument(_Body):
     replace: bool = False
 
 
+_FLAGS = {"1": True, "true": True, "yes": True, "on": True,
+          "0": False, "false": False, "no": False, "off": False}  # fmt: skip
+
+
+def flag(value: str | None, field: str) -> bool:
+    """A boolean query or form value (`true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off`);
+    False when absent."""
+    if value is None:
+        return False
+    try:
+        return _FLAGS[value.strip().lower()]
+    except KeyError:
+        raise ValidationFailed(f"{field} must be true or false", field=field) from None
+
+
 # -- JSON shapes -------------------------------------------------------------------------
 
 # Responses are strict JSON: a stored infinity or NaN fails loudly instead of answering text
@@ -100,6 +129,8 @@ def document_json(view: DocumentView) -> dict[str, Any]:
         "source_mode": d.source_mode,
         "content_sha256": d.content_sha256,
         "embed_pending": d.embed_pending,
+        "tags": list(d.tags),
+        "aliases": list(d.aliases),
         "metadata": d.metadata,
         "created_at": d.created_at,
         "updated_at": d.updated_at,

@@ -13,6 +13,7 @@ from aiohttp import BodyPartReader, MultipartReader, web
 from cofferd.application.ingest import IngestResult
 from cofferd.domain.errors import IngestRejected, ValidationFailed
 from cofferd.surfaces.core import Coffer
+from cofferd.surfaces.http_json import flag
 
 UPLOAD_CHUNK = 256 * 1024
 UPLOAD_PREFIX = "upload-"  # files in incoming/ with this prefix are cleared at start
@@ -23,7 +24,7 @@ async def receive_upload(
 ) -> IngestResult:
     """Stream the `file` part to disk, refusing it as soon as it passes the KB's limit."""
     limit = coffer.kbs.get_enabled(name).config.max_document_bytes
-    replace = request.query.get("replace", "").lower() in ("1", "true", "yes")
+    replace = flag(request.query.get("replace"), "replace")
     incoming = coffer.locations.incoming_dir
     incoming.mkdir(parents=True, exist_ok=True)
     try:
@@ -38,7 +39,7 @@ async def receive_upload(
                 continue
             if part.name == "replace":
                 value = (await part.read(decode=False)).decode("utf-8", "replace")
-                replace = value.strip().lower() in ("1", "true", "yes", "on")
+                replace = flag(value, "replace")
             elif part.name == "file" and tmp is None:
                 filename = part.filename
                 if not filename:
