@@ -160,8 +160,19 @@ def cmd_kb_list(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def cmd_kb_create(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    kb = c.post("/api/v1/knowledge_bases", {"name": a.name, "config": parse_settings(a.set)})
-    return kb if out.as_json else out.line(f"created {kb['name']}")
+    body: dict[str, Any] = {"name": a.name, "config": parse_settings(a.set)}
+    if a.path is not None:
+        body["path"] = os.path.abspath(os.path.expanduser(a.path))
+    kb = c.post("/api/v1/knowledge_bases", body)
+    if out.as_json:
+        return kb
+    if kb.get("attached"):
+        out.line(
+            f"attached {kb['attached']} as {kb['name']}; indexing it now (nothing is written there)"
+        )
+    else:
+        out.line(f"created {kb['name']}")
+    return None
 
 
 def cmd_kb_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
@@ -187,15 +198,24 @@ def cmd_kb_set(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def cmd_kb_delete(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    attached = c.get(c.kb(a.name)).get("attached")
+    what = (
+        f"its index and settings; your folder {attached} and its files are not touched"
+        if attached
+        else "its folder and ALL its files"
+    )
     if not a.yes:
         if not sys.stdin.isatty():
-            raise UsageError(f"deleting {a.name!r} removes its folder and files; pass --yes")
-        answer = input(f"Delete knowledge base {a.name!r} and ALL its files? [y/N] ")
+            raise UsageError(f"deleting {a.name!r} removes {what}; pass --yes")
+        answer = input(f"Delete knowledge base {a.name!r}: {what}? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             out.line("kept")
             return None
     data = c.request("DELETE", c.kb(a.name))
-    return data if out.as_json else out.line(f"deleted {a.name}")
+    if out.as_json:
+        return data
+    out.line(f"deleted {a.name}; {attached} is untouched" if attached else f"deleted {a.name}")
+    return None
 
 
 def _enable(enabled: bool) -> Command:
@@ -509,12 +529,18 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("create", cmd_kb_create, "create a knowledge base", kb_sub)
     sp.add_argument("name")
     sp.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="settings")
+    sp.add_argument(
+        "--path", metavar="DIR", help="attach this folder of yours, indexed where it is"
+    )
     sp = add("show", cmd_kb_show, "show a knowledge base and its settings", kb_sub)
     sp.add_argument("name")
     sp = add("set", cmd_kb_set, "change settings (KEY=VALUE, e.g. chunk_size=256)", kb_sub)
     sp.add_argument("name")
     sp.add_argument("settings", nargs="+", metavar="KEY=VALUE")
-    sp = add("delete", cmd_kb_delete, "delete a knowledge base and all its files", kb_sub)
+    sp = add(
+        "delete", cmd_kb_delete,
+        "delete a knowledge base and its files (an attached folder is never touched)", kb_sub,
+    )  # fmt: skip
     sp.add_argument("name")
     sp.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     for verb, enabled in (("enable", True), ("disable", False)):

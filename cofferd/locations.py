@@ -22,6 +22,8 @@ Layout of the data home::
     local/<kb>.sources.json        originals this machine tracks (source_path per document)
     knowledge/<kb>/kb.yaml         the knowledge base's portable settings
     knowledge/<kb>/docs/           Markdown files: the truth
+    knowledge/<kb>/docs -> DIR     ... or a link to a folder of the user's, attached where
+                                   it lives (indexing never writes there)
     knowledge/<kb>/raw/            originals of converted documents
 """
 
@@ -150,7 +152,19 @@ class Locations:
         return self.kb_dir(kb) / "kb.yaml"
 
     def docs_dir(self, kb: str) -> Path:
+        """The KB's docs folder as Coffer reaches it (for an attached folder, the link)."""
         return self.kb_dir(kb) / "docs"
+
+    def attached_folder(self, kb: str) -> Path | None:
+        """The user's folder a KB is attached to, or None for a folder in the data home."""
+        try:
+            return Path(os.readlink(self.docs_dir(kb)))
+        except OSError:  # not a link (or no folder at all)
+            return None
+
+    def docs_folder(self, kb: str) -> Path:
+        """Where the KB's Markdown files really are, as people know the place."""
+        return self.attached_folder(kb) or self.docs_dir(kb)
 
     def raw_dir(self, kb: str) -> Path:
         return self.kb_dir(kb) / "raw"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from cofferd.application.registry import KBRegistry
@@ -60,21 +62,38 @@ class KnowledgeBases:
         return kb
 
     async def create(
-        self, name: str, config: dict[str, Any] | None = None, *, actor: str = "user"
+        self,
+        name: str,
+        config: dict[str, Any] | None = None,
+        *,
+        folder: Path | None = None,
+        actor: str = "user",
     ) -> KnowledgeBase:
+        """A new KB: its own docs folder in the data home, or `folder` attached in place."""
         check_kb_name(name)
         parsed = await self._vetted(parse_config(config or {}))
         async with self.registry.lock(name):
             if self.registry.get(name) is not None or await self.registry.reload(name):
                 raise KBExists(name)
-            kb = KnowledgeBase(name=name, config=parsed, enabled=True, created_at=utc_now())
-            await asyncio.to_thread(self._create_folder, kb)
+            if folder is not None:
+                folder = await asyncio.to_thread(self.repo.check_attachable, folder)
+            kb = KnowledgeBase(
+                name=name,
+                config=parsed,
+                enabled=True,
+                created_at=utc_now(),
+                attached=str(folder) if folder else None,
+            )
+            await asyncio.to_thread(self._create_folder, kb, folder)
             self.registry.put(kb)
         await self.activity.audit("resource_created", actor, name, None, kb.snapshot())
         return kb
 
-    def _create_folder(self, kb: KnowledgeBase) -> None:
-        self.repo.create_folders(kb.name)
+    def _create_folder(self, kb: KnowledgeBase, folder: Path | None) -> None:
+        if folder is not None:
+            self.repo.attach(kb.name, folder)
+        else:
+            self.repo.create_folders(kb.name)
         self.repo.save(kb)
 
     async def adopt(self, name: str) -> KnowledgeBase | None:
@@ -118,7 +137,7 @@ class KnowledgeBases:
         """Change settings; a chunking or size-limit change reconciles before returning."""
         kb = await self._writable(name)
         config = await self._vetted(merge_config(kb.config, patch))
-        updated = KnowledgeBase(kb.name, config, kb.enabled, kb.created_at)
+        updated = replace(kb, config=config, ignored_settings=())
         await self._save(updated)
         await self.activity.audit(
             "resource_updated", actor, name, None, {"config": config.model_dump(mode="json")}
@@ -135,7 +154,7 @@ class KnowledgeBases:
         self, name: str, enabled: bool, *, actor: str = "user"
     ) -> tuple[KnowledgeBase, ReindexResult | None]:
         kb = await self._writable(name)
-        updated = KnowledgeBase(kb.name, kb.config, enabled, kb.created_at)
+        updated = replace(kb, enabled=enabled, ignored_settings=())
         await self._save(updated)
         await self.activity.audit(
             "resource_enabled" if enabled else "resource_disabled", actor, name, None, {}

@@ -34,6 +34,7 @@ class KnowledgeBase:
     created_at: str
     settings_error: str | None = None  # kb.yaml could not be read: defaults are in use
     ignored_settings: tuple[str, ...] = ()  # machine-local keys its folder carried: unused
+    attached: str | None = None  # the user's folder it indexes in place, if any
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -44,6 +45,7 @@ class KnowledgeBase:
             "config": self.config.model_dump(mode="json"),
             **({"settings_error": self.settings_error} if self.settings_error else {}),
             **({"ignored_settings": list(self.ignored_settings)} if self.ignored_settings else {}),
+            **({"attached": self.attached} if self.attached else {}),
         }
 
 

@@ -52,9 +52,7 @@ class FileDocsTree:
             if under:
                 gone = isinstance(exc, FileNotFoundError | NotADirectoryError)
                 return TreeScan(files={}, failed_dirs=[] if gone else [under])
-            raise StorageError(
-                f"cannot read the docs folder {root}: {exc}", path=str(root)
-            ) from exc
+            raise self._unreadable(kb, exc) from exc
         if not _inside(os.path.realpath(start), real_root):
             return TreeScan(files={}, failed_dirs=[])
         files: dict[str, FileStat] = {}
@@ -69,12 +67,16 @@ class FileDocsTree:
                         self._visit(entry, prefix, files, stack, unusable)
             except OSError as exc:
                 if not prefix and not under:
-                    raise StorageError(
-                        f"cannot read the docs folder {root}: {exc}", path=str(root)
-                    ) from exc
+                    raise self._unreadable(kb, exc) from exc
                 log.warning("cannot list %s: %s", folder, exc)
                 failed.append(prefix.rstrip("/"))
         return TreeScan(files=files, failed_dirs=failed, unusable=unusable)
+
+    def _unreadable(self, kb: str, exc: OSError) -> StorageError:
+        folder = self.locations.docs_folder(kb)
+        return StorageError(
+            f"cannot read the docs folder {folder}: {exc.strerror or exc}", path=str(folder)
+        )
 
     def _visit(
         self,
@@ -159,7 +161,9 @@ class FileDocsTree:
         return read
 
     def absolute(self, kb: str, relpath: str) -> str:
-        return str(self._disk_path(kb, relpath))
+        """The file's path as people know it (in an attached folder, not through the link)."""
+        inside = self._disk_path(kb, relpath).relative_to(self.locations.docs_dir(kb))
+        return str(self.locations.docs_folder(kb) / inside)
 
     def write(self, kb: str, relpath: str, data: bytes) -> None:
         path = self._disk_path(kb, relpath)

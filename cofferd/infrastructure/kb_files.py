@@ -6,12 +6,16 @@ with its portable settings. Whatever of the machine-local kind it carries (a pro
 URL, a credential, a local path, an automatic action) is ignored and reported, never
 used: a folder is data, not authority. A folder with a docs/ tree and no kb.yaml is
 adopted with defaults.
+
+An attached KB keeps its settings and originals here too; its docs/ is a link to the
+user's folder, which nothing here creates, writes or removes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -25,7 +29,7 @@ from cofferd.domain.config import (
     parse_config,
     split_config,
 )
-from cofferd.domain.errors import CofferError
+from cofferd.domain.errors import CofferError, ValidationFailed
 from cofferd.domain.models import KB_KIND, KnowledgeBase, utc_now
 from cofferd.infrastructure.fsutil import atomic_write
 from cofferd.locations import Locations
@@ -53,6 +57,10 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SettingsUnreadable("it must hold a mapping")
     return data
+
+
+def _overlap(a: Path, b: Path) -> bool:
+    return a == b or a.is_relative_to(b) or b.is_relative_to(a)
 
 
 def _ignored(config: dict[str, Any], portable: dict[str, Any]) -> list[str]:
@@ -111,12 +119,14 @@ class KBFiles:
             return KnowledgeBase(
                 name, KnowledgeBaseConfig(), True, utc_now(), f"{path}: {problem}"[:500]
             )
+        attached = self.locations.attached_folder(name)
         return KnowledgeBase(
             name=name,
             config=config,
             enabled=bool(data.get("enabled", True)),
             created_at=str(data.get("created_at") or utc_now()),
             ignored_settings=tuple(ignored),
+            attached=str(attached) if attached else None,
         )
 
     def save(self, kb: KnowledgeBase) -> None:
@@ -137,14 +147,54 @@ class KBFiles:
             local_path.unlink(missing_ok=True)
 
     def create_folders(self, name: str) -> None:
-        self.locations.docs_dir(name).mkdir(parents=True, exist_ok=True)
+        docs = self.locations.docs_dir(name)
+        if not docs.is_symlink():  # an attached folder that is away (unmounted) stays away
+            docs.mkdir(parents=True, exist_ok=True)
         raw = self.locations.raw_dir(name)
         try:
             raw.mkdir(exist_ok=True)
         except FileExistsError:  # not a folder: only adding converted documents fails
             log.warning("%s is not a folder; originals cannot be kept until it is", raw)
 
+    def check_attachable(self, folder: Path) -> Path:
+        """The folder, resolved, if a KB may index it in place; ValidationFailed if not."""
+        if not folder.is_absolute():
+            raise ValidationFailed(f"{folder} is not an absolute path", field="path")
+        try:
+            real = folder.resolve(strict=True)
+        except OSError as exc:
+            raise ValidationFailed(
+                f"{folder} cannot be used: {exc.strerror}", field="path"
+            ) from None
+        if not real.is_dir():
+            raise ValidationFailed(f"{folder} is not a folder", field="path")
+        if not os.access(real, os.R_OK | os.X_OK):
+            raise ValidationFailed(f"{folder} cannot be read by cofferd", field="path")
+        home = self.locations.home.resolve()
+        if _overlap(real, home):
+            raise ValidationFailed(
+                f"{folder} overlaps Coffer's data home {home}; attach a folder outside it",
+                field="path",
+            )
+        for other in self.names():
+            theirs = self.locations.attached_folder(other)
+            if theirs is not None and _overlap(real, theirs):
+                raise ValidationFailed(
+                    f"{folder} overlaps {theirs}, attached to the knowledge base {other!r}: "
+                    "a file would be indexed twice",
+                    field="path",
+                )
+        return real
+
+    def attach(self, name: str, folder: Path) -> None:
+        """Make the KB's docs/ a link to the user's folder (checked by check_attachable)."""
+        kb_dir = self.locations.kb_dir(name)
+        kb_dir.mkdir(parents=True, exist_ok=True)
+        os.symlink(folder, self.locations.docs_dir(name), target_is_directory=True)
+        self.create_folders(name)
+
     def remove(self, name: str) -> None:
+        # rmtree unlinks links, never what they point to: an attached folder stays whole
         shutil.rmtree(self.locations.kb_dir(name))
         self.locations.local_settings_path(name).unlink(missing_ok=True)
         self.locations.tracked_sources_path(name).unlink(missing_ok=True)

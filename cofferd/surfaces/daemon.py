@@ -136,8 +136,10 @@ class Daemon:
                 "state": _state(kb.name in problems, self.locations.docs_dir(kb.name)),
                 "documents": counts["documents"],
                 "documents_degraded": counts["documents_degraded"],
-                "docs_path": str(self.locations.docs_dir(kb.name)),
+                "docs_path": str(self.locations.docs_folder(kb.name)),
             }
+            if kb.attached:
+                entry["attached"] = True
             if kb.name in problems:
                 entry["problem"] = problems[kb.name]
             if kb.ignored_settings:

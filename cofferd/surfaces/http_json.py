@@ -30,6 +30,7 @@ class _Body(BaseModel):
 class CreateKB(_Body):
     name: str = Field(min_length=1, max_length=64)
     config: dict[str, Any] = Field(default_factory=dict)
+    path: str | None = Field(default=None, min_length=1, max_length=PATH_MAX)  # attach it
 
 
 class UpdateKB(_Body):

@@ -1,6 +1,10 @@
 """One watchfiles watcher over the whole knowledge/ folder, so knowledge bases created,
 deleted or copied in are covered without restarting it (a restart would leave a gap).
 
+An attached folder is reached through its KB's docs/ link, which the watch follows only
+when it starts: when an attached folder comes or goes (attached, mounted, unmounted) the
+watch starts again, and a full reconcile covers the moment it was not watching.
+
 It only turns file events into paths for the indexing service; what is a document is the
 DocumentPolicy's to say (it is the watch filter), and what to do is the service's.
 """
@@ -8,7 +12,9 @@ DocumentPolicy's to say (it is the watch filter), and what to do is the service'
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +33,7 @@ RESTART_DELAY_MAX_S = 60.0
 STABLE_S = 60.0  # a watch that ran this long resets the delay
 POLL_DELAY_MS = 2000  # polling, when the OS has no watches left for us
 WATCH_LIMIT = "watch limit"  # in the OSError watchfiles raises when inotify watches run out
+ROOTS_CHECK_S = 2.0  # how often attached folders are checked for coming and going
 
 
 @dataclass
@@ -58,6 +65,7 @@ class Watcher:
         self.debounce_ms = debounce_ms
         self.state = WatcherState()
         self._stop = asyncio.Event()
+        self._cycle = asyncio.Event()  # ends one watch, to start the next
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -65,6 +73,7 @@ class Watcher:
 
     async def stop(self) -> None:
         self._stop.set()
+        self._cycle.set()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -89,6 +98,8 @@ class Watcher:
         logged: set[str] = set()
         while not self._stop.is_set():
             started = asyncio.get_running_loop().time()
+            self._cycle = asyncio.Event()
+            roots = asyncio.create_task(self._until_roots_change(self._cycle))
             try:
                 self.state.running = True
                 async for changes in watchfiles.awatch(
@@ -96,13 +107,15 @@ class Watcher:
                     watch_filter=self.policy,
                     step=self.step_ms,
                     debounce=self.debounce_ms,
-                    stop_event=self._stop,
+                    stop_event=self._cycle,
                     ignore_permission_denied=self.state.skip_unreadable,
                     force_polling=self.state.polling is not None,
                     poll_delay_ms=POLL_DELAY_MS,
                 ):
                     self._hand_over(changes)
                 self.state.last_error = None
+                if not self._stop.is_set():  # attached folders came or went
+                    self.indexing.request_full()
             except Exception as exc:
                 # The watcher must outlive its backend (a file name that is not UTF-8 ends
                 # the watch): start again, slower each time it fails at once, and let a
@@ -129,6 +142,26 @@ class Watcher:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RESTART_DELAY_MAX_S)
                 self.indexing.request_full()
+            finally:
+                roots.cancel()
+
+    def _attached_roots(self) -> frozenset[tuple[str, int, int]]:
+        """The attached folders there now, by identity (a remount is a new one)."""
+        found = set()
+        for kb in self.indexing.kbs.list():
+            folder = self.policy.locations.attached_folder(kb.name)
+            if folder is not None:
+                with contextlib.suppress(OSError):
+                    st = os.stat(folder)
+                    found.add((kb.name, st.st_dev, st.st_ino))
+        return frozenset(found)
+
+    async def _until_roots_change(self, cycle: asyncio.Event) -> None:
+        watched = self._attached_roots()
+        while self._attached_roots() == watched:
+            await asyncio.sleep(ROOTS_CHECK_S)
+        log.info("attached folders changed; watching them afresh")
+        cycle.set()
 
     def _hand_over(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
         self.state.last_event_at = utc_now()
