@@ -16,6 +16,7 @@ from cofferd.domain.errors import StorageError
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
 from cofferd.infrastructure.document_policy import DocumentPolicy
 from cofferd.infrastructure.fsutil import atomic_write
+from cofferd.infrastructure.ignore_rules import IgnoreRules
 from cofferd.locations import Locations, normalize_relpath
 
 log = logging.getLogger(__name__)
@@ -40,11 +41,16 @@ class FileDocsTree:
         A folder that cannot be listed is reported in `failed_dirs`, never taken as empty.
         """
         root = self.locations.docs_dir(kb)
+        rules = self.policy.ignore_rules(kb) if under else self.policy.fresh_ignore_rules(kb)
         try:
             real_root = root.resolve(strict=True)
             start = self._disk_path(kb, under) if under else real_root
-            if under and (start.is_symlink() or self.policy.in_noise(under)):
-                return TreeScan(files={}, failed_dirs=[])  # a linked or noise folder
+            if under and (
+                start.is_symlink()
+                or self.policy.in_noise(under)
+                or rules.excluded(under, is_dir=True)
+            ):
+                return TreeScan(files={}, failed_dirs=[])  # a linked, noise or ignored folder
             if not start.is_dir():
                 start.stat()  # raises FileNotFoundError when gone
                 return TreeScan(files={}, failed_dirs=[])
@@ -64,7 +70,7 @@ class FileDocsTree:
             try:
                 with os.scandir(folder) as entries:
                     for entry in entries:
-                        self._visit(entry, prefix, files, stack, unusable)
+                        self._visit(entry, prefix, files, stack, unusable, rules)
             except OSError as exc:
                 if not prefix and not under:
                     raise self._unreadable(kb, exc) from exc
@@ -85,6 +91,7 @@ class FileDocsTree:
         files: dict[str, FileStat],
         stack: list[tuple[str, str]],
         unusable: dict[str, str],
+        rules: IgnoreRules,
     ) -> None:
         name = entry.name
         if self.policy.is_noise(name):
@@ -102,8 +109,13 @@ class FileDocsTree:
             if entry.is_symlink():
                 return  # never a document, never followed: its target is indexed where it is
             if entry.is_dir():
-                stack.append((relpath + "/", entry.path))
-            elif self.policy.has_markdown_suffix(name) and entry.is_file():
+                if not rules.decides(relpath.split("/"), True):
+                    stack.append((relpath + "/", entry.path))
+            elif (
+                self.policy.has_markdown_suffix(name)
+                and entry.is_file()
+                and not rules.decides(relpath.split("/"), False)
+            ):
                 files[relpath] = _stat(entry.stat())
         except OSError as exc:  # vanished or unreadable between listing and stat
             log.debug("skipping %s: %s", entry.path, exc)
@@ -120,7 +132,7 @@ class FileDocsTree:
 
     def stat(self, kb: str, relpath: str) -> FileStat | None:
         """The file's size and mtime if it is a document, else None."""
-        if not self.policy.is_document(relpath):
+        if not self.policy.is_kb_document(kb, relpath):
             return None
         path = self._disk_path(kb, relpath)
         try:

@@ -2,9 +2,11 @@
 
 A document is a regular file (never a symlink: a linked file is indexed where it really is,
 so it is never found twice) whose name ends in `.md` or `.markdown` in any case, with no
-part of its path that is noise: hidden names and the droppings of editors and sync tools.
-The same rules become a watchfiles filter and ripgrep's glob arguments, so what can be
-searched and what can be grepped are the same files.
+part of its path that is noise (hidden names, the droppings of editors and sync tools,
+`node_modules`) and that no ignore file of its tree excludes (`.gitignore`, `.ignore`,
+`.cofferignore`: ignore_rules). The same rules become a watchfiles filter and ripgrep's
+glob arguments plus a check of each hit, so what can be searched and what can be grepped
+are the same files.
 
 The formats `add` accepts, and the aliases of their extensions, are kept here too; the
 daemon publishes them in `/api/v1/status` for cofferctl.
@@ -19,6 +21,7 @@ from pathlib import PurePath
 
 import watchfiles
 
+from cofferd.infrastructure.ignore_rules import IGNORE_FILES, IgnoreRules
 from cofferd.locations import Locations
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -26,7 +29,7 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 # .syncthing.*.tmp, .DS_Store), backups, vim's `4913` probe, emacs autosaves, Office owner
 # files, partial downloads and temporary files.
 NOISE_GLOBS = (
-    ".*", "*~", "4913", "#*#", "~$*",
+    ".*", "*~", "4913", "#*#", "~$*", "node_modules",
     "*.tmp", "*.temp", "*.swp", "*.swo", "*.swx", "*.part", "*.crdownload", "*.bak",
 )  # fmt: skip
 PASSTHROUGH_FORMATS = ("md", "txt")  # added as they are, with provenance frontmatter
@@ -44,6 +47,7 @@ class DocumentPolicy(watchfiles.BaseFilter):
             "|".join(fnmatch.translate(g) for g in NOISE_GLOBS), re.IGNORECASE | re.DOTALL
         )
         self.formats = sorted({*PASSTHROUGH_FORMATS, *converted_formats})
+        self._rules: dict[str, IgnoreRules] = {}
 
     # -- the rules ---------------------------------------------------------------------
 
@@ -65,6 +69,24 @@ class DocumentPolicy(watchfiles.BaseFilter):
         """Whether a path inside a docs tree names a document (by name; the scanner also
         requires a regular file)."""
         return self.is_markdown(relpath.rsplit("/", 1)[-1]) and not self.in_noise(relpath)
+
+    def is_kb_document(self, kb: str, relpath: str) -> bool:
+        """is_document, and no ignore file of the KB's tree excludes it."""
+        return self.is_document(relpath) and not self.ignore_rules(kb).excluded(relpath)
+
+    @staticmethod
+    def is_ignore_file(relpath: str) -> bool:
+        return relpath.rsplit("/", 1)[-1] in IGNORE_FILES
+
+    def ignore_rules(self, kb: str) -> IgnoreRules:
+        """The KB's ignore files as last read."""
+        rules = self._rules.get(kb)
+        return rules if rules is not None else self.fresh_ignore_rules(kb)
+
+    def fresh_ignore_rules(self, kb: str) -> IgnoreRules:
+        """The KB's ignore files, read again as they are needed (a full scan starts so)."""
+        rules = self._rules[kb] = IgnoreRules(lambda: self.locations.docs_dir(kb))
+        return rules
 
     # -- formats for `add` ---------------------------------------------------------------
 
@@ -91,7 +113,10 @@ class DocumentPolicy(watchfiles.BaseFilter):
         kb, relpath = where
         if self.is_noise(kb):
             return False
-        return relpath is None or not self.in_noise(relpath)
+        if relpath is None or not self.in_noise(relpath):
+            return True
+        folder, _, name = relpath.rpartition("/")
+        return name in IGNORE_FILES and not self.in_noise(folder)
 
     def ripgrep_args(self) -> list[str]:
         """ripgrep's glob arguments for documents (it never follows symlinks by default)."""

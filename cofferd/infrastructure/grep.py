@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
 
 from cofferd.domain.errors import EngineUnavailable, InvalidPattern, StorageError
@@ -64,7 +65,9 @@ class Ripgrep:
         truncated = False
         try:
             async with asyncio.timeout(self.timeout_s):
-                truncated = await _collect(proc, hits, max_matches, self.policy)
+                truncated = await _collect(
+                    proc, hits, max_matches, lambda path: self.policy.is_kb_document(kb, path)
+                )
                 if truncated:
                     proc.kill()  # enough: do not wait for rg to scan the rest
                 stderr = await proc.stderr.read() if proc.stderr else b""
@@ -85,7 +88,10 @@ class Ripgrep:
 
 
 async def _collect(
-    proc: asyncio.subprocess.Process, hits: list[RawHit], limit: int, policy: DocumentPolicy
+    proc: asyncio.subprocess.Process,
+    hits: list[RawHit],
+    limit: int,
+    is_document: Callable[[str], bool],
 ) -> bool:
     """Read rg's JSON lines into `hits` (documents only); True when more matches exist
     than `limit`."""
@@ -99,7 +105,7 @@ async def _collect(
         data = event["data"]
         path = _text(data["path"])
         path = normalize_relpath(path[2:] if path.startswith("./") else path)
-        if not policy.is_document(path):
+        if not is_document(path):
             continue
         line = _text(data["lines"]).rstrip("\n")
         hits.append(

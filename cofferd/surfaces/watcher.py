@@ -172,8 +172,8 @@ class Watcher:
             if where is None:
                 continue
             kb, relpath = where
-            if relpath is None:
-                self.indexing.request_full(kb)
+            if relpath is None or self.policy.is_ignore_file(relpath):
+                self.indexing.request_full(kb)  # a full scan reads the ignore files again
             else:
                 paths.setdefault(kb, set()).add(relpath)
         for kb, relpaths in paths.items():

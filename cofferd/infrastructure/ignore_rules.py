@@ -1,0 +1,93 @@
+"""Ignore files, as people already write them: `.gitignore`, `.ignore` and `.cofferignore`.
+
+Each applies to the folder it is in and everything below, with gitignore semantics
+(pathspec's GitIgnoreSpec): the last matching pattern wins, `!pattern` takes a path back,
+a deeper file overrides a shallower one, and nothing inside an ignored folder can be taken
+back (as in git). The three files of one folder are read as one, in that order.
+
+A folder is matched as git matches it: by its name, where a pattern ending in `/` matches
+folders only (so `drafts/**` excludes what is in drafts/, not drafts/ itself, and
+`!drafts/keep.md` can take a file back; after `drafts/` it cannot).
+
+Rules are read lazily, once per folder, and kept until the next full scan of the tree,
+which reads every folder's files afresh; a change to an ignore file asks for one.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pathspec
+
+log = logging.getLogger(__name__)
+
+IGNORE_FILES = (".gitignore", ".ignore", ".cofferignore")
+MAX_IGNORE_BYTES = 1024 * 1024  # a larger ignore file is not one people wrote
+
+
+class IgnoreRules:
+    """The ignore files of one docs tree."""
+
+    def __init__(self, root: Callable[[], Path]) -> None:
+        self._root = root
+        self._specs: dict[str, _Spec | None] = {}
+
+    def excluded(self, relpath: str, is_dir: bool = False) -> bool:
+        """Whether the path, or a folder it is in, is ignored."""
+        parts = relpath.split("/")
+        for depth in range(1, len(parts)):
+            if self.decides(parts[:depth], True):
+                return True
+        return self.decides(parts, is_dir)
+
+    def decides(self, parts: list[str], is_dir: bool) -> bool:
+        """Whether the ignore files above this path (its folders not looked at) exclude it:
+        the deepest file with a matching pattern decides."""
+        for depth in range(len(parts) - 1, -1, -1):
+            spec = self.spec("/".join(parts[:depth]))
+            if spec is None:
+                continue
+            matcher = spec.folders if is_dir else spec.files
+            decision = matcher.check_file("/".join(parts[depth:])).include
+            if decision is not None:
+                return decision
+        return False
+
+    def spec(self, folder: str) -> _Spec | None:
+        if folder not in self._specs:
+            lines = self._read(folder)
+            self._specs[folder] = _Spec(lines) if lines else None
+        return self._specs[folder]
+
+    def _read(self, folder: str) -> list[str]:
+        lines: list[str] = []
+        base = self._root() / folder if folder else self._root()
+        for name in IGNORE_FILES:
+            try:
+                fd = os.open(base / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                    log.warning("ignore file %s cannot be read: %s", base / name, exc.strerror)
+                continue
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(MAX_IGNORE_BYTES)
+            lines += data.decode("utf-8", errors="replace").splitlines()
+        return lines
+
+
+class _Spec:
+    """One folder's patterns, for files and for folders (where `name/` means `name`)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.files = pathspec.GitIgnoreSpec.from_lines(lines)
+        folder_lines = [line.rstrip() for line in lines]
+        self.folders = pathspec.GitIgnoreSpec.from_lines(
+            [
+                line[:-1] if line.endswith("/") and line.strip("!/") else line
+                for line in folder_lines
+            ]
+        )

@@ -1,0 +1,105 @@
+"""Ignore files with git's semantics, applied alike by the index, search, grep and the watcher."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from watchfiles import Change
+
+from cofferd.domain.models import KnowledgeBase
+from cofferd.infrastructure.ignore_rules import IgnoreRules
+from cofferd.surfaces.core import Coffer
+from tests.daemon import Daemon, wait_for
+from tests.helpers import write
+
+IGNORES = {
+    ".gitignore": "build/\n*.log.md\n!keep.log.md\n/top-only.md\nPrivate\n!build/keep.md\n",
+    ".cofferignore": "drafts/**\n!drafts/published.md\n",
+    "sub/.ignore": "!*.log.md\nlocal.md\n",
+    "sub/deeper/.gitignore": "/*.md\n!wanted.md\n",
+}
+TREE = {
+    "plain.md": True,
+    "build/out.md": False,  # a folder pattern
+    "src/build/out.md": False,  # ... at any depth
+    "x.log.md": False,
+    "keep.log.md": True,  # taken back by `!`
+    "top-only.md": False,  # anchored to the file's folder
+    "sub/top-only.md": True,
+    "Private/notes.md": False,
+    "private/notes.md": True,  # patterns are case-sensitive, as in git
+    "drafts/a.md": False,
+    "drafts/published.md": True,  # `drafts/**` ignores what is inside, not the folder
+    "build/keep.md": False,  # but inside an ignored folder nothing comes back (git)
+    "sub/x.log.md": True,  # a deeper ignore file overrides a shallower one
+    "sub/local.md": False,
+    "local.md": True,  # sub/.ignore applies only below sub/
+    "sub/deeper/any.md": False,
+    "sub/deeper/wanted.md": True,
+    "sub/deeper/nested/any.md": True,  # `/*.md` is anchored to sub/deeper/
+    "node_modules/pkg/readme.md": False,  # a default
+}
+
+
+def make_tree(docs: Path) -> list[str]:
+    for path, text in IGNORES.items():
+        write(docs / path, text)
+    for path in TREE:
+        write(docs / path, f"# {path}\n\nplatypus in {path}\n")
+    return sorted(p for p, kept in TREE.items() if kept)
+
+
+@pytest.mark.parametrize(("path", "kept"), TREE.items())
+def test_git_semantics(tmp_path: Path, path: str, kept: bool) -> None:
+    make_tree(tmp_path)
+    excluded = IgnoreRules(lambda: tmp_path).excluded(path)
+    assert excluded is not kept or path.startswith("node_modules")  # noise, not an ignore file
+
+
+async def test_index_search_and_grep_follow_the_ignore_files(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    expected = make_tree(docs)
+    await coffer.reindexer.reconcile(kb)
+    indexed, _ = await coffer.stores.documents.list_documents(kb.name, q=None, limit=100, offset=0)
+    grepped = await coffer.retrieval.grep(kb.name, "platypus", 1000)
+    searched = await coffer.retrieval.search(kb.name, "platypus", 100)
+    assert sorted(d.path for d in indexed) == expected
+    assert sorted({h.path for h in grepped.hits}) == expected
+    assert sorted({p.path for p in searched.passages}) == expected
+
+    # a path the watcher names is judged by the same rules
+    write(docs / "build/new.md", "platypus again")
+    write(docs / "sub/deeper/wanted.md", "platypus wanted")
+    await coffer.reindexer.sync_paths(kb, {"build/new.md", "sub/deeper/wanted.md"})
+    indexed, _ = await coffer.stores.documents.list_documents(kb.name, q=None, limit=100, offset=0)
+    assert sorted(d.path for d in indexed) == expected
+
+
+def test_the_watcher_passes_ignore_files_on(coffer: Coffer) -> None:
+    docs = coffer.locations.docs_dir("notes")
+    for name in (".gitignore", "sub/.ignore", ".cofferignore"):
+        assert coffer.policy(Change.modified, str(docs / name)), name
+        assert coffer.policy.is_ignore_file(name)
+    assert not coffer.policy(Change.modified, str(docs / ".git/.gitignore"))
+    assert not coffer.policy.is_document(".gitignore")
+
+
+def test_changing_an_ignore_file_takes_effect_without_a_restart(daemon: Daemon) -> None:
+    d = daemon
+    docs = d.docs("notes")
+    write(docs / "keep.md", "# Keep\n\nwombat kept")
+    write(docs / "scratch/a.md", "# A\n\nwombat scratch")
+
+    def found() -> list[str]:
+        reply = d.client.post(d.client.kb("notes", "/search"), {"query": "wombat"})
+        return sorted(p["relative_path"] for p in reply["passages"])
+
+    wait_for(lambda: found() == ["keep.md", "scratch/a.md"])
+    write(docs / ".cofferignore", "scratch/\n")
+    wait_for(lambda: found() == ["keep.md"])
+    hits = d.client.post(d.client.kb("notes", "/grep"), {"pattern": "wombat"})["hits"]
+    assert [h["relative_path"] for h in hits] == ["keep.md"]
+    (docs / ".cofferignore").unlink()
+    wait_for(lambda: found() == ["keep.md", "scratch/a.md"])
