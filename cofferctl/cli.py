@@ -241,6 +241,40 @@ def cmd_docs(c: Client, a: argparse.Namespace, out: Output) -> Any:
     return None
 
 
+def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    if a.broken == (a.doc is not None):
+        raise UsageError("give a document, or --broken for every broken link")
+    if a.broken:
+        data = c.get(c.kb(a.kb, "/links/broken"))
+        if out.as_json:
+            return data
+        for link in data["links"]:
+            out.line(f"{link['relative_path']}:{link['line']}: {link['target']}  (broken)")
+        out.line(f"{len(data['links'])} broken links")
+        return None
+    data = c.get(c.kb(a.kb, f"/documents/{_quote(a.doc)}/links"))
+    if out.as_json:
+        return data
+    out.line(out.style(f"links from {a.doc}", "1"))
+    for link in data["outgoing"]:
+        to = link["relative_path"] or out.style("broken", "31")
+        note = "  (ambiguous: the shortest path is taken)" if link["ambiguous"] else ""
+        out.line(f"  line {link['line']}: {link['target']} -> {to}{note}")
+    out.line(out.style("backlinks", "1"))
+    for link in data["backlinks"]:
+        where = out.link(f"{link['relative_path']}:{link['line']}", link["path"])
+        out.line(f"  {where}  {link['document_id']}")
+    return None
+
+
+def cmd_tags(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    data = c.get(c.kb(a.kb, "/tags"))
+    if out.as_json:
+        return data
+    out.table(["tag", "documents"], [[f"#{t['tag']}", t["count"]] for t in data["tags"]])
+    return None
+
+
 def cmd_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
     doc = c.get(c.kb(a.kb, f"/documents/{_quote(a.doc)}"))
     if out.as_json:
@@ -327,9 +361,19 @@ def cmd_grep(c: Client, a: argparse.Namespace, out: Output) -> Any:
     data = c.post(c.kb(a.kb, "/grep"), body)
     if out.as_json:
         return data
+    current = None
     for h in data["hits"]:
         path = out.link(out.style(h["relative_path"], "35"), h["path"])
-        out.line(f"{path}:{out.style(str(h['line_number']), '32')}:{h['line']}")
+        number = out.style(str(h["line_number"]), "32")
+        if not out.color:  # grep's own form, for pipes
+            out.line(f"{path}:{number}:{h['line']}")
+            continue
+        if h["path"] != current:  # on a terminal, a heading per file with its document id
+            out.line(
+                ("\n" if current else "") + f"{path}  {out.style(h['document_id'] or '', '2')}"
+            )
+            current = h["path"]
+        out.line(f"{number}:{h['line']}")
     if data["truncated"]:
         out.line(out.style("(more matches not shown: raise --max-matches)", "2"))
     return None
@@ -562,7 +606,13 @@ def build_parser() -> argparse.ArgumentParser:
     for name, fn, text in document_commands:
         sp = add(name, fn, text)
         sp.add_argument("kb")
-        sp.add_argument("doc", metavar="DOC_ID")
+        sp.add_argument("doc", metavar="DOC", help="its id, an id prefix, or its path in the KB")
+    sp = add("links", cmd_links, "a document's links and backlinks, or every broken link")
+    sp.add_argument("kb")
+    sp.add_argument("doc", metavar="DOC", nargs="?", help="its id, an id prefix, or its path")
+    sp.add_argument("--broken", action="store_true", help="every link that leads nowhere")
+    sp = add("tags", cmd_tags, "the tags of a knowledge base and how often each is used")
+    sp.add_argument("kb")
     sp = add("add", cmd_add, "add files (any supported format; folders recursively, globs)")
     sp.add_argument("kb")
     sp.add_argument("paths", nargs="+", metavar="PATH")

@@ -14,6 +14,7 @@ import contextlib
 import functools
 import inspect
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -184,10 +185,34 @@ def list_documents(
     return {"documents": docs, "total": body["total"], "limit": limit, "offset": offset}
 
 
-@server.tool(description="Read one document: its title, metadata and full Markdown.")
+def _doc_path(client: Client, kb: str, document_id: str, then: str = "") -> str:
+    """A document's API path; the reference (an id, an id prefix or a path in the KB) is
+    one path segment, whatever it holds."""
+    return client.kb(kb, f"/documents/{urllib.parse.quote(document_id, safe='')}{then}")
+
+
+@server.tool(
+    description="Read one document: its title, metadata and full Markdown. `document_id` "
+    "may also be the document's path in the knowledge base, or an unambiguous id prefix."
+)
 @bridged("get_document")
 def get_document(client: Client, document_id: str, kb: str = DEFAULT_KB) -> dict[str, Any]:
-    return _document(client.get(client.kb(kb, f"/documents/{document_id}")), True)
+    return _document(client.get(_doc_path(client, kb, document_id)), True)
+
+
+@server.tool(
+    description="A document's links: what it links to (`outgoing`, with `document_id` null "
+    "for a broken link) and which documents link to it (`backlinks`, with the line)."
+)
+@bridged("get_links")
+def get_links(client: Client, document_id: str, kb: str = DEFAULT_KB) -> dict[str, Any]:
+    return dict(client.get(_doc_path(client, kb, document_id, "/links")))
+
+
+@server.tool(description="The tags used in a knowledge base, with how many documents carry each.")
+@bridged("list_tags")
+def list_tags(client: Client, kb: str = DEFAULT_KB) -> dict[str, Any]:
+    return dict(client.get(client.kb(kb, "/tags")))
 
 
 @server.tool(
@@ -229,14 +254,14 @@ def edit_document(
     body: dict[str, Any] = {"content": content}
     if expected_sha256:
         body["expected_sha256"] = expected_sha256
-    doc = client.request("PUT", client.kb(kb, f"/documents/{document_id}"), body)
+    doc = client.request("PUT", _doc_path(client, kb, document_id), body)
     return _document(doc, False)
 
 
 @server.tool(description="Delete a document (its Markdown file and its original).")
 @bridged("delete_document")
 def delete_document(client: Client, document_id: str, kb: str = DEFAULT_KB) -> dict[str, Any]:
-    return dict(client.request("DELETE", client.kb(kb, f"/documents/{document_id}")))
+    return dict(client.request("DELETE", _doc_path(client, kb, document_id)))
 
 
 @server.tool(

@@ -22,6 +22,8 @@ BODIES = [
     "# Big\n\n" + "\n\n".join("para " + "w " * 50 for _ in range(15)),
     "",
     "---\nbroken: [\n---\nkeep me",
+    "---\ntags: [t1, area/t2]\naliases: [Other]\n---\nsee [[a]], [[notes/c|c]], [[gone]] #t3",
+    "# Links\n\n[up](../a.md) [here](deep/d.md) [[東京]] `[[not a link]]` #t1",
 ]
 
 op = st.one_of(

@@ -11,6 +11,7 @@ from cofferd.application import markdown
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
 from cofferd.domain.errors import (
+    DocumentAmbiguous,
     DocumentChanged,
     DocumentNotFound,
     PayloadTooLarge,
@@ -18,6 +19,7 @@ from cofferd.domain.errors import (
 )
 from cofferd.domain.models import Document
 from cofferd.domain.ports import DocsTree, DocumentIndex
+from cofferd.locations import normalize_relpath
 
 LIST_LIMIT_MAX = 500
 
@@ -55,18 +57,29 @@ class Documents:
         docs, total = await self.store.list_documents(kb, q=q or None, limit=limit, offset=offset)
         return [self._view(d) for d in docs], total
 
-    async def _get(self, kb: str, doc_id: str) -> Document:
+    async def find(self, kb: str, ref: str) -> Document:
+        """The document `ref` names: its id, its path in the KB (`notes/2024/plan.md`), or
+        a prefix of its id that no other document's id starts with."""
         self.kbs.get(kb)
-        doc = await self.store.get_document(kb, doc_id)
-        if doc is None:
-            raise DocumentNotFound(kb, doc_id)
-        return doc
+        if not ref or "\0" in ref:
+            raise DocumentNotFound(kb, ref)
+        ref = normalize_relpath(ref)
+        found = await self.store.find_documents(kb, ref)
+        if len(found) == 1 and (found[0].id == ref or found[0].path == ref or len(ref) >= 4):
+            return found[0]
+        if len(found) > 1:
+            raise DocumentAmbiguous(
+                f"{ref!r} is the start of several document ids; give more of it",
+                id=ref,
+                candidates=[{"id": d.id, "relative_path": d.path} for d in found],
+            )
+        raise DocumentNotFound(kb, ref)
 
     async def get(self, kb: str, doc_id: str) -> DocumentView:
-        doc = await self._get(kb, doc_id)
+        doc = await self.find(kb, doc_id)
         content = await asyncio.to_thread(self.tree.read, kb, doc.path)
         if content is None:
-            raise DocumentNotFound(kb, doc_id)
+            raise DocumentNotFound(kb, doc.id)
         text, _ = markdown.decode(content.data)
         frontmatter, body, _ = markdown.split_frontmatter(text)
         return self._view(doc, body=body, frontmatter=_jsonable(frontmatter))
@@ -84,7 +97,7 @@ class Documents:
         with frontmatter replaces the whole file. A converted document becomes `edited`.
         The version check, the write and the reindex happen under the KB's lock."""
         kb = self.kbs.get_enabled(kb_name)
-        doc = await self._get(kb_name, doc_id)
+        doc = await self.find(kb_name, doc_id)
         if len(body.encode()) > kb.config.max_document_bytes:
             raise PayloadTooLarge(
                 "document is larger than this knowledge base's max_document_bytes",
@@ -93,19 +106,19 @@ class Documents:
         async with self.kbs.registry.lock(kb_name):
             current = await asyncio.to_thread(self.tree.read, kb_name, doc.path)
             if current is None:
-                raise DocumentNotFound(kb_name, doc_id)
+                raise DocumentNotFound(kb_name, doc.id)
             if expected_sha256 and markdown.content_hash(current.data) != expected_sha256:
                 raise DocumentChanged(
                     "the document changed since it was read; read it again and redo the edit",
-                    id=doc_id,
+                    id=doc.id,
                 )
             new_text = _edited_text(current.data, body)
             await asyncio.to_thread(self.tree.write, kb_name, doc.path, new_text.encode())
             await self.reindexer.sync_paths_locked(kb, [doc.path], actor=actor)
-        return await self.get(kb_name, doc_id)
+        return await self.get(kb_name, doc.id)
 
     async def delete(self, kb: str, doc_id: str, *, actor: str) -> Document:
-        doc = await self._get(kb, doc_id)
+        doc = await self.find(kb, doc_id)
         async with self.kbs.registry.lock(kb):
             await asyncio.to_thread(remove_files, self.tree, kb, doc.path, doc.id)
             await self.store.delete_document(kb, doc.id, actor)

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from cofferd.domain.links import Link, links_of
 from cofferd.domain.tags import aliases_of, tags_of
 
 ULID_NAME = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}\.md$")
@@ -55,6 +56,7 @@ class ParsedMarkdown:
     body_line: int = 1  # the line of the file the body starts on
     tags: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
+    links: tuple[Link, ...] = ()
 
 
 def content_hash(data: bytes) -> str:
@@ -175,6 +177,7 @@ def parse(data: bytes, relpath: str) -> ParsedMarkdown:
     recorded = frontmatter.get("body_sha256")
     if mode == "converted" and isinstance(recorded, str) and recorded != body_hash(body):
         mode = "edited"  # changed in an editor since conversion: never overwrite it
+    body_line = text.count("\n", 0, len(text) - len(body)) + 1
     metadata: dict[str, Any] = {
         out: frontmatter[key]
         for key, out in METADATA_KEYS.items()
@@ -189,7 +192,8 @@ def parse(data: bytes, relpath: str) -> ParsedMarkdown:
         frontmatter=frontmatter,
         source_mode=mode if mode in ("converted", "edited") else "edited",
         metadata=metadata,
-        body_line=text.count("\n", 0, len(text) - len(body)) + 1,
+        body_line=body_line,
         tags=tags_of(frontmatter, body),
         aliases=aliases_of(frontmatter),
+        links=tuple(links_of(body, relpath, body_line)),
     )

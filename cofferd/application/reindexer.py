@@ -274,7 +274,9 @@ class Reindexer:
                 first_line=parsed.body_line,
             )
             event = "kb_document_updated" if known else "kb_document_ingested"
-            batch.writes.append(DocumentWrite(document, content.stat, chunking, chunks, event))
+            batch.writes.append(
+                DocumentWrite(document, content.stat, chunking, chunks, event, parsed.links)
+            )
             if known:
                 result.documents_updated += 1
             else:

@@ -12,6 +12,7 @@
     │   ├── KBExists              KB_EXISTS              409
     │   ├── KBDisabled            KB_DISABLED            409
     │   ├── DocumentChanged       DOCUMENT_CHANGED       409
+    │   ├── DocumentAmbiguous     DOCUMENT_AMBIGUOUS     409
     │   ├── ReconversionBlocked   RECONVERSION_BLOCKED   409
     │   └── SourceMissing         SOURCE_MISSING         409
     ├── IngestRejected            INGEST_REJECTED        422
@@ -98,6 +99,12 @@ class KBDisabled(Conflict):
 
 class DocumentChanged(Conflict):
     code = "DOCUMENT_CHANGED"
+
+
+class DocumentAmbiguous(Conflict):
+    """An id prefix that more than one document's id starts with."""
+
+    code = "DOCUMENT_AMBIGUOUS"
 
 
 class ReconversionBlocked(Conflict):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cofferd.domain.filters import SearchFilters
+from cofferd.domain.links import Link
 from cofferd.domain.models import Chunk, Document, KnowledgeBase, Passage
 
 
@@ -85,6 +86,7 @@ class DocumentWrite:
     chunking: str
     chunks: Sequence[Chunk]
     event: str
+    links: Sequence[Link] = ()
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,8 @@ class DocumentIndex(Protocol):
     ) -> list[WriteFailure]: ...
 
     async def get_document(self, kb: str, doc_id: str) -> Document | None: ...
+
+    async def find_documents(self, kb: str, ref: str) -> list[Document]: ...
 
     async def list_documents(
         self, kb: str, *, q: str | None, limit: int, offset: int
@@ -261,3 +265,20 @@ class VectorStore(Protocol):
         filters: SearchFilters | None = None,
         min_similarity: float = -1.0,
     ) -> list[Passage]: ...
+
+
+LinkRow = tuple[str, str, Link]  # (the linking document's id, its path, the link)
+
+
+class GraphStore(Protocol):
+    """Tags and links as stored with their documents."""
+
+    async def links_from(self, kb: str, doc_id: str) -> list[LinkRow]: ...
+
+    async def links_named(self, kb: str, name: str) -> list[LinkRow]: ...
+
+    async def all_links(self, kb: str) -> list[LinkRow]: ...
+
+    async def document_paths(self, kb: str) -> dict[str, str]: ...
+
+    async def tag_counts(self, kb: str) -> list[tuple[str, int]]: ...

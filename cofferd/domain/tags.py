@@ -13,14 +13,14 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from cofferd.domain.prose import prose_lines
+
 MAX_TAGS = 200
 MAX_TAG_CHARS = 100
 MAX_ALIASES = 50
 MAX_ALIAS_CHARS = 200
 
 _INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(`+).+?\1")
 _SEPARATORS = re.compile(r"[,\s]+")
 
 
@@ -67,20 +67,9 @@ def inline_tags(body: str) -> list[str]:
     if "#" not in body:
         return []
     tags: list[str] = []
-    fence: str | None = None
-    for line in body.split("\n"):
-        m = _FENCE.match(line)
-        if fence is not None:
-            if m and m.group(1)[0] == fence:
-                fence = None
-            continue
-        if m:
-            fence = m.group(1)[0]
-            continue
-        if "#" not in line or line.startswith(("    ", "\t")):  # indented code
-            continue
-        line = _CODE_SPAN.sub(" ", line)
-        tags += [t for t in map(normalize_tag, _INLINE_TAG.findall(line)) if t]
+    for _, line in prose_lines(body):
+        if "#" in line:
+            tags += [t for t in map(normalize_tag, _INLINE_TAG.findall(line)) if t]
     return tags
 
 

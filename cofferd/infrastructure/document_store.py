@@ -19,8 +19,7 @@ from typing import Any
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.models import KB_KIND, WORKSPACE_GLOBAL, Document, Passage, utc_from_ns
 from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFile, WriteFailure
-from cofferd.domain.tags import tag_key
-from cofferd.infrastructure import activity_store, fts, keyword_index, vec_index
+from cofferd.infrastructure import activity_store, fts, graph_store, keyword_index, vec_index
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.fsutil import atomic_write
 from cofferd.infrastructure.search_filter import chunks_within
@@ -29,6 +28,7 @@ from cofferd.locations import Locations
 
 log = logging.getLogger(__name__)
 SCOPE = "kind = ? AND resource_name = ?"
+AMBIGUOUS_SHOWN = 5  # documents named when an id prefix fits several
 PHRASE_CANDIDATES = 5  # x top_k, read to keep those that hold quoted phrases verbatim
 
 
@@ -85,17 +85,6 @@ def chunk_rows(conn: Connection, key: str, values: Sequence[Any]) -> dict[Any, A
     return {r[key]: r for r in rows}
 
 
-def _set_tags(conn: Connection, kb: str, doc_id: str, tags: Sequence[str]) -> None:
-    conn.execute(
-        f"DELETE FROM document_tags WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id)
-    )
-    conn.executemany(
-        "INSERT OR IGNORE INTO document_tags (kind, resource_name, document_id, tag)"
-        " VALUES (?, ?, ?, ?)",
-        [(KB_KIND, kb, doc_id, tag_key(t)) for t in tags],
-    )
-
-
 def _delete_chunks(conn: Connection, kb: str, doc_id: str) -> None:
     rows = conn.execute(
         f"SELECT seq, id FROM chunks WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id)
@@ -146,7 +135,8 @@ def _write_document(conn: Connection, kb: str, w: DocumentWrite, actor: str) -> 
          _json(d.metadata), d.created_at, d.updated_at,
          w.stat.size, w.stat.mtime_ns, w.chunking, _json(d.tags), _json(d.aliases)),
     )  # fmt: skip
-    _set_tags(conn, kb, d.id, d.tags)
+    graph_store.set_tags(conn, kb, d.id, d.tags)
+    graph_store.set_links(conn, kb, d.id, w.links)
     activity_store.record(conn, w.event, actor, kb, d.id, {"path": d.path, "chunks": len(w.chunks)})
 
 
@@ -161,7 +151,8 @@ def _remove_document(conn: Connection, kb: str, doc_id: str, actor: str, reason:
     if row is None:
         return False
     _delete_chunks(conn, kb, doc_id)
-    _set_tags(conn, kb, doc_id, ())
+    graph_store.set_tags(conn, kb, doc_id, ())
+    graph_store.set_links(conn, kb, doc_id, ())
     conn.execute(f"DELETE FROM documents WHERE {SCOPE} AND id = ?", (KB_KIND, kb, doc_id))
     if reason == "deleted":  # a file that vanished may come back (an unmounted disk)
         conn.execute(
@@ -195,9 +186,6 @@ def dump_index(conn: Connection, kb: str) -> dict[str, Any]:
         f" WHERE {SCOPE} ORDER BY id",
         (KB_KIND, kb),
     ).fetchall()
-    tags = conn.execute(
-        f"SELECT document_id, tag FROM document_tags WHERE {SCOPE} ORDER BY 1, 2", (KB_KIND, kb)
-    ).fetchall()
     texts = keyword_index.dump(conn, kb)
     chunks = conn.execute(
         "SELECT seq, id, document_id, position, heading, line_start, line_end FROM chunks"
@@ -208,7 +196,7 @@ def dump_index(conn: Connection, kb: str) -> dict[str, Any]:
     return {
         "documents": [tuple(r) for r in docs],
         "chunks": [(*tuple(r)[1:], *texts.get(r[0], (None, None, None))) for r in chunks],
-        "tags": [tuple(r) for r in tags],
+        **graph_store.dump(conn, kb),
         "vectors": vectors,
         "orphan_fts_rows": len(texts) - len(chunks),
     }
@@ -351,6 +339,26 @@ class SqliteDocuments:
 
         return await self.db.read(run)
 
+    async def find_documents(self, kb: str, ref: str) -> list[Document]:
+        """The document a reference names: by id, else by path, else the documents whose id
+        starts with it (any case; a few, to name them when there are several)."""
+
+        def run(conn: Connection) -> list[Document]:
+            for column in ("id", "path"):
+                row = conn.execute(
+                    f"SELECT * FROM documents WHERE {SCOPE} AND {column} = ?", (KB_KIND, kb, ref)
+                ).fetchone()
+                if row:
+                    return [document_from_row(row)]
+            rows = conn.execute(
+                f"SELECT * FROM documents WHERE {SCOPE} AND substr(upper(id), 1, ?) = upper(?)"
+                " ORDER BY id LIMIT ?",
+                (KB_KIND, kb, len(ref), ref, AMBIGUOUS_SHOWN),
+            ).fetchall()
+            return [document_from_row(r) for r in rows]
+
+        return await self.db.read(run)
+
     async def get_document(self, kb: str, doc_id: str) -> Document | None:
         def run(conn: Connection) -> Document | None:
             row = conn.execute(
@@ -425,7 +433,7 @@ class SqliteDocuments:
             keyword_index.drop(conn, kb)
             vec_index.drop(conn, kb)
             conn.execute(f"DELETE FROM chunks WHERE {SCOPE}", (KB_KIND, kb))
-            conn.execute(f"DELETE FROM document_tags WHERE {SCOPE}", (KB_KIND, kb))
+            graph_store.drop_kb(conn, kb)
             conn.execute("DELETE FROM tracked_sources WHERE resource_name = ?", (kb,))
             cur = conn.execute(f"DELETE FROM documents WHERE {SCOPE}", (KB_KIND, kb))
             return int(cur.rowcount)

@@ -26,10 +26,11 @@ def _fts_table_per_kb(conn: Connection) -> None:
     )
 
 
-def _tags_and_titles(conn: Connection) -> None:
-    """7: tags (filterable) and aliases; each FTS table gains a `meta` column (title,
-    aliases, tags). FTS5 cannot add a column: each table is copied into a new one, so
-    search keeps working until the next reconcile (INDEX_FORMAT v4) fills `meta`."""
+def _tags_links_and_titles(conn: Connection) -> None:
+    """7: tags (filterable), aliases and links (as written, resolved when asked); each FTS
+    table gains a `meta` column (title, aliases, tags). FTS5 cannot add a column: each
+    table is copied into a new one, so search keeps working until the next reconcile
+    (INDEX_FORMAT v4) fills `meta`."""
     conn.execute("ALTER TABLE documents ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'")
     conn.execute("ALTER TABLE documents ADD COLUMN aliases TEXT NOT NULL DEFAULT '[]'")
     conn.execute(
@@ -40,6 +41,13 @@ def _tags_and_titles(conn: Connection) -> None:
     conn.execute(
         "CREATE INDEX idx_document_tags_document ON document_tags(kind, resource_name, document_id)"
     )
+    conn.execute(
+        "CREATE TABLE links (kind TEXT NOT NULL, resource_name TEXT NOT NULL,"
+        " document_id TEXT NOT NULL, line INTEGER NOT NULL, type TEXT NOT NULL,"
+        " target TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL)"
+    )
+    conn.execute("CREATE INDEX idx_links_document ON links(kind, resource_name, document_id)")
+    conn.execute("CREATE INDEX idx_links_name ON links(kind, resource_name, name)")
     for (name,) in conn.execute("SELECT table_name FROM fts_tables").fetchall():
         keyword_index.create(conn, f"{name}_v7")
         conn.execute(
@@ -143,7 +151,7 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE chunks ADD COLUMN line_start INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE chunks ADD COLUMN line_end INTEGER NOT NULL DEFAULT 0
     """,
-    _tags_and_titles,
+    _tags_links_and_titles,
 ]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from cofferd.application.activity import Activity
 from cofferd.application.documents import Documents
 from cofferd.application.embeddings import Embeddings
+from cofferd.application.graph import Graph
 from cofferd.application.indexing import RECONCILE_INTERVAL_S, IndexingService
 from cofferd.application.ingest import Ingest
 from cofferd.application.knowledge_bases import KnowledgeBases
@@ -25,6 +26,7 @@ from cofferd.infrastructure.docs_tree import FileDocsTree
 from cofferd.infrastructure.document_policy import DocumentPolicy
 from cofferd.infrastructure.document_store import SqliteDocuments
 from cofferd.infrastructure.embedders import make_embedder
+from cofferd.infrastructure.graph_store import SqliteGraph
 from cofferd.infrastructure.grep import Ripgrep
 from cofferd.infrastructure.kb_files import KBFiles
 from cofferd.infrastructure.sqlite import SQLITE_VERSION
@@ -76,6 +78,7 @@ class Coffer:
             self.kbs, stores.documents, stores.vectors, grep, self.embeddings, tree
         )
         self.documents = Documents(self.kbs, stores.documents, tree, self.reindexer)
+        self.graph = Graph(self.kbs, self.documents, SqliteGraph(db), tree)
         self.ingest = Ingest(
             self.kbs,
             stores.documents,

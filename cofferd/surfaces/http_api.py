@@ -177,6 +177,26 @@ async def get_document(request: web.Request) -> web.Response:
     return json_response(document_json(view))
 
 
+@routes.get("/api/v1/knowledge_bases/{name}/documents/{doc_id}/links")
+async def document_links(request: web.Request) -> web.Response:
+    graph = request.app[COFFER].graph
+    return json_response(
+        await graph.links(request.match_info["name"], request.match_info["doc_id"])
+    )
+
+
+@routes.get("/api/v1/knowledge_bases/{name}/links/broken")
+async def broken_links(request: web.Request) -> web.Response:
+    return json_response(
+        {"links": await request.app[COFFER].graph.broken(request.match_info["name"])}
+    )
+
+
+@routes.get("/api/v1/knowledge_bases/{name}/tags")
+async def tags(request: web.Request) -> web.Response:
+    return json_response({"tags": await request.app[COFFER].graph.tags(request.match_info["name"])})
+
+
 @routes.post("/api/v1/knowledge_bases/{name}/documents")
 async def add_document(request: web.Request) -> web.Response:
     coffer = request.app[COFFER]

@@ -1,0 +1,159 @@
+"""Links and tags: parsed like Obsidian and Markdown write them, resolved like Obsidian,
+kept by the Reindexer like chunks (a rebuild reproduces them), and documents addressed by
+path or id prefix wherever an id is taken."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from mcp import Client as McpClient
+
+from cofferctl import cli
+from cofferctl.client import ApiError
+from cofferd.domain.links import DocumentIndexOfPaths, Link, links_of
+from cofferd.domain.models import KnowledgeBase
+from cofferd.surfaces.core import Coffer
+from tests.daemon import Daemon, wait_for
+from tests.helpers import rebuild_dump, write
+from tests.test_mcp import call as mcp_call
+from tests.test_mcp import error_of
+from tests.test_mcp import params as mcp_params
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("see [[Plan]]", [("wiki", "Plan", "plan")]),
+        ("[[projects/Plan.md|the plan]]", [("wiki", "projects/Plan.md", "projects/plan")]),
+        ("[[Plan#Budget]] and ![[diagram]]", [("wiki", "Plan#Budget", "plan"),
+                                               ("wiki", "diagram", "diagram")]),
+        ("[[#Local heading]]", []),
+        ("[x](other.md) [y](../up.md#h) [z](<with space.md>)",
+         [("markdown", "other.md", "notes/other"), ("markdown", "../up.md#h", "up"),
+          ("markdown", "with space.md", "notes/with space")]),
+        ("[a](%C3%A9t%C3%A9.md) [b](/root.MD)", [("markdown", "%C3%A9t%C3%A9.md", "notes/été"),
+                                                 ("markdown", "/root.MD", "root")]),
+        ("[w](https://x.org/a.md) [m](mailto:a@b) [i](pic.png) ![img](p.md) [o](../../out.md)",
+         []),
+        ("`[[in code]]`\n```\n[[fenced]]\n```\n    [[indented]]", []),
+    ],
+)  # fmt: skip
+def test_links_are_read_as_written(text: str, expected: list[tuple[str, str, str]]) -> None:
+    found = links_of(text, "notes/here.md", first_line=3)
+    assert [(k.type, k.target, k.key) for k in found] == expected
+    assert all(k.line == 3 for k in found)
+
+
+def test_resolution_follows_obsidian() -> None:
+    index = DocumentIndexOfPaths(
+        ["Plan.md", "projects/plan.md", "projects/deep/Notes.md", "archive/2020/notes.md",
+         "one/only.markdown"]
+    )  # fmt: skip
+
+    def resolve(key: str, type_: str = "wiki") -> tuple[str | None, bool]:
+        r = index.resolve(Link(type_, key, key, 1))  # type: ignore[arg-type]
+        return r.path, r.ambiguous
+
+    assert resolve("plan") == ("Plan.md", False)  # the whole path matches, any case
+    assert resolve("projects/plan") == ("projects/plan.md", False)
+    assert resolve("notes") == ("archive/2020/notes.md", True)  # shortest path, flagged
+    assert resolve("deep/notes") == ("projects/deep/Notes.md", False)
+    assert resolve("only") == ("one/only.markdown", False)
+    assert resolve("nowhere") == (None, False)
+    assert resolve("notes", "markdown") == (None, False)  # a Markdown link is a path
+
+
+async def test_links_both_ways_renames_and_the_rebuild(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    write(docs / "hub.md", "# Hub\n\nSee [[Plan]], [[Missing]] and [budget](projects/budget.md).")
+    write(docs / "projects/plan.md", "# Plan\n\nBack to [[hub]].\n\nAnd [[projects/Budget]].")
+    write(docs / "projects/budget.md", "---\ntags: [money]\n---\n# Budget\n#money #q3")
+    await coffer.reindexer.reconcile(kb)
+    hub = (await coffer.documents.find("notes", "hub.md")).id
+    links = await coffer.graph.links("notes", hub)
+    assert [(o["target"], o["relative_path"], o["line"]) for o in links["outgoing"]] == [
+        ("Plan", "projects/plan.md", 3),
+        ("Missing", None, 3),
+        ("projects/budget.md", "projects/budget.md", 3),
+    ]
+    budget = await coffer.graph.links("notes", "projects/budget.md")
+    assert {b["relative_path"] for b in budget["backlinks"]} == {"hub.md", "projects/plan.md"}
+    broken = await coffer.graph.broken("notes")
+    assert [(b["relative_path"], b["target"]) for b in broken] == [("hub.md", "Missing")]
+    assert await coffer.graph.tags("notes") == [
+        {"tag": "money", "count": 1},
+        {"tag": "q3", "count": 1},
+    ]
+
+    # a rename: the wiki link still finds it by name, the Markdown link breaks (as a path)
+    (docs / "archive").mkdir()
+    (docs / "projects/budget.md").rename(docs / "archive/budget.md")
+    await coffer.reindexer.reconcile(kb)
+    moved = await coffer.graph.links("notes", "archive/budget.md")
+    assert [b["relative_path"] for b in moved["backlinks"]] == []  # both named its old path
+    write(docs / "projects/plan.md", "# Plan\n\nBack to [[hub]].\n\nAnd [[Budget]].")
+    await coffer.reindexer.reconcile(kb)
+    moved = await coffer.graph.links("notes", "archive/budget.md")
+    assert [b["relative_path"] for b in moved["backlinks"]] == ["projects/plan.md"]
+    assert await coffer.stores.documents.dump("notes") == await rebuild_dump(coffer, kb)
+
+
+async def test_documents_are_found_by_path_and_id_prefix(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    write(docs / "a/b.md", "# B")
+    write(docs / "c.md", "# C")
+    await coffer.reindexer.reconcile(kb)
+    b = await coffer.documents.find("notes", "a/b.md")
+    assert (await coffer.documents.find("notes", b.id)).path == "a/b.md"
+    assert (await coffer.documents.find("notes", b.id[:8].upper())).id == b.id
+    with pytest.raises(Exception, match="does not exist"):
+        await coffer.documents.find("notes", b.id[:3])  # too short to be meant
+    with pytest.raises(Exception, match="several"):
+        await coffer.documents.find("notes", "p")  # every path-derived id starts with p
+
+
+async def test_links_tags_and_paths_through_the_api_cofferctl_and_mcp(
+    shared_daemon: Daemon,
+) -> None:
+    d = shared_daemon
+    kb = f"links-{uuid.uuid4().hex[:6]}"
+    d.client.post("/api/v1/knowledge_bases", {"name": kb})
+    write(d.docs(kb) / "index.md", "# Index\n\n[[Topic]] and [[Gone]] #start")
+    write(d.docs(kb) / "deep/topic.md", "# Topic\n\nUp to [the index](../index.md).")
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/documents"))["total"] == 2)
+
+    by_path = d.client.get(d.client.kb(kb, "/documents/deep%2Ftopic.md"))
+    assert by_path["relative_path"] == "deep/topic.md"
+    links = d.client.get(d.client.kb(kb, "/documents/index.md/links"))
+    assert [o["document_id"] for o in links["outgoing"]] == [by_path["id"], None]
+    assert [b["relative_path"] for b in links["backlinks"]] == ["deep/topic.md"]
+    assert d.client.get(d.client.kb(kb, "/tags"))["tags"] == [{"tag": "start", "count": 1}]
+    with pytest.raises(ApiError) as err:
+        d.client.get(d.client.kb(kb, "/documents/p/links"))
+    assert err.value.code == "DOCUMENT_AMBIGUOUS" and len(err.value.details["candidates"]) == 2
+
+    def run(*args: str) -> str:
+        out = io.StringIO()
+        assert cli.main(["--socket", str(d.socket), *args], stdout=out) == 0
+        return out.getvalue()
+
+    assert "deep/topic.md:3" in run("links", kb, "index.md")
+    assert "index.md:3: Gone  (broken)" in run("links", kb, "--broken")
+    assert "#start" in run("tags", kb)
+    assert "Topic" in run("show", kb, "deep/topic.md")
+    assert json.loads(run("show", kb, by_path["id"][:10], "--json"))["id"] == by_path["id"]
+
+    async with McpClient(mcp_params(d.socket)) as client:
+        got = await mcp_call(client, "get_links", kb=kb, document_id="deep/topic.md")
+        assert got["backlinks"][0]["relative_path"] == "index.md"
+        tags = await mcp_call(client, "list_tags", kb=kb)
+        assert tags["tags"] == [{"tag": "start", "count": 1}]
+        # a reference is one path segment: it cannot climb to another endpoint
+        message = await error_of(client, "get_document", kb=kb, document_id="../../../x")
+        assert "DOCUMENT_NOT_FOUND" in message
