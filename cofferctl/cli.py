@@ -13,6 +13,7 @@ import os
 import sys
 import urllib.parse
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from cofferctl.client import ApiError, Client, DaemonUnreachable
@@ -121,13 +122,23 @@ def cmd_status(c: Client, a: argparse.Namespace, out: Output) -> Any:
     )
     out.line()
     out.table(
-        ["KB", "enabled", "documents", "degraded", "vectors", "docs folder"],
+        ["KB", "enabled", "state", "documents", "degraded", "vectors", "docs folder"],
         [
-            [k["name"], "yes" if k["enabled"] else "no", k["documents"], k["documents_degraded"],
-             _vectors(k.get("vectors")), k["docs_path"]]
+            [k["name"], "yes" if k["enabled"] else "no", k["state"], k["documents"],
+             k["documents_degraded"], _vectors(k.get("vectors")),
+             k["docs_path"] + (" (attached)" if k.get("attached") else "")]
             for k in s["knowledge_bases"]
         ],
     )  # fmt: skip
+    for k in s["knowledge_bases"]:
+        if k.get("problem"):
+            out.line(f"{k['name']}: {k['problem']}")
+        if k.get("conflicts"):
+            out.line(
+                f"{k['name']}: {k['conflicts']} sync conflicts (cofferctl conflicts {k['name']})"
+            )
+        if k.get("settings_error"):
+            out.line(f"{k['name']}: settings cannot be read: {k['settings_error']}")
     if s.get("vector_search", "available") != "available":
         out.line(f"vector search: {s['vector_search']}")
     return None
@@ -170,6 +181,7 @@ def cmd_kb_create(c: Client, a: argparse.Namespace, out: Output) -> Any:
         out.line(
             f"attached {kb['attached']} as {kb['name']}; indexing it now (nothing is written there)"
         )
+        _refresh_service(out)
     else:
         out.line(f"created {kb['name']}")
     return None
@@ -215,7 +227,16 @@ def cmd_kb_delete(c: Client, a: argparse.Namespace, out: Output) -> Any:
     if out.as_json:
         return data
     out.line(f"deleted {a.name}; {attached} is untouched" if attached else f"deleted {a.name}")
+    if attached:
+        _refresh_service(out)
     return None
+
+
+def _refresh_service(out: Output) -> None:
+    """An installed service may write only in attached folders it lists: list them again."""
+    from cofferctl import service
+
+    service.refresh(out.line)
 
 
 def _enable(enabled: bool) -> Command:
@@ -264,6 +285,20 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
     for link in data["backlinks"]:
         where = out.link(f"{link['relative_path']}:{link['line']}", link["path"])
         out.line(f"  {where}  {link['document_id']}")
+    return None
+
+
+def cmd_conflicts(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    data = c.get(c.kb(a.kb, "/conflicts"))
+    if out.as_json:
+        return data
+    for item in data["conflicts"]:
+        where = out.link(item["relative_path"], item["path"])
+        if item["kind"] == "merge_markers":
+            out.line(f"{where}: holds git merge markers  {item['document_id']}")
+        else:
+            out.line(f"{where}: {item['tool']} copy of {item['conflicts_with']}")
+    out.line(f"{len(data['conflicts'])} conflicts")
     return None
 
 
@@ -443,7 +478,10 @@ def cmd_add(c: Client, a: argparse.Namespace, out: Output) -> Any:
             print(f"\r[{'#' * done}{' ' * (30 - done)}] {i}/{len(files)} {name:<40}", end="",
                   file=sys.stderr, flush=True)  # fmt: skip
         try:
-            reply = c.post(c.kb(a.kb, "/documents"), {"source_path": path, "replace": a.replace})
+            # the bytes travel with the request: the daemon may not see this file (a
+            # service with a private /tmp); it tracks the path for check-sources
+            fields = {"replace": "true" if a.replace else "false", "source_path": path}
+            reply = c.upload(c.kb(a.kb, "/documents"), Path(path), fields)
             results.append({"path": path, "status": reply["status"],
                             "document_id": reply["document"]["id"]})  # fmt: skip
         except ApiError as exc:
@@ -452,6 +490,9 @@ def cmd_add(c: Client, a: argparse.Namespace, out: Output) -> Any:
             reason = exc.details.get("reason", exc.code.lower())
             results.append({"path": path, "status": "rejected", "reason": reason,
                             "message": exc.message})  # fmt: skip
+        except OSError as exc:  # the file itself cannot be read here
+            results.append({"path": path, "status": "rejected", "reason": "unreadable",
+                            "message": exc.strerror or str(exc)})  # fmt: skip
     if progress:
         print(file=sys.stderr)
     counts = {s: sum(r["status"] == s for r in results)
@@ -481,13 +522,16 @@ def cmd_check_sources(c: Client, a: argparse.Namespace, out: Output) -> Any:
         return report
     rows = [
         [state, e["document_id"], e["title"][:40], e["source_path"], e.get("note", "")]
-        for state in ("changed", "missing", "updated", "unchanged")
+        for state in ("changed", "missing", "unreachable", "updated", "unchanged")
         for e in report[state]
     ]
     if rows:
         out.table(["state", "id", "title", "source", "note"], rows)
     out.line(
-        ", ".join(f"{len(report[k])} {k}" for k in ("unchanged", "changed", "missing", "updated"))
+        ", ".join(
+            f"{len(report[k])} {k}"
+            for k in ("unchanged", "changed", "missing", "unreachable", "updated")
+        )
     )
     return None
 
@@ -612,6 +656,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("doc", metavar="DOC", nargs="?", help="its id, an id prefix, or its path")
     sp.add_argument("--broken", action="store_true", help="every link that leads nowhere")
     sp = add("tags", cmd_tags, "the tags of a knowledge base and how often each is used")
+    sp.add_argument("kb")
+    sp = add("conflicts", cmd_conflicts, "sync conflict copies and files with merge markers")
     sp.add_argument("kb")
     sp = add("add", cmd_add, "add files (any supported format; folders recursively, globs)")
     sp.add_argument("kb")

@@ -8,12 +8,15 @@ costs ~30 ms of import on every invocation, half of cofferctl's start-up budget.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import urllib.parse
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 TIMEOUT_S = 600.0  # a reindex of a large KB can take a while; connecting does not
+UPLOAD_CHUNK = 1024 * 1024
 
 
 class DaemonUnreachable(Exception):
@@ -35,12 +38,17 @@ class ProtocolError(Exception):
     """The daemon's answer was not the HTTP we expect."""
 
 
-def exchange(path: Path, request: bytes, timeout: float) -> tuple[int, bytes]:
-    """Send one request over the socket; return (status, body)."""
+def exchange(path: Path, request: bytes | Iterable[bytes], timeout: float) -> tuple[int, bytes]:
+    """Send one request over the socket (bytes, or pieces of them as they are read);
+    return (status, body)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         sock.connect(str(path))
-        sock.sendall(request)
+        try:
+            for piece in [request] if isinstance(request, bytes) else request:
+                sock.sendall(piece)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the daemon answered early (a refusal): read what it said
         chunks = []
         while data := sock.recv(65536):
             chunks.append(data)
@@ -84,7 +92,10 @@ class Client:
         query: dict[str, Any] | None = None,
     ) -> Any:
         """The decoded JSON body; an error envelope raises ApiError."""
-        status, data = self.send(method, path, body, query)
+        return self._answer(*self.send(method, path, body, query))
+
+    @staticmethod
+    def _answer(status: int, data: Any) -> Any:
         if status >= 400:
             err = data.get("error", {}) if isinstance(data, dict) else {}
             raise ApiError(
@@ -94,6 +105,43 @@ class Client:
                 err.get("details", {}),
             )
         return data
+
+    def upload(self, path: str, file: Path, fields: dict[str, str]) -> Any:
+        """POST a file as multipart/form-data (field `file`), streamed from disk."""
+        boundary = f"coffer-{os.urandom(16).hex()}"
+        head = b"".join(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode()
+            + value.encode()
+            + b"\r\n"
+            for name, value in fields.items()
+        )
+        quoted = urllib.parse.quote(file.name, safe="")
+        head += (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+            f"filename=\"{quoted}\"; filename*=UTF-8''{quoted}\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n"
+        ).encode()
+        tail = f"\r\n--{boundary}--\r\n".encode()
+        with open(file, "rb") as fh:  # a file that cannot be read fails here, before sending
+            size = os.fstat(fh.fileno()).st_size
+
+            def pieces() -> Iterator[bytes]:
+                yield request + head
+                left = size
+                while left > 0 and (chunk := fh.read(min(UPLOAD_CHUNK, left))):
+                    left -= len(chunk)
+                    yield chunk
+                if left:
+                    raise ProtocolError(f"{file} got shorter while it was sent")
+                yield tail
+
+            request = (  # sent first, by pieces()
+                f"POST {path} HTTP/1.1\r\nHost: cofferd\r\nConnection: close\r\n"
+                f"Accept: application/json\r\nX-Coffer-Actor: {self.actor}\r\n"
+                f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
+                f"Content-Length: {len(head) + size + len(tail)}\r\n\r\n"
+            ).encode()
+            return self._answer(*self._exchange(pieces()))
 
     def send(
         self,
@@ -114,10 +162,11 @@ class Client:
         )
         if body is not None:
             head += "Content-Type: application/json\r\n"
+        return self._exchange(head.encode() + b"\r\n" + payload)
+
+    def _exchange(self, request: bytes | Iterable[bytes]) -> tuple[int, Any]:
         try:
-            status, raw = exchange(
-                self.socket_path, head.encode() + b"\r\n" + payload, self.timeout
-            )
+            status, raw = exchange(self.socket_path, request, self.timeout)
         except (FileNotFoundError, ConnectionRefusedError, PermissionError) as exc:
             raise DaemonUnreachable(str(exc)) from exc
         return status, json.loads(raw) if raw else None

@@ -209,6 +209,16 @@ def get_links(client: Client, document_id: str, kb: str = DEFAULT_KB) -> dict[st
     return dict(client.get(_doc_path(client, kb, document_id, "/links")))
 
 
+@server.tool(
+    description="Conflicts to resolve in a knowledge base: copies sync tools left when two "
+    "devices changed a file at once (with the document each conflicts with), and documents "
+    "holding git merge markers."
+)
+@bridged("list_conflicts")
+def list_conflicts(client: Client, kb: str = DEFAULT_KB) -> dict[str, Any]:
+    return dict(client.get(client.kb(kb, "/conflicts")))
+
+
 @server.tool(description="The tags used in a knowledge base, with how many documents carry each.")
 @bridged("list_tags")
 def list_tags(client: Client, kb: str = DEFAULT_KB) -> dict[str, Any]:

@@ -5,6 +5,11 @@ client connecting before the daemon is up simply waits). macOS: a launchd agent.
 Everything is written with absolute paths of this installation, so the service runs the
 same cofferd as this cofferctl. Idempotent; `--dry-run` prints what would be written and
 run, and does nothing.
+
+The systemd service is sandboxed (ProtectSystem=strict, PrivateTmp): it may write only in
+the data home and in the folders attached as knowledge bases, each listed in the unit
+(`-` so that a folder on a disk not mounted does not stop the service). Attaching or
+deleting a knowledge base rewrites the unit and restarts the service (`refresh`).
 """
 
 from __future__ import annotations
@@ -14,11 +19,11 @@ import plistlib
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cofferd.locations import APP_NAME, SOCKET_NAME, home_from_env
+from cofferd.locations import APP_NAME, SOCKET_NAME, Locations, home_from_env
 
 LABEL = "com.coffer.cofferd"
 UNIT = "cofferd.service"
@@ -39,8 +44,25 @@ def socket_override() -> Path | None:
     return Path(value).expanduser().absolute() if value else None
 
 
-def systemd_service(cofferd: str, home: Path, socket: Path | None) -> str:
+def attached_folders(home: Path) -> list[Path]:
+    """The folders attached as knowledge bases in this data home."""
+    locations = Locations(home=home, socket=home / SOCKET_NAME)
+    root = locations.knowledge_root
+    names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    return [f for name in names if (f := locations.attached_folder(name)) is not None]
+
+
+def _unit_path(path: Path, prefix: str = "") -> str:
+    """A path as a unit file word: specifiers and quotes escaped, quoted if it has spaces."""
+    word = prefix + str(path).replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+    return f'"{word}"' if any(c.isspace() for c in word) else word
+
+
+def systemd_service(
+    cofferd: str, home: Path, socket: Path | None, writable: Sequence[Path] = ()
+) -> str:
     socket_env = f"Environment=COFFER_SOCKET={socket}\n" if socket else ""
+    attached = "".join(f"ReadWritePaths={_unit_path(p, '-')}\n" for p in writable)
     return f"""\
 # Written by `cofferctl service install`; `cofferctl service uninstall` removes it.
 [Unit]
@@ -60,7 +82,7 @@ UMask=0077
 NoNewPrivileges=yes
 ProtectSystem=strict
 ReadWritePaths={home}
-PrivateTmp=yes
+{attached}PrivateTmp=yes
 ProtectKernelTunables=yes
 ProtectKernelModules=yes
 ProtectControlGroups=yes
@@ -131,14 +153,12 @@ def plan(action: str, platform: str = sys.platform) -> Plan:
         if action == "uninstall":
             return Plan({}, [["launchctl", "bootout", f"{domain}/{LABEL}"]], [agent])
         return Plan({}, [["launchctl", "print", f"{domain}/{LABEL}"]], [])
-    units = Path(os.environ.get("XDG_CONFIG_HOME", home_dir / ".config")) / "systemd" / "user"
+    units = _units_dir()
     ctl = ["systemctl", "--user"]
     if action == "install":
         return Plan(
             {
-                units / UNIT: systemd_service(
-                    cofferd_path(), home_from_env(), socket_override()
-                ).encode(),
+                units / UNIT: _service_unit(),
                 units / SOCKET_UNIT: systemd_socket(socket_override()).encode(),
             },
             [[*ctl, "daemon-reload"], [*ctl, "enable", "--now", SOCKET_UNIT, UNIT]],
@@ -153,6 +173,41 @@ def plan(action: str, platform: str = sys.platform) -> Plan:
     return Plan({}, [[*ctl, "status", "--no-pager", UNIT, SOCKET_UNIT]], [])
 
 
+def _units_dir() -> Path:
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "systemd" / "user"
+
+
+def _service_unit() -> bytes:
+    home = home_from_env()
+    return systemd_service(cofferd_path(), home, socket_override(), attached_folders(home)).encode()
+
+
+def refresh(write: Callable[[str], None] = print) -> None:
+    """Rewrite an installed systemd service after a folder was attached or let go, so that
+    the sandbox lets cofferd write there, and restart it. Nothing when not installed."""
+    unit = _units_dir() / UNIT
+    if sys.platform == "darwin" or not unit.is_file():
+        return
+    content = _service_unit()
+    if unit.read_bytes() == content:
+        return
+    _write_file(unit, content)
+    write(f"updated {unit}: the folders cofferd may write")
+    if shutil.which("systemctl"):
+        for command in (["systemctl", "--user", "daemon-reload"],
+                        ["systemctl", "--user", "try-restart", UNIT]):  # fmt: skip
+            subprocess.run(command, check=False)
+        write("restarted the service")
+
+
+def _write_file(path: Path, content: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(content)
+    os.replace(tmp, path)
+
+
 def execute(action: str, dry_run: bool, write: Callable[[str], None] = print) -> int:
     steps = plan(action)
     for path, content in steps.files.items():
@@ -160,10 +215,7 @@ def execute(action: str, dry_run: bool, write: Callable[[str], None] = print) ->
             write(f"# would write {path}")
             write(content.decode())
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(content)
-            os.replace(tmp, path)
+            _write_file(path, content)
     for path in steps.removals:
         if dry_run:
             write(f"# would remove {path}")

@@ -177,6 +177,6 @@ def test_add_files_folders_and_globs(shared_daemon: Daemon, tmp_path: Path) -> N
     assert summary["results"][1]["reason"] == "empty"
 
     code, out = run(d, "check-sources", kb)
-    assert code == 0 and "3 unchanged, 0 changed, 0 missing, 0 updated" in out
+    assert code == 0 and "3 unchanged, 0 changed, 0 missing, 0 unreachable, 0 updated" in out
     (folder / "nested" / "b.pdf").unlink()
     assert "1 missing" in run(d, "check-sources", kb)[1]

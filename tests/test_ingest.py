@@ -212,6 +212,7 @@ def test_update_source_and_check_sources(shared_daemon: Daemon, tmp_path: Path) 
         "changed": [],
         "missing": [],
         "updated": [],
+        "unreachable": [],
     }
     b.write_bytes(make_docx("bravo version two"))
     moved = c.rename(tmp_path / "c.moved")
@@ -220,6 +221,7 @@ def test_update_source_and_check_sources(shared_daemon: Daemon, tmp_path: Path) 
         "changed": ["b.docx"],
         "missing": ["c.docx"],
         "updated": [],
+        "unreachable": [],
     }
     assert not search(d, kb, "two")  # only reported, not updated
 
@@ -305,7 +307,7 @@ def test_a_synced_source_path_is_never_read(shared_daemon: Daemon, tmp_path: Pat
     write(d.docs(kb) / "01JDQ3V6N4Z8T5Y2X7W9R1K0MB.md", planted)  # as if synced in
     wait_for(lambda: d.client.get(d.client.kb(kb, "/documents"))["total"] == 1)
     report = d.client.post(d.client.kb(kb, "/check-sources"))
-    assert report == {"unchanged": [], "changed": [], "missing": [], "updated": []}
+    assert not any(report.values())  # nothing read, nothing reported
     assert "OPENSSH" not in (d.docs(kb) / "01JDQ3V6N4Z8T5Y2X7W9R1K0MB.md").read_text()
     with pytest.raises(ApiError) as err:
         d.client.post(d.client.kb(kb, "/documents/01JDQ3V6N4Z8T5Y2X7W9R1K0MB/update-source"))

@@ -47,7 +47,7 @@ async def test_an_agent_reads_and_writes_through_the_daemon(
         assert tools == {
             "search", "grep", "list_knowledge_bases", "list_documents", "get_document",
             "add_document", "edit_document", "delete_document", "check_sources",
-            "get_links", "list_tags",
+            "get_links", "list_tags", "list_conflicts",
         }  # fmt: skip
         kbs = await call(client, "list_knowledge_bases")
         assert kb in [k["name"] for k in kbs["knowledge_bases"]]

@@ -169,3 +169,34 @@ def test_install_honours_the_chosen_socket_and_home(
     verify(tmp_path / "cofferd.service", tmp_path / "cofferd.socket")
     agent = plistlib.loads(service.plan("install", platform="darwin").files.popitem()[1])
     assert agent["EnvironmentVariables"]["COFFER_SOCKET"] == str(sock)
+
+
+@needs_systemd
+def test_attached_folders_are_writable_in_the_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "data"
+    odd = tmp_path / "My Notes 100%"
+    for name, folder in (("plain", tmp_path / "notes"), ("odd", odd)):
+        folder.mkdir()
+        (home / "knowledge" / name).mkdir(parents=True)
+        (home / "knowledge" / name / "docs").symlink_to(folder, target_is_directory=True)
+    (home / "knowledge/own/docs").mkdir(parents=True)  # a folder in the data home: no entry
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("COFFER_HOME", str(home))
+    monkeypatch.setattr(service.shutil, "which", lambda name: None)  # no systemctl to call
+    assert service.attached_folders(home) == [odd, tmp_path / "notes"]
+    unit = service._units_dir() / "cofferd.service"
+    service.refresh()
+    assert not unit.exists()  # not installed: nothing to refresh
+    for path, content in service.plan("install", platform="linux").files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+    text = unit.read_text()
+    assert f'ReadWritePaths="-{tmp_path}/My Notes 100%%"\n' in text
+    assert f"ReadWritePaths=-{tmp_path / 'notes'}\n" in text
+    verify(unit, unit.with_name("cofferd.socket"))
+    shutil.rmtree(home / "knowledge/odd")
+    printed: list[str] = []
+    service.refresh(printed.append)
+    assert "My Notes" not in unit.read_text() and printed[0].startswith("updated")

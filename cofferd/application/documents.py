@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,6 +124,27 @@ class Documents:
             await asyncio.to_thread(remove_files, self.tree, kb, doc.path, doc.id)
             await self.store.delete_document(kb, doc.id, actor)
         return doc
+
+    async def conflicts(self, kb: str) -> Sequence[dict[str, Any]]:
+        """Sync tools' conflict copies (never indexed) with the document each copies, and
+        documents that hold git's merge markers."""
+        self.kbs.get(kb)
+        found = []
+        for relpath, copy in sorted(self.reindexer.conflicts(kb).items()):
+            originals = await self.store.find_documents(kb, copy.original)
+            original = next((d for d in originals if d.path == copy.original), None)
+            found.append(
+                {"kind": "sync_copy", "tool": copy.tool, "relative_path": relpath,
+                 "path": self.tree.absolute(kb, relpath), "conflicts_with": copy.original,
+                 "document_id": original.id if original else None}
+            )  # fmt: skip
+        for doc in await self.store.find_by_metadata(kb, "conflict", "merge_markers"):
+            found.append(
+                {"kind": "merge_markers", "tool": "git", "relative_path": doc.path,
+                 "path": self.tree.absolute(kb, doc.path), "conflicts_with": doc.path,
+                 "document_id": doc.id}
+            )  # fmt: skip
+        return found
 
 
 def remove_files(tree: DocsTree, kb: str, relpath: str, doc_id: str) -> None:

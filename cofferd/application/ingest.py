@@ -48,6 +48,7 @@ class SourceCheck:
     changed: list[dict[str, Any]] = field(default_factory=list)
     missing: list[dict[str, Any]] = field(default_factory=list)
     updated: list[dict[str, Any]] = field(default_factory=list)
+    unreachable: list[dict[str, Any]] = field(default_factory=list)  # the daemon cannot look
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +56,7 @@ class SourceCheck:
             "changed": self.changed,
             "missing": self.missing,
             "updated": self.updated,
+            "unreachable": self.unreachable,
         }
 
 
@@ -79,6 +81,7 @@ class Ingest:
         *,
         data_home: Path,
         agent_roots: Sequence[Path] = (),
+        private_folders: Sequence[Path] = (),
     ) -> None:
         self.kbs = kbs
         self.store = store
@@ -89,6 +92,7 @@ class Ingest:
         self.formats = formats
         self.data_home = data_home
         self.agent_roots = tuple(agent_roots)
+        self.private_folders = tuple(private_folders)  # what the user sees there, we do not
 
     # -- adding -------------------------------------------------------------------------
 
@@ -352,6 +356,21 @@ class Ingest:
                 continue  # added elsewhere (a synced KB): its source_path is not ours to read
             path = Path(tracked[doc.id])
             entry = {"document_id": doc.id, "title": doc.title, "source_path": str(path)}
+            hidden = next((f for f in self.private_folders if path.is_relative_to(f)), None)
+            if hidden is not None:
+                report.unreachable.append(
+                    {**entry, "note": f"cofferd has a private {hidden} (a service sandbox) and "
+                     "cannot see it; `cofferctl add` it again to refresh it"}
+                )  # fmt: skip
+                continue
+            try:
+                path.stat()
+            except PermissionError:
+                report.unreachable.append({**entry, "note": "cofferd may not read it"})
+                continue
+            except OSError:
+                report.missing.append(entry)
+                continue
             if not path.is_file():
                 report.missing.append(entry)
                 continue

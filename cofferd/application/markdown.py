@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from cofferd.domain.conflicts import has_merge_markers
 from cofferd.domain.links import Link, links_of
 from cofferd.domain.tags import aliases_of, tags_of
 
@@ -185,6 +186,8 @@ def parse(data: bytes, relpath: str) -> ParsedMarkdown:
     }
     if notes:
         metadata["problems"] = notes
+    if has_merge_markers(body):
+        metadata["conflict"] = "merge_markers"
     return ParsedMarkdown(
         title=title,
         description=_text_value(frontmatter.get("description")),

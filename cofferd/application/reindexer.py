@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from cofferd.application import markdown
 from cofferd.application.chunker import chunk_markdown
 from cofferd.application.registry import KBRegistry
+from cofferd.domain.conflicts import ConflictCopy
 from cofferd.domain.models import Document, KnowledgeBase, ReindexResult, utc_from_ns, utc_now
 from cofferd.domain.ports import (
     ActivityLog,
@@ -60,9 +61,15 @@ class Reindexer:
         # Files skipped for a reason (binary, too large, refused by the index), with the
         # stat they had, so they are not read again until they change.
         self._skipped: dict[tuple[str, str], tuple[FileStat, str]] = {}
+        # Sync tools' conflict copies each KB held at its last full scan.
+        self._conflicts: dict[str, Mapping[str, ConflictCopy]] = {}
+
+    def conflicts(self, kb: str) -> Mapping[str, ConflictCopy]:
+        return self._conflicts.get(kb, {})
 
     def forget_skipped(self, kb: str) -> None:
         """Read skipped files again (after the rules that skipped them changed)."""
+        self._conflicts.pop(kb, None)
         for key in [key for key in self._skipped if key[0] == kb]:
             del self._skipped[key]
 
@@ -93,6 +100,7 @@ class Reindexer:
             self.store.indexed_files(kb.name), asyncio.to_thread(self.tree.scan, kb.name)
         )
         result = await self._sync(kb, _observed(scan, indexed), indexed, actor)
+        self._conflicts[kb.name] = scan.conflicts
         for key in [k for k, v in self._skipped.items() if k[0] == kb.name and v[0].size < 0]:
             del self._skipped[key]  # names found unusable before: seen afresh below
         self._note_unusable(kb.name, scan, result)

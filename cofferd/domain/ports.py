@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from cofferd.domain.conflicts import ConflictCopy
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.links import Link
 from cofferd.domain.models import Chunk, Document, KnowledgeBase, Passage
@@ -25,6 +26,7 @@ class TreeScan:
     files: Mapping[str, FileStat]
     failed_dirs: Sequence[str]
     unusable: Mapping[str, str] = field(default_factory=dict)  # path -> why it is skipped
+    conflicts: Mapping[str, ConflictCopy] = field(default_factory=dict)  # sync tools' copies
 
     def covers(self, relpath: str) -> bool:
         """False when the file's folder could not be read: its absence proves nothing."""

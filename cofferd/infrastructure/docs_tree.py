@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
+from cofferd.domain.conflicts import ConflictCopy, conflict_copy
 from cofferd.domain.errors import StorageError
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
 from cofferd.infrastructure.document_policy import DocumentPolicy
@@ -64,19 +65,20 @@ class FileDocsTree:
         files: dict[str, FileStat] = {}
         failed: list[str] = []
         unusable: dict[str, str] = {}
+        conflicts: dict[str, ConflictCopy] = {}
         stack: list[tuple[str, str]] = [(under + "/" if under else "", str(start))]
         while stack:
             prefix, folder = stack.pop()
             try:
                 with os.scandir(folder) as entries:
                     for entry in entries:
-                        self._visit(entry, prefix, files, stack, unusable, rules)
+                        self._visit(entry, prefix, files, stack, unusable, rules, conflicts)
             except OSError as exc:
                 if not prefix and not under:
                     raise self._unreadable(kb, exc) from exc
                 log.warning("cannot list %s: %s", folder, exc)
                 failed.append(prefix.rstrip("/"))
-        return TreeScan(files=files, failed_dirs=failed, unusable=unusable)
+        return TreeScan(files=files, failed_dirs=failed, unusable=unusable, conflicts=conflicts)
 
     def _unreadable(self, kb: str, exc: OSError) -> StorageError:
         folder = self.locations.docs_folder(kb)
@@ -92,6 +94,7 @@ class FileDocsTree:
         stack: list[tuple[str, str]],
         unusable: dict[str, str],
         rules: IgnoreRules,
+        conflicts: dict[str, ConflictCopy],
     ) -> None:
         name = entry.name
         if self.policy.is_noise(name):
@@ -116,7 +119,11 @@ class FileDocsTree:
                 and entry.is_file()
                 and not rules.decides(relpath.split("/"), False)
             ):
-                files[relpath] = _stat(entry.stat())
+                copy = conflict_copy(relpath)
+                if copy is None:
+                    files[relpath] = _stat(entry.stat())
+                else:
+                    conflicts[relpath] = copy
         except OSError as exc:  # vanished or unreadable between listing and stat
             log.debug("skipping %s: %s", entry.path, exc)
 

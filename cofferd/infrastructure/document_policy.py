@@ -21,6 +21,7 @@ from pathlib import PurePath
 
 import watchfiles
 
+from cofferd.domain.conflicts import conflict_copy
 from cofferd.infrastructure.ignore_rules import IGNORE_FILES, IgnoreRules
 from cofferd.locations import Locations
 
@@ -67,8 +68,12 @@ class DocumentPolicy(watchfiles.BaseFilter):
 
     def is_document(self, relpath: str) -> bool:
         """Whether a path inside a docs tree names a document (by name; the scanner also
-        requires a regular file)."""
-        return self.is_markdown(relpath.rsplit("/", 1)[-1]) and not self.in_noise(relpath)
+        requires a regular file). A sync tool's conflict copy is not one."""
+        return (
+            self.is_markdown(relpath.rsplit("/", 1)[-1])
+            and not self.in_noise(relpath)
+            and conflict_copy(relpath) is None
+        )
 
     def is_kb_document(self, kb: str, relpath: str) -> bool:
         """is_document, and no ignore file of the KB's tree excludes it."""

@@ -29,6 +29,7 @@ from cofferd.infrastructure.embedders import make_embedder
 from cofferd.infrastructure.graph_store import SqliteGraph
 from cofferd.infrastructure.grep import Ripgrep
 from cofferd.infrastructure.kb_files import KBFiles
+from cofferd.infrastructure.sandbox import private_folders
 from cofferd.infrastructure.sqlite import SQLITE_VERSION
 from cofferd.infrastructure.vector_store import SqliteVectors
 from cofferd.locations import Locations
@@ -89,6 +90,7 @@ class Coffer:
             self.policy,
             data_home=locations.home,
             agent_roots=tuning.agent_roots,
+            private_folders=private_folders(),
         )
         self.activity = Activity(self.kbs, stores.activity)
         self.indexing = IndexingService(

@@ -126,6 +126,8 @@ class Daemon:
 
     async def status(self) -> dict[str, Any]:
         coffer = self.coffer
+        # read before the counts: once it says done, the counts below are complete
+        startup_done = coffer.indexing.startup_done()
         kbs = []
         problems = coffer.indexing.problems()
         for kb in coffer.kbs.list():
@@ -140,6 +142,9 @@ class Daemon:
             }
             if kb.attached:
                 entry["attached"] = True
+            conflicts = len(await coffer.documents.conflicts(kb.name))
+            if conflicts:
+                entry["conflicts"] = conflicts
             if kb.name in problems:
                 entry["problem"] = problems[kb.name]
             if kb.ignored_settings:
@@ -173,7 +178,7 @@ class Daemon:
                 "last_error": watcher["last_error"] or indexing["last_error"],
             },
             "queue_depth": indexing["queue_depth"],
-            "startup_reconcile_done": coffer.indexing.startup_done(),
+            "startup_reconcile_done": startup_done,
         }
 
 

@@ -192,6 +192,12 @@ async def broken_links(request: web.Request) -> web.Response:
     )
 
 
+@routes.get("/api/v1/knowledge_bases/{name}/conflicts")
+async def conflicts(request: web.Request) -> web.Response:
+    found = await request.app[COFFER].documents.conflicts(request.match_info["name"])
+    return json_response({"conflicts": found})
+
+
 @routes.get("/api/v1/knowledge_bases/{name}/tags")
 async def tags(request: web.Request) -> web.Response:
     return json_response({"tags": await request.app[COFFER].graph.tags(request.match_info["name"])})

@@ -1,5 +1,9 @@
 """Uploads: a multipart `file` part streamed to disk, refused as soon as it passes the
-knowledge base's size limit, then added like any file."""
+knowledge base's size limit, then added like any file.
+
+A `source_path` field names where the client read the file (cofferctl sends it): the
+document tracks that file for check-sources, as if the daemon had read it there. This is
+how files reach a daemon that cannot see them (a service with a private /tmp)."""
 
 from __future__ import annotations
 
@@ -33,13 +37,17 @@ async def receive_upload(
         raise ValidationFailed(f"not a valid multipart body: {exc}") from None
     tmp: Path | None = None
     filename = None
+    source_path: str | None = None
     try:
         while (part := await _next_part(reader)) is not None:
             if not isinstance(part, BodyPartReader):
                 continue
-            if part.name == "replace":
+            if part.name in ("replace", "source_path"):
                 value = (await part.read(decode=False)).decode("utf-8", "replace")
-                replace = flag(value, "replace")
+                if part.name == "replace":
+                    replace = flag(value, "replace")
+                else:
+                    source_path = _source_path(value)
             elif part.name == "file" and tmp is None:
                 filename = part.filename
                 if not filename:
@@ -62,10 +70,18 @@ async def receive_upload(
                         fh.write(chunk)
         if tmp is None or filename is None:
             raise ValidationFailed("multipart field 'file' is required", field="file")
-        return await coffer.ingest.add_file(name, tmp, filename, replace=replace, actor=actor)
+        return await coffer.ingest.add_file(
+            name, tmp, filename, replace=replace, source_path=source_path, actor=actor
+        )
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
+
+
+def _source_path(value: str) -> str:
+    if not value.startswith("/") or "\0" in value or len(value) > 4096:
+        raise ValidationFailed("source_path must be an absolute path", field="source_path")
+    return value
 
 
 async def _next_part(reader: MultipartReader) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 import watchfiles
 
 from cofferd.application.indexing import IndexingService
+from cofferd.domain.conflicts import conflict_copy
 from cofferd.domain.models import utc_now
 from cofferd.infrastructure.document_policy import DocumentPolicy
 
@@ -172,8 +173,8 @@ class Watcher:
             if where is None:
                 continue
             kb, relpath = where
-            if relpath is None or self.policy.is_ignore_file(relpath):
-                self.indexing.request_full(kb)  # a full scan reads the ignore files again
+            if relpath is None or self.policy.is_ignore_file(relpath) or conflict_copy(relpath):
+                self.indexing.request_full(kb)  # a full scan reads ignore files, finds copies
             else:
                 paths.setdefault(kb, set()).add(relpath)
         for kb, relpaths in paths.items():
