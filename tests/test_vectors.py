@@ -267,6 +267,15 @@ async def test_local_kb_end_to_end(coffer: Coffer) -> None:
     assert (await coffer.stores.documents.metrics("local"))["embed_pending"] == 0
     result = await coffer.retrieval.search("local", "someone having a meal")
     assert result.mode == "hybrid" and result.passages[0].path == "food.md"
+    # nothing relevant: an empty answer in every mode (the model's similarity floor)
+    for mode in ("hybrid", "vector"):
+        await coffer.kbs.update_config("local", {"default_mode": mode})
+        assert [p.path for p in (await coffer.retrieval.search("local", "a meal")).passages][
+            :1
+        ] == ["food.md"]
+        for query in ("quarterly tax filing deadline", "how do I reset my router", "#", "🙂"):
+            answer = await coffer.retrieval.search("local", query)
+            assert (answer.mode, answer.passages) == (mode, []), query
 
 
 async def test_hub_model_names_fail_fast_offline(tmp_path: Path) -> None:
