@@ -76,6 +76,14 @@ def test_an_attached_folder_is_indexed_in_place_and_never_written(
     assert "egret" in (vault / "plan.md").read_text()
     assert (vault / "plan.md").stat().st_mode & 0o777 == 0o640
 
+    # a converted document: its Markdown is written there (asked for), its original is not
+    page = vault.parent / "report.html"
+    page.write_text("<h1>Report</h1><p>the heron census</p>")
+    added = d.client.post(d.client.kb("vault", "/documents"), {"source_path": str(page)})
+    doc_id = added["document"]["id"]
+    assert (vault / f"{doc_id}.md").is_file() and not list(vault.glob(f"{doc_id}.html"))
+    assert (d.home / "knowledge/vault/raw" / f"{doc_id}.html").is_file()
+
     # deleting the knowledge base leaves the folder as it is
     after_edit = snapshot(vault)
     out = io.StringIO()

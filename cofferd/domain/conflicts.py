@@ -33,6 +33,8 @@ class ConflictCopy:
 
 def conflict_copy(relpath: str) -> ConflictCopy | None:
     """What a file is a conflict copy of, by its name; None for any other file."""
+    if "conflict" not in relpath:
+        return None
     folder, _, name = relpath.rpartition("/")
     for tool, pattern in _COPIES:
         m = pattern.match(name)

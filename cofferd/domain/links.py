@@ -58,7 +58,7 @@ def key_of(path: str) -> str:
 def links_of(body: str, relpath: str, first_line: int = 1) -> list[Link]:
     """Every link in the body of the document at `relpath`; `first_line` is the line of
     the file the body starts on."""
-    if "[" not in body:
+    if "[[" not in body and "](" not in body:
         return []
     found: list[Link] = []
     folder = posixpath.dirname(relpath)

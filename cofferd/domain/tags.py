@@ -21,6 +21,7 @@ MAX_ALIASES = 50
 MAX_ALIAS_CHARS = 200
 
 _INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)")
+_MAYBE_TAG = re.compile(r"(?:^|\s)#[\w/-]")
 _SEPARATORS = re.compile(r"[,\s]+")
 
 
@@ -64,7 +65,7 @@ def frontmatter_tags(frontmatter: dict[str, Any]) -> list[str]:
 
 
 def inline_tags(body: str) -> list[str]:
-    if "#" not in body:
+    if _MAYBE_TAG.search(body) is None:  # most notes: only headings, or no `#` at all
         return []
     tags: list[str] = []
     for _, line in prose_lines(body):

@@ -97,7 +97,8 @@ def _delete_chunks(conn: Connection, kb: str, doc_id: str) -> None:
 
 def _write_document(conn: Connection, kb: str, w: DocumentWrite, actor: str) -> None:
     d = w.document
-    if w.event != "kb_document_ingested":  # a new document has no chunks to replace
+    new = w.event == "kb_document_ingested"  # a new document has nothing stored to replace
+    if not new:
         _delete_chunks(conn, kb, d.id)
     if w.chunks:
         (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM chunks").fetchone()
@@ -135,8 +136,8 @@ def _write_document(conn: Connection, kb: str, w: DocumentWrite, actor: str) -> 
          _json(d.metadata), d.created_at, d.updated_at,
          w.stat.size, w.stat.mtime_ns, w.chunking, _json(d.tags), _json(d.aliases)),
     )  # fmt: skip
-    graph_store.set_tags(conn, kb, d.id, d.tags)
-    graph_store.set_links(conn, kb, d.id, w.links)
+    graph_store.set_tags(conn, kb, d.id, d.tags, new=new)
+    graph_store.set_links(conn, kb, d.id, w.links, new=new)
     activity_store.record(conn, w.event, actor, kb, d.id, {"path": d.path, "chunks": len(w.chunks)})
 
 

@@ -20,10 +20,16 @@ from cofferd.infrastructure.sqlite import Connection
 SCOPE = "kind = ? AND resource_name = ?"
 
 
-def set_tags(conn: Connection, kb: str, doc_id: str, tags: Sequence[str]) -> None:
-    conn.execute(
-        f"DELETE FROM document_tags WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id)
-    )
+def set_tags(
+    conn: Connection, kb: str, doc_id: str, tags: Sequence[str], *, new: bool = False
+) -> None:
+    """The document's tags (`new`: it had none stored)."""
+    if not new:
+        conn.execute(
+            f"DELETE FROM document_tags WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id)
+        )
+    if not tags:
+        return
     conn.executemany(
         "INSERT OR IGNORE INTO document_tags (kind, resource_name, document_id, tag)"
         " VALUES (?, ?, ?, ?)",
@@ -31,8 +37,14 @@ def set_tags(conn: Connection, kb: str, doc_id: str, tags: Sequence[str]) -> Non
     )
 
 
-def set_links(conn: Connection, kb: str, doc_id: str, links: Sequence[Link]) -> None:
-    conn.execute(f"DELETE FROM links WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id))
+def set_links(
+    conn: Connection, kb: str, doc_id: str, links: Sequence[Link], *, new: bool = False
+) -> None:
+    """The document's links (`new`: it had none stored)."""
+    if not new:
+        conn.execute(f"DELETE FROM links WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id))
+    if not links:
+        return
     conn.executemany(
         "INSERT INTO links (kind, resource_name, document_id, line, type, target, key, name)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

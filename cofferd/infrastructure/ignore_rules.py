@@ -35,6 +35,8 @@ class IgnoreRules:
     def __init__(self, root: Callable[[], Path]) -> None:
         self._root = root
         self._specs: dict[str, _Spec | None] = {}
+        # folder -> the ignore files that apply in it, deepest first, with their depth
+        self._chains: dict[str, list[tuple[int, _Spec]]] = {}
 
     def excluded(self, relpath: str, is_dir: bool = False) -> bool:
         """Whether the path, or a folder it is in, is ignored."""
@@ -47,15 +49,21 @@ class IgnoreRules:
     def decides(self, parts: list[str], is_dir: bool) -> bool:
         """Whether the ignore files above this path (its folders not looked at) exclude it:
         the deepest file with a matching pattern decides."""
-        for depth in range(len(parts) - 1, -1, -1):
-            spec = self.spec("/".join(parts[:depth]))
-            if spec is None:
-                continue
+        for depth, spec in self._chain(parts[:-1]):
             matcher = spec.folders if is_dir else spec.files
             decision = matcher.check_file("/".join(parts[depth:])).include
             if decision is not None:
                 return decision
         return False
+
+    def _chain(self, folder_parts: list[str]) -> list[tuple[int, _Spec]]:
+        folder = "/".join(folder_parts)
+        chain = self._chains.get(folder)
+        if chain is None:
+            above = self._chain(folder_parts[:-1]) if folder_parts else []
+            spec = self.spec(folder)
+            chain = self._chains[folder] = [(len(folder_parts), spec), *above] if spec else above
+        return chain
 
     def spec(self, folder: str) -> _Spec | None:
         if folder not in self._specs:
