@@ -16,7 +16,7 @@ import shutil
 import time
 
 from bench.common import machine, median, percentile, scratch_home
-from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents
+from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents, write_beir
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
@@ -31,10 +31,7 @@ async def evaluate(name: str, limit: int | None) -> None:
         async with await Coffer.open(locations) as coffer:
             kb = await coffer.kbs.create("q")
             docs = locations.docs_dir("q")
-            for doc in corpus:
-                title = doc.get("title")
-                body = f"# {title}\n\n{doc['text']}\n" if title else doc["text"] + "\n"
-                (docs / f"{doc['_id']}.md").write_text(body, encoding="utf-8")
+            write_beir(docs, corpus)
             await coffer.reindexer.reconcile(kb)
             ndcgs, latencies = [], []
             for qid, rels in sorted(qrels.items())[:limit]:

@@ -15,6 +15,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 
 from bench.common import DATA, machine, scratch_home
 from cofferd.domain.models import Passage
@@ -38,6 +39,19 @@ def load_beir(name: str) -> tuple[list[dict[str, str]], dict[str, str], dict[str
     return corpus, queries, qrels
 
 
+def write_beir(folder: Path, corpus: Sequence[dict[str, str]], layout: str = "heading") -> None:
+    """Each document as `<id>.md`, its title a `# heading` (or frontmatter `title:`)."""
+    for doc in corpus:
+        title, text = doc.get("title"), doc["text"]
+        if not title:
+            body = text + "\n"
+        elif layout == "heading":
+            body = f"# {title}\n\n{text}\n"
+        else:
+            body = '---\ntitle: "{}"\n---\n{}\n'.format(title.replace('"', "'"), text)
+        (folder / f"{doc['_id']}.md").write_text(body, encoding="utf-8")
+
+
 def ranked_documents(passages: Sequence[Passage]) -> list[str]:
     """Document ids (file stems) in the order of their best passage."""
     return list(dict.fromkeys(p.path.rsplit("/", 1)[-1].removesuffix(".md") for p in passages))
@@ -57,9 +71,7 @@ async def main() -> None:
     async with await Coffer.open(locations) as coffer:
         kb = await coffer.kbs.create("scifact")
         docs = locations.docs_dir("scifact")
-        for doc in corpus:
-            body = f"# {doc['title']}\n\n{doc['text']}\n" if doc["title"] else doc["text"] + "\n"
-            (docs / f"{doc['_id']}.md").write_text(body, encoding="utf-8")
+        write_beir(docs, corpus)
         started = time.perf_counter()
         result = await coffer.reindexer.reconcile(kb)
         print(

@@ -12,7 +12,7 @@ import asyncio
 import time
 
 from bench.common import machine, median, percentile, scratch_home
-from bench.scifact_keyword import load_scifact, ndcg_at, ranked_documents
+from bench.scifact_keyword import load_scifact, ndcg_at, ranked_documents, write_beir
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
@@ -42,9 +42,7 @@ async def main() -> None:
     async with await Coffer.open(locations) as coffer:
         kb = await coffer.kbs.create("scifact", CONFIG)
         docs = locations.docs_dir("scifact")
-        for doc in corpus:
-            body = f"# {doc['title']}\n\n{doc['text']}\n" if doc["title"] else doc["text"] + "\n"
-            (docs / f"{doc['_id']}.md").write_text(body, encoding="utf-8")
+        write_beir(docs, corpus)
         started = time.perf_counter()
         await coffer.reindexer.reconcile(kb)
         keyword_s = time.perf_counter() - started

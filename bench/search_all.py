@@ -45,7 +45,7 @@ from typing import Any
 import aiohttp
 
 from bench.common import extract_tldr, machine, memory_mb, percentile
-from bench.scifact_keyword import load_beir
+from bench.scifact_keyword import load_beir, write_beir
 
 BIN = Path(sys.executable).parent
 SCRATCH = Path("/tmp/search-all-bench")
@@ -161,10 +161,7 @@ def stage_beir(kb: str, into: Path) -> Path:
     corpus, _, _ = load_beir(name)
     folder = into / kb
     folder.mkdir(parents=True)
-    for doc in corpus:
-        title = doc.get("title")
-        body = f"# {title}\n\n{doc['text']}\n" if title else doc["text"] + "\n"
-        (folder / f"{doc['_id']}.md").write_text(body, encoding="utf-8")
+    write_beir(folder, corpus)
     return folder
 
 

@@ -13,7 +13,7 @@ import asyncio
 import shutil
 
 from bench.common import machine, scratch_home
-from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents
+from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents, write_beir
 from cofferd.infrastructure import fts
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
@@ -24,15 +24,6 @@ RANKS = (
 )  # fmt: skip
 
 
-def document(title: str | None, text: str, layout: str) -> str:
-    if not title:
-        return text + "\n"
-    if layout == "heading":
-        return f"# {title}\n\n{text}\n"
-    quoted = title.replace('"', "'")
-    return f'---\ntitle: "{quoted}"\n---\n{text}\n'
-
-
 async def evaluate(name: str, layout: str, limit: int | None) -> None:
     corpus, queries, qrels = load_beir(name)
     home = scratch_home("title-weights")
@@ -41,9 +32,7 @@ async def evaluate(name: str, layout: str, limit: int | None) -> None:
         async with await Coffer.open(locations) as coffer:
             kb = await coffer.kbs.create("q")
             docs = locations.docs_dir("q")
-            for doc in corpus:
-                text = document(doc.get("title"), doc["text"], layout)
-                (docs / f"{doc['_id']}.md").write_text(text, encoding="utf-8")
+            write_beir(docs, corpus, layout)
             await coffer.reindexer.reconcile(kb)
             chosen = fts.RANK
             for rank in RANKS:

@@ -135,12 +135,10 @@ class Client:
                     raise ProtocolError(f"{file} got shorter while it was sent")
                 yield tail
 
-            request = (  # sent first, by pieces()
-                f"POST {path} HTTP/1.1\r\nHost: cofferd\r\nConnection: close\r\n"
-                f"Accept: application/json\r\nX-Coffer-Actor: {self.actor}\r\n"
-                f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
-                f"Content-Length: {len(head) + size + len(tail)}\r\n\r\n"
-            ).encode()
+            request = self._head(  # sent first, by pieces()
+                "POST", path, len(head) + size + len(tail),
+                f"multipart/form-data; boundary={boundary}",
+            )  # fmt: skip
             return self._answer(*self._exchange(pieces()))
 
     def send(
@@ -155,14 +153,19 @@ class Client:
             if pairs:
                 path += "?" + urllib.parse.urlencode(pairs)
         payload = json.dumps(body).encode() if body is not None else b""
+        content_type = "application/json" if body is not None else None
+        return self._exchange(self._head(method, path, len(payload), content_type) + payload)
+
+    def _head(self, method: str, path: str, length: int, content_type: str | None) -> bytes:
+        """A request's line and headers, up to the body."""
         head = (
             f"{method} {path} HTTP/1.1\r\nHost: cofferd\r\nConnection: close\r\n"
             f"Accept: application/json\r\nX-Coffer-Actor: {self.actor}\r\n"
-            f"Content-Length: {len(payload)}\r\n"
+            f"Content-Length: {length}\r\n"
         )
-        if body is not None:
-            head += "Content-Type: application/json\r\n"
-        return self._exchange(head.encode() + b"\r\n" + payload)
+        if content_type:
+            head += f"Content-Type: {content_type}\r\n"
+        return (head + "\r\n").encode()
 
     def _exchange(self, request: bytes | Iterable[bytes]) -> tuple[int, Any]:
         try:

@@ -134,17 +134,20 @@ class Documents:
             originals = await self.store.find_documents(kb, copy.original)
             original = next((d for d in originals if d.path == copy.original), None)
             found.append(
-                {"kind": "sync_copy", "tool": copy.tool, "relative_path": relpath,
-                 "path": self.tree.absolute(kb, relpath), "conflicts_with": copy.original,
-                 "document_id": original.id if original else None}
+                {"kind": "sync_copy", "tool": copy.tool, **place(self.tree, kb, relpath),
+                 "conflicts_with": copy.original, "document_id": original.id if original else None}
             )  # fmt: skip
-        for doc in await self.store.find_by_metadata(kb, "conflict", "merge_markers"):
+        for doc in await self.store.merge_conflicts(kb):
             found.append(
-                {"kind": "merge_markers", "tool": "git", "relative_path": doc.path,
-                 "path": self.tree.absolute(kb, doc.path), "conflicts_with": doc.path,
-                 "document_id": doc.id}
+                {"kind": "merge_markers", "tool": "git", **place(self.tree, kb, doc.path),
+                 "conflicts_with": doc.path, "document_id": doc.id}
             )  # fmt: skip
         return found
+
+
+def place(tree: DocsTree, kb: str, relpath: str) -> dict[str, str]:
+    """Where a file is, as the API names it: `path` (absolute) and `relative_path`."""
+    return {"path": tree.absolute(kb, relpath), "relative_path": relpath}
 
 
 def remove_files(tree: DocsTree, kb: str, relpath: str, doc_id: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cofferd.application.documents import Documents
+from cofferd.application.documents import Documents, place
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.domain.links import DocumentIndexOfPaths, key_of
 from cofferd.domain.ports import DocsTree, GraphStore
@@ -27,9 +27,6 @@ class Graph:
     async def _paths(self, kb: str) -> tuple[DocumentIndexOfPaths, dict[str, str]]:
         ids = await self.store.document_paths(kb)
         return DocumentIndexOfPaths(ids), ids
-
-    def _place(self, kb: str, relpath: str) -> dict[str, str]:
-        return {"path": self.tree.absolute(kb, relpath), "relative_path": relpath}
 
     async def links(self, kb: str, ref: str) -> dict[str, Any]:
         """What a document links to (resolved, or None when broken) and what links to it."""
@@ -49,7 +46,7 @@ class Graph:
                 }
             )
         backlinks = [
-            {"document_id": source_id, **self._place(kb, source_path), "line": link.line,
+            {"document_id": source_id, **place(self.tree, kb, source_path), "line": link.line,
              "target": link.target}
             for source_id, source_path, link in await self.store.links_named(
                 kb, key_of(doc.path).rsplit("/", 1)[-1]
@@ -63,7 +60,7 @@ class Graph:
         self.kbs.get(kb)
         index, _ = await self._paths(kb)
         return [
-            {"document_id": source_id, **self._place(kb, source_path), "line": link.line,
+            {"document_id": source_id, **place(self.tree, kb, source_path), "line": link.line,
              "target": link.target, "type": link.type}
             for source_id, source_path, link in await self.store.all_links(kb)
             if index.resolve(link).path is None

@@ -22,6 +22,7 @@ from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFile, WriteFail
 from cofferd.infrastructure import activity_store, fts, graph_store, keyword_index, vec_index
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.fsutil import atomic_write
+from cofferd.infrastructure.schema import MERGE_CONFLICT
 from cofferd.infrastructure.search_filter import chunks_within
 from cofferd.infrastructure.sqlite import Connection, Error, atomic, damaged, storage_failed
 from cofferd.locations import Locations
@@ -357,6 +358,19 @@ class SqliteDocuments:
                 (KB_KIND, kb, len(ref), ref, AMBIGUOUS_SHOWN),
             ).fetchall()
             return [document_from_row(r) for r in rows]
+
+        return await self.db.read(run)
+
+    async def merge_conflicts(self, kb: str) -> list[Document]:
+        """Documents holding git's merge markers (through their partial index)."""
+
+        def run(conn: Connection) -> list[Document]:
+            rows = conn.execute(
+                f"SELECT * FROM documents INDEXED BY idx_documents_conflict WHERE {SCOPE}"
+                f" AND {MERGE_CONFLICT}",
+                (KB_KIND, kb),
+            ).fetchall()
+            return sorted((document_from_row(r) for r in rows), key=lambda d: d.path)
 
         return await self.db.read(run)
 

@@ -158,6 +158,8 @@ class KBFiles:
 
     def check_attachable(self, folder: Path) -> Path:
         """The folder, resolved, if a KB may index it in place; ValidationFailed if not."""
+        if "\0" in str(folder):
+            raise ValidationFailed("path cannot hold a NUL character", field="path")
         if not folder.is_absolute():
             raise ValidationFailed(f"{folder} is not an absolute path", field="path")
         try:

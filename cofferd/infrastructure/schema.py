@@ -10,6 +10,7 @@ from cofferd.infrastructure.sqlite import Connection, atomic
 # Every SQL object the index owns. Text is stored once, inside an FTS table; a chunk's
 # FTS rowid is its `chunks.seq`.
 Migration = str | Callable[[Connection], None]
+MERGE_CONFLICT = "json_extract(metadata, '$.conflict') IS NOT NULL"  # as queries write it
 
 
 def _fts_table_per_kb(conn: Connection) -> None:
@@ -48,6 +49,11 @@ def _tags_links_and_titles(conn: Connection) -> None:
     )
     conn.execute("CREATE INDEX idx_links_document ON links(kind, resource_name, document_id)")
     conn.execute("CREATE INDEX idx_links_name ON links(kind, resource_name, name)")
+    # status counts documents with merge markers: the few, not a scan of every document
+    conn.execute(
+        "CREATE INDEX idx_documents_conflict ON documents(kind, resource_name)"
+        f" WHERE {MERGE_CONFLICT}"
+    )
     for (name,) in conn.execute("SELECT table_name FROM fts_tables").fetchall():
         keyword_index.create(conn, f"{name}_v7")
         conn.execute(

@@ -118,8 +118,6 @@ async def list_kbs(request: web.Request) -> web.Response:
 async def create_kb(request: web.Request) -> web.Response:
     body = await _json(request, CreateKB)
     coffer = request.app[COFFER]
-    if body.path is not None and "\0" in body.path:
-        raise ValidationFailed("path cannot hold a NUL character", field="path")
     folder = Path(body.path) if body.path is not None else None
     kb = await coffer.kbs.create(body.name, body.config, folder=folder, actor=_actor(request))
     return json_response(kb_json(kb), status=201)
