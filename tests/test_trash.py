@@ -4,6 +4,10 @@ it back with the same path and id and indexes it at once; expired entries are pu
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,8 @@ from tests.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.helpers import write
 from tests.samples import make_pdf
 from tests.test_ingest import new_kb, search
+
+SHM = "/dev/shm"
 
 
 def delete(d: Daemon, kb: str, doc_id: str) -> dict[str, Any]:
@@ -126,11 +132,28 @@ def test_a_converted_document_comes_back_with_its_original(
     assert again["document"]["id"] == doc["id"]  # the original is usable
 
 
-def test_an_attached_folder_keeps_no_trash(daemon: Daemon, tmp_path: Path) -> None:
+@pytest.fixture(params=["same_filesystem", "other_filesystem"])
+def vault(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    """A folder to attach: beside the data home, or on another filesystem (tmpfs), where
+    files are copied durably and then removed instead of renamed."""
+    if request.param == "same_filesystem":
+        yield tmp_path / "vault"
+        return
+    if not os.path.isdir(SHM) or os.stat(SHM).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip(f"{SHM} is not another filesystem here")
+    folder = Path(tempfile.mkdtemp(prefix="coffer-vault-", dir=SHM))
+    try:
+        yield folder / "vault"
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_an_attached_folder_keeps_no_trash(daemon: Daemon, vault: Path) -> None:
     d = daemon
-    vault = tmp_path / "vault"
     write(vault / "keep.md", "# Keep\n\nThe heron stays.\n")
     path = write(vault / "ideas/idea.md", "# Idea\n\nA kingfisher logo.\n")
+    path.chmod(0o640)
+    mtime = path.stat().st_mtime_ns
     d.client.post("/api/v1/knowledge_bases", {"name": "vault", "path": str(vault)})
     wait_for(lambda: search(d, "vault", "kingfisher"))
     doc = d.client.get(d.client.kb("vault", "/documents"), q="Idea")["documents"][0]
@@ -143,6 +166,7 @@ def test_an_attached_folder_keeps_no_trash(daemon: Daemon, tmp_path: Path) -> No
 
     assert restore(d, "vault", trash_id)["path"] == str(path)
     assert snapshot(vault) == before
+    assert (path.stat().st_mode & 0o777, path.stat().st_mtime_ns) == (0o640, mtime)
     assert search(d, "vault", "kingfisher")
 
 
