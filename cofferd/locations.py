@@ -25,6 +25,8 @@ Layout of the data home::
     knowledge/<kb>/docs -> DIR     ... or a link to a folder of the user's, attached where
                                    it lives (indexing never writes there)
     knowledge/<kb>/raw/            originals of converted documents
+    trash/<kb>/<trash id>/         deleted documents (and originals), kept for the
+                                   trash retention, then purged
 """
 
 from __future__ import annotations
@@ -168,6 +170,10 @@ class Locations:
 
     def raw_dir(self, kb: str) -> Path:
         return self.kb_dir(kb) / "raw"
+
+    def trash_dir(self, kb: str) -> Path:
+        """Deleted documents of a KB; in the data home, never in a folder of the user's."""
+        return self.home / "trash" / _folder_name(kb)
 
     def doc_path(self, kb: str, relpath: str) -> Path:
         """Absolute path of a document given its path relative to the KB's docs folder."""

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import os
 import uuid
 from pathlib import Path
 from typing import Any
 
+import docx
+import openpyxl
+import pptx
 import pytest
 import yaml
+from fpdf import FPDF
 
 from cofferctl.client import ApiError
 from cofferd.domain.errors import ReconversionBlocked
@@ -312,3 +317,84 @@ def test_a_synced_source_path_is_never_read(shared_daemon: Daemon, tmp_path: Pat
     with pytest.raises(ApiError) as err:
         d.client.post(d.client.kb(kb, "/documents/01JDQ3V6N4Z8T5Y2X7W9R1K0MB/update-source"))
     assert err.value.code == "VALIDATION_ERROR"
+
+
+def titled_docx(title: str) -> bytes:
+    document = docx.Document()
+    document.core_properties.title = title
+    document.add_heading("Introduction", level=1)
+    document.add_paragraph("The first section.")
+    return _saved(document)
+
+
+def titled_pptx(title: str) -> bytes:
+    deck = pptx.Presentation()
+    deck.core_properties.title = title
+    deck.slides.add_slide(deck.slide_layouts[1]).shapes.title.text = "First slide"
+    return _saved(deck)
+
+
+def titled_xlsx(title: str) -> bytes:
+    book = openpyxl.Workbook()
+    book.properties.title = title
+    book.active.append(["item", "note"])
+    return _saved(book)
+
+
+def titled_pdf(title: str) -> bytes:
+    pdf = FPDF()
+    pdf.set_title(title)
+    pdf.add_page()
+    pdf.set_font("helvetica", size=12)
+    pdf.multi_cell(0, 10, "Chapter one.")
+    return bytes(pdf.output())
+
+
+def titled_html(title: str) -> bytes:
+    head = f"<head><title>{title}</title></head>"
+    return f"<html>{head}<body><h1>Introduction</h1></body></html>".encode()
+
+
+def _saved(document: Any) -> bytes:
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+TITLED = {"docx": titled_docx, "pptx": titled_pptx, "xlsx": titled_xlsx, "pdf": titled_pdf,
+          "html": titled_html}  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", sorted(TITLED))
+def test_a_documents_own_title_comes_before_its_first_heading(
+    shared_daemon: Daemon, kb: str, fmt: str
+) -> None:
+    d = shared_daemon
+    status, reply = upload(d, kb, f"q3-{fmt}.{fmt}", TITLED[fmt](f"Quarterly Review Q3 {fmt}"))
+    assert status == 201
+    doc = reply["document"]
+    assert doc["title"] == f"Quarterly Review Q3 {fmt}"
+    # what `add` prints: each new document's title, id and where it is
+    assert doc["relative_path"] == f"{doc['id']}.md"
+    assert doc["path"] == str(d.docs(kb) / f"{doc['id']}.md")
+    found = d.client.get(d.client.kb(kb, f"/documents/{doc['id']}"))
+    assert found["title"] == doc["title"] == found["frontmatter"]["title"]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "junk", "title"),
+    [
+        ("docx", "Untitled", "Introduction"),
+        ("docx", "   ", "Introduction"),
+        ("pptx", "PowerPoint Presentation", "First slide"),
+        ("html", "Document", "Introduction"),
+        ("pdf", "Microsoft Word - draft.docx", "junk-pdf"),  # no heading: the file's name
+        ("xlsx", "Book1", "Sheet"),
+    ],
+)
+def test_placeholder_titles_are_ignored(
+    shared_daemon: Daemon, fmt: str, junk: str, title: str
+) -> None:
+    d = shared_daemon
+    status, reply = upload(d, new_kb(d), f"junk-{fmt}.{fmt}", TITLED[fmt](junk))
+    assert status == 201 and reply["document"]["title"] == title

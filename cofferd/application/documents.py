@@ -1,4 +1,5 @@
-"""Documents of a knowledge base: list, read, edit and delete, all through the Reindexer."""
+"""Documents of a knowledge base: list, read and edit, all through the Reindexer (deleting
+moves a document to the trash: application/trash.py)."""
 
 from __future__ import annotations
 
@@ -118,13 +119,6 @@ class Documents:
             await self.reindexer.sync_paths_locked(kb, [doc.path], actor=actor)
         return await self.get(kb_name, doc.id)
 
-    async def delete(self, kb: str, doc_id: str, *, actor: str) -> Document:
-        doc = await self.find(kb, doc_id)
-        async with self.kbs.registry.lock(kb):
-            await asyncio.to_thread(remove_files, self.tree, kb, doc.path, doc.id)
-            await self.store.delete_document(kb, doc.id, actor)
-        return doc
-
     async def conflicts(self, kb: str) -> Sequence[dict[str, Any]]:
         """Sync tools' conflict copies (never indexed) with the document each copies, and
         documents that hold git's merge markers."""
@@ -151,7 +145,7 @@ def place(tree: DocsTree, kb: str, relpath: str) -> dict[str, str]:
 
 
 def remove_files(tree: DocsTree, kb: str, relpath: str, doc_id: str) -> None:
-    """A document's Markdown file and its kept original."""
+    """A document's Markdown file and its kept original (a failed add's own files only)."""
     tree.remove(kb, relpath)
     tree.remove_originals(kb, doc_id)
 

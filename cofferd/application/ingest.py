@@ -17,6 +17,7 @@ from cofferd.application.documents import Documents, DocumentView, remove_files
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
 from cofferd.application.source_paths import check_source
+from cofferd.application.titles import converted_title
 from cofferd.domain.errors import (
     IngestRejected,
     ReconversionBlocked,
@@ -280,7 +281,7 @@ class Ingest:
                     "conversion_failed", f"{filename!r} could not be converted: {exc}"
                 ) from None
             frontmatter, body = {}, converted.markdown.strip("\n") + "\n"
-            title = converted.title or markdown.first_heading(body)
+            title = converted_title(converted.title, body, filename)
         frontmatter["title"] = str(title or PurePath(filename).stem)
         return frontmatter, body
 

@@ -7,14 +7,16 @@
     ├── PayloadTooLarge           PAYLOAD_TOO_LARGE      413
     ├── NotFound
     │   ├── KBNotFound            KB_NOT_FOUND           404
-    │   └── DocumentNotFound      DOCUMENT_NOT_FOUND     404
+    │   ├── DocumentNotFound      DOCUMENT_NOT_FOUND     404
+    │   └── TrashEntryNotFound    TRASH_ENTRY_NOT_FOUND  404
     ├── Conflict
     │   ├── KBExists              KB_EXISTS              409
     │   ├── KBDisabled            KB_DISABLED            409
     │   ├── DocumentChanged       DOCUMENT_CHANGED       409
     │   ├── DocumentAmbiguous     DOCUMENT_AMBIGUOUS     409
     │   ├── ReconversionBlocked   RECONVERSION_BLOCKED   409
-    │   └── SourceMissing         SOURCE_MISSING         409
+    │   ├── SourceMissing         SOURCE_MISSING         409
+    │   └── PathOccupied          PATH_OCCUPIED          409
     ├── IngestRejected            INGEST_REJECTED        422
     ├── EngineUnavailable         ENGINE_UNAVAILABLE     503
     └── StorageError              STORAGE_ERROR          507
@@ -79,6 +81,17 @@ class DocumentNotFound(NotFound):
         super().__init__(f"document {doc_id!r} does not exist in {kb!r}", kb=kb, id=doc_id)
 
 
+class TrashEntryNotFound(NotFound):
+    code = "TRASH_ENTRY_NOT_FOUND"
+
+    def __init__(self, kb: str, trash_id: str) -> None:
+        super().__init__(
+            f"{trash_id!r} is not in the trash of {kb!r} (never there, restored or expired)",
+            kb=kb,
+            id=trash_id,
+        )
+
+
 class Conflict(CofferError):
     status = 409
 
@@ -113,6 +126,12 @@ class ReconversionBlocked(Conflict):
 
 class SourceMissing(Conflict):
     code = "SOURCE_MISSING"
+
+
+class PathOccupied(Conflict):
+    """A file sits where a document would be put back; it is never overwritten."""
+
+    code = "PATH_OCCUPIED"
 
 
 class IngestRejected(CofferError):

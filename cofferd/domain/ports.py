@@ -39,6 +39,33 @@ class FileContent:
     stat: FileStat
 
 
+@dataclass(frozen=True)
+class TrashEntry:
+    """A deleted document kept in its knowledge base's trash."""
+
+    id: str
+    document_id: str
+    relative_path: str
+    title: str
+    deleted_at: str
+    original: str | None = None  # the kept original's file name in raw/, if it was moved too
+    source_path: str | None = None  # the file this machine tracked for check-sources
+
+
+class TrashBin(Protocol):
+    """Per-KB trash in the data home: files moved there whole, never copied and left."""
+
+    def put(self, kb: str, entry: TrashEntry, markdown: Path, original: Path | None) -> None: ...
+
+    def entries(self, kb: str) -> list[TrashEntry]: ...
+
+    def get(self, kb: str, trash_id: str) -> TrashEntry | None: ...
+
+    def restore(self, kb: str, entry: TrashEntry) -> None: ...
+
+    def purge(self, kb: str, trash_id: str) -> None: ...
+
+
 class DocumentFormats(Protocol):
     """Which files `add` takes, and how an extension names a format."""
 

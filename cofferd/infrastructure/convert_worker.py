@@ -3,7 +3,8 @@ files on request, under a memory cap. Documents are untrusted input; if one cras
 exhausts this process, the daemon only sees a failed conversion and starts a new worker.
 
 Protocol: one JSON object per line on stdin ({"path", "format"}), one per line on stdout
-({"ok": true, "markdown", "title"} or {"ok": false, "error"}).
+({"ok": true, "markdown", "title"} or {"ok": false, "error"}); the title is the document's
+own title property where its format has one, else what markitdown found (HTML <title>).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import resource
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -22,6 +24,8 @@ def limit_memory(megabytes: int) -> None:
 
 def serve(memory_mb: int) -> None:
     from markitdown import MarkItDown  # heavy (~0.75 s): once per worker
+
+    from cofferd.infrastructure.document_titles import own_title
 
     # Replies get a private copy of stdout; anything a library prints goes to stderr,
     # so it can never be taken for (or shift) a reply.
@@ -36,7 +40,8 @@ def serve(memory_mb: int) -> None:
             result = converter.convert_local(
                 request["path"], file_extension="." + request["format"]
             )
-            reply = {"ok": True, "markdown": result.markdown, "title": result.title}
+            title = own_title(Path(request["path"]), request["format"]) or result.title
+            reply = {"ok": True, "markdown": result.markdown, "title": title}
         except MemoryError:
             reply = {"ok": False, "error": "the document needs more memory than allowed"}
         except Exception as exc:  # noqa: BLE001 - any converter failure is the document's

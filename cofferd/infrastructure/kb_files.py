@@ -198,6 +198,8 @@ class KBFiles:
     def remove(self, name: str) -> None:
         # rmtree unlinks links, never what they point to: an attached folder stays whole
         shutil.rmtree(self.locations.kb_dir(name))
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(self.locations.trash_dir(name))
         self.locations.local_settings_path(name).unlink(missing_ok=True)
         self.locations.tracked_sources_path(name).unlink(missing_ok=True)
 

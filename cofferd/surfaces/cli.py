@@ -11,6 +11,8 @@ the API on a Unix socket. Settings come from flags, else from the environment:
   path; none by default.
 * ``COFFER_ACTIVITY_KEEP``: how many of the newest audit events, and of the newest MCP
   tool calls, are kept (default 100000; older ones are trimmed as new ones arrive).
+* ``COFFER_TRASH_RETENTION_DAYS``: days a deleted document stays in its knowledge base's
+  trash before it is purged (default 30; 0 purges at the next look).
 * ``NOTIFY_SOCKET``, ``LISTEN_FDS``/``LISTEN_PID``: set by systemd for readiness and
   socket activation.
 """
@@ -26,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cofferd import __version__
+from cofferd.application.trash import RETENTION_DAYS
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Tuning
 from cofferd.surfaces.daemon import AlreadyRunning, run
@@ -95,6 +98,14 @@ def parser() -> argparse.ArgumentParser:
         default=int(os.environ.get("COFFER_ACTIVITY_KEEP", "100000")),
         help="newest audit events and MCP calls kept (env COFFER_ACTIVITY_KEEP)",
     )
+    p.add_argument(
+        "--trash-retention-days",
+        type=int,
+        default=int(os.environ.get("COFFER_TRASH_RETENTION_DAYS", str(RETENTION_DAYS))),
+        metavar="DAYS",
+        help="days deleted documents stay restorable (env COFFER_TRASH_RETENTION_DAYS; "
+        f"default {RETENTION_DAYS})",
+    )
     return p
 
 
@@ -110,10 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.reconcile_interval <= 0 or args.activity_keep < 1:
         print("cofferd: --reconcile-interval and --activity-keep must be positive", file=sys.stderr)
         return 2
+    if args.trash_retention_days < 0:
+        print("cofferd: --trash-retention-days must not be negative", file=sys.stderr)
+        return 2
     tuning = Tuning(
         reconcile_interval_s=args.reconcile_interval,
         activity_keep=args.activity_keep,
         agent_roots=tuple(Path(r).expanduser().absolute() for r in args.agent_root),
+        trash_retention_days=args.trash_retention_days,
     )
     try:
         asyncio.run(run(locations, tuning))

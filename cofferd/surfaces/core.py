@@ -18,6 +18,7 @@ from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.registry import KBRegistry
 from cofferd.application.reindexer import Reindexer
 from cofferd.application.retrieval import Retrieval
+from cofferd.application.trash import RETENTION_DAYS, Trash
 from cofferd.infrastructure import vec_index
 from cofferd.infrastructure.activity_store import KEEP_DEFAULT, SqliteActivity
 from cofferd.infrastructure.conversion import WorkerConverter
@@ -31,6 +32,7 @@ from cofferd.infrastructure.grep import Ripgrep
 from cofferd.infrastructure.kb_files import KBFiles
 from cofferd.infrastructure.sandbox import private_folders
 from cofferd.infrastructure.sqlite import SQLITE_VERSION
+from cofferd.infrastructure.trash import FileTrash
 from cofferd.infrastructure.vector_store import SqliteVectors
 from cofferd.locations import Locations
 
@@ -42,6 +44,7 @@ class Tuning:
     reconcile_interval_s: float = RECONCILE_INTERVAL_S
     activity_keep: int = KEEP_DEFAULT
     agent_roots: tuple[Path, ...] = ()  # folders agents may add files from (none by default)
+    trash_retention_days: int = RETENTION_DAYS
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,15 @@ class Coffer:
             self.kbs, stores.documents, stores.vectors, grep, self.embeddings, tree
         )
         self.documents = Documents(self.kbs, stores.documents, tree, self.reindexer)
+        self.trash = Trash(
+            self.kbs,
+            stores.documents,
+            tree,
+            self.reindexer,
+            self.documents,
+            FileTrash(locations),
+            retention_days=tuning.trash_retention_days,
+        )
         self.graph = Graph(self.kbs, self.documents, SqliteGraph(db), tree)
         self.ingest = Ingest(
             self.kbs,

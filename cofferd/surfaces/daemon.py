@@ -111,6 +111,8 @@ class Daemon:
             coffer.embeddings.start()
             checking = asyncio.create_task(coffer.check_index(), name="quick-check")
             stack.push_async_callback(_cancel, checking)
+            purging = asyncio.create_task(coffer.trash.keep_purging(), name="trash-purge")
+            stack.push_async_callback(_cancel, purging)
             log.info(
                 "cofferd %s serving on %s; data home %s",
                 __version__,

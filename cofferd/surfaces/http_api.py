@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from cofferd.surfaces.http_json import (
     passage_json,
     reindex_json,
     resource_json,
+    trashed_json,
 )
 from cofferd.surfaces.http_upload import receive_upload
 from cofferd.surfaces.peercred import peer_uid
@@ -265,10 +267,37 @@ async def edit_document(request: web.Request) -> web.Response:
 
 @routes.delete("/api/v1/knowledge_bases/{name}/documents/{doc_id}")
 async def delete_document(request: web.Request) -> web.Response:
-    doc = await request.app[COFFER].documents.delete(
-        request.match_info["name"], request.match_info["doc_id"], actor=_actor(request)
+    name = request.match_info["name"]
+    doc, trashed = await request.app[COFFER].trash.delete(
+        name, request.match_info["doc_id"], actor=_actor(request)
     )
-    return json_response({"deleted": {"id": doc.id, "relative_path": doc.path}})
+    return json_response(
+        {
+            "deleted": {"id": doc.id, "relative_path": doc.path},
+            "trash": {
+                "id": trashed.entry.id,
+                "expires_at": trashed.expires_at,
+                "restore": f"cofferctl restore {shlex.quote(name)} {trashed.entry.id}",
+            },
+        }
+    )
+
+
+@routes.get("/api/v1/knowledge_bases/{name}/trash")
+async def list_trash(request: web.Request) -> web.Response:
+    trash = request.app[COFFER].trash
+    items = await trash.list(request.match_info["name"])
+    return json_response(
+        {"retention_days": trash.retention_days, "items": [trashed_json(t) for t in items]}
+    )
+
+
+@routes.post("/api/v1/knowledge_bases/{name}/trash/{trash_id}/restore")
+async def restore_from_trash(request: web.Request) -> web.Response:
+    view = await request.app[COFFER].trash.restore(
+        request.match_info["name"], request.match_info["trash_id"], actor=_actor(request)
+    )
+    return json_response({"restored": document_json(view)})
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/reindex")

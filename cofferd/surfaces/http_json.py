@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cofferd.application.documents import DocumentView
 from cofferd.application.ingest import IngestResult
 from cofferd.application.retrieval import MAX_MATCHES_DEFAULT, TOP_K_DEFAULT
+from cofferd.application.trash import Trashed
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.filters import SearchFilters, parse_filters
 from cofferd.domain.models import KB_KIND, KnowledgeBase, Passage, ReindexResult
@@ -180,6 +181,19 @@ def ingest_json(result: IngestResult) -> dict[str, Any]:
         "status": result.status,
         "message": result.message,
         "document": document_json(result.document),
+    }
+
+
+def trashed_json(trashed: Trashed) -> dict[str, Any]:
+    entry = trashed.entry
+    return {
+        "id": entry.id,
+        "document_id": entry.document_id,
+        "relative_path": entry.relative_path,
+        "title": entry.title,
+        "deleted_at": entry.deleted_at,
+        "expires_at": trashed.expires_at,
+        "has_original": entry.original is not None,
     }
 
 

@@ -1,0 +1,204 @@
+"""The TrashBin port on disk: `trash/<kb>/<trash id>/` in the data home holds a deleted
+document's Markdown file (`document.md`), its kept original (`raw/<id>.<ext>`) and a
+`manifest.json` saying what they were and where they came from.
+
+Files are moved, never copied and left: a rename within one filesystem, else a durable copy
+and then the removal of the source. Nothing is ever moved over an existing file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import os
+import re
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from cofferd.domain.errors import PathOccupied, StorageError
+from cofferd.domain.ports import TrashEntry
+from cofferd.infrastructure.fsutil import atomic_write, fsync_dir
+from cofferd.locations import Locations, check_relpath
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+DOCUMENT = "document.md"
+ORIGINALS = "raw"
+TRASH_ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+# a filesystem that cannot hard-link (FAT, some network shares) says one of these
+NO_LINKS = {errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK}
+COPY_BLOCK = 1024 * 1024
+
+
+class FileTrash:
+    def __init__(self, locations: Locations) -> None:
+        self.locations = locations
+
+    def _folder(self, kb: str, trash_id: str) -> Path:
+        return self.locations.trash_dir(kb) / trash_id
+
+    def put(self, kb: str, entry: TrashEntry, markdown: Path, original: Path | None) -> None:
+        """Move the document's files into a new entry; on failure, back where they were."""
+        folder = self._folder(kb, entry.id)
+        folder.mkdir(mode=0o700, parents=True)
+        moved = {DOCUMENT: str(markdown)}
+        if original is not None:
+            moved[f"{ORIGINALS}/{original.name}"] = str(original)
+        try:
+            # the manifest first: an entry interrupted half way still says what it holds
+            atomic_write(folder / MANIFEST, _manifest(entry, moved), mode=0o600)
+            move_file(markdown, folder / DOCUMENT)
+        except OSError as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise _refused(f"cannot move {markdown} to the trash", exc) from exc
+        if original is None:
+            return
+        try:
+            (folder / ORIGINALS).mkdir(mode=0o700)
+            move_file(original, folder / ORIGINALS / original.name)
+        except OSError as exc:
+            move_file(folder / DOCUMENT, markdown)
+            shutil.rmtree(folder, ignore_errors=True)
+            raise _refused(f"cannot move {original} to the trash", exc) from exc
+
+    def entries(self, kb: str) -> list[TrashEntry]:
+        """Every readable entry, newest first."""
+        root = self.locations.trash_dir(kb)
+        found = []
+        for folder in root.iterdir() if root.is_dir() else ():
+            entry = self.get(kb, folder.name)
+            if entry is not None:
+                found.append(entry)
+        return sorted(found, key=lambda e: (e.deleted_at, e.id), reverse=True)
+
+    def get(self, kb: str, trash_id: str) -> TrashEntry | None:
+        if not TRASH_ID.match(trash_id):
+            return None
+        path = self._folder(kb, trash_id) / MANIFEST
+        try:
+            data = json.loads(path.read_bytes())
+            return TrashEntry(**{k: data[k] for k in TrashEntry.__dataclass_fields__})
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            log.warning("trash entry %s cannot be read (%s); left as it is", path.parent, exc)
+            return None
+
+    def restore(self, kb: str, entry: TrashEntry) -> None:
+        """Move the files back where they were; PathOccupied when a file sits there."""
+        folder = self._folder(kb, entry.id)
+        target = self._document_target(kb, entry.relative_path)
+        original_target = (
+            self.locations.raw_dir(kb) / check_relpath(entry.original) if entry.original else None
+        )
+        for place in (target, original_target):
+            if place is not None and os.path.lexists(place):
+                raise _occupied(place)
+        try:
+            move_file(folder / DOCUMENT, target)
+        except FileExistsError:
+            raise _occupied(target) from None
+        except OSError as exc:
+            raise _refused(f"cannot move the document back to {target}", exc) from exc
+        if entry.original and original_target is not None:
+            kept = folder / ORIGINALS / entry.original
+            try:
+                original_target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                move_file(kept, original_target)
+            except FileNotFoundError:
+                log.warning("trash entry %s lost its original %s", folder, kept)
+            except OSError as exc:
+                move_file(target, folder / DOCUMENT)  # all or nothing
+                if isinstance(exc, FileExistsError):
+                    raise _occupied(original_target) from None
+                raise _refused(f"cannot move the original back to {original_target}", exc) from exc
+        shutil.rmtree(folder)
+
+    def purge(self, kb: str, trash_id: str) -> None:
+        if TRASH_ID.match(trash_id):
+            with contextlib.suppress(FileNotFoundError):
+                shutil.rmtree(self._folder(kb, trash_id))
+
+    def _document_target(self, kb: str, relpath: str) -> Path:
+        """Where the Markdown file goes back: inside the docs folder, its folders made again."""
+        docs = self.locations.docs_dir(kb)
+        target = docs / check_relpath(relpath)
+        try:
+            root = docs.resolve(strict=True)
+        except OSError as exc:
+            raise _refused(f"the docs folder of {kb!r} is not there", exc) from exc
+        existing = target.parent
+        while not existing.exists():
+            existing = existing.parent
+        if not existing.resolve().is_relative_to(root):
+            raise StorageError(f"{relpath} would be outside the docs folder", path=relpath)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _refused(f"cannot make the folder {target.parent}", exc) from exc
+        return target
+
+
+def move_file(src: Path, dst: Path) -> None:
+    """Move the regular file `src` to `dst`, keeping its permissions and times; never over a
+    file at `dst` (FileExistsError). Within one filesystem a hard link and an unlink (a
+    rename that cannot replace); across filesystems a copy made durable before `src` goes."""
+    st = src.lstat()
+    if not stat.S_ISREG(st.st_mode):
+        raise StorageError(f"{src} is not a regular file", path=str(src))
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in NO_LINKS:
+            raise
+        _copy(src, dst, st)
+    fsync_dir(dst.parent)
+    src.unlink()
+    fsync_dir(src.parent)
+
+
+def _copy(src: Path, dst: Path, st: os.stat_result) -> None:
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out, open(src, "rb") as source:
+            shutil.copyfileobj(source, out, COPY_BLOCK)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+        try:
+            os.link(tmp, dst)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            if exc.errno not in NO_LINKS:
+                raise
+            if os.path.lexists(dst):
+                raise FileExistsError(errno.EEXIST, "file exists", str(dst)) from None
+            os.rename(tmp, dst)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _manifest(entry: TrashEntry, moved: dict[str, str]) -> bytes:
+    data: dict[str, Any] = {**entry.__dict__, "moved": moved}
+    return json.dumps(data, indent=1, ensure_ascii=False).encode()
+
+
+def _occupied(path: Path) -> PathOccupied:
+    return PathOccupied(
+        f"a file is at {path}; move it away to restore the document there", path=str(path)
+    )
+
+
+def _refused(what: str, exc: OSError) -> StorageError:
+    return StorageError(f"{what}: {exc.strerror or exc}", errno=exc.errno)
