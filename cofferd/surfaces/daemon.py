@@ -132,12 +132,17 @@ class Daemon:
         problems = coffer.indexing.problems()
         for kb in coffer.kbs.list():
             counts = await coffer.kbs.counts(kb.name)
+            docs = self.locations.docs_dir(kb.name)
+            progress = coffer.progress.get(kb.name)
             entry: dict[str, Any] = {
                 "name": kb.name,
                 "enabled": kb.enabled,
-                "state": _state(kb.name in problems, self.locations.docs_dir(kb.name)),
+                "state": _state(kb.name in problems, docs),
                 "documents": counts["documents"],
                 "documents_degraded": counts["documents_degraded"],
+                "skipped": coffer.reindexer.skipped_count(kb.name),
+                "progress": progress.as_dict() if progress else None,
+                "problems": [],
                 "docs_path": str(self.locations.docs_folder(kb.name)),
             }
             if kb.attached:
@@ -147,17 +152,28 @@ class Daemon:
                 entry["conflicts"] = conflicts
             if kb.name in problems:
                 entry["problem"] = problems[kb.name]
+                entry["problems"].append(f"indexing fails: {problems[kb.name]}")
+            if not docs.is_dir():
+                entry["problems"].append(
+                    f"its docs folder {entry['docs_path']} is missing (a disk not mounted?)"
+                )
+            entry["problems"] += coffer.kbs.problems(kb)
             if kb.ignored_settings:
                 entry["ignored_settings"] = list(kb.ignored_settings)
             if kb.settings_error:
                 entry["settings_error"] = kb.settings_error
             if kb.config.vector_enabled and kb.config.embedding is not None:
+                vectors = coffer.embeddings.status(kb.name)
                 entry["vectors"] = {
                     "model": kb.config.embedding.model,
                     "provider": kb.config.embedding.provider,
                     "embed_pending": counts["embed_pending"],
-                    **coffer.embeddings.status(kb.name),
+                    **vectors,
                 }
+                if vectors["unavailable"]:
+                    entry["problems"].append(vectors["unavailable"])
+                if vectors["last_error"]:
+                    entry["problems"].append(f"embedding fails: {vectors['last_error']}")
             kbs.append(entry)
         indexing = coffer.indexing.status()
         watcher = self.watcher.status()

@@ -132,9 +132,16 @@ async def get_kb(request: web.Request) -> web.Response:
 async def update_kb(request: web.Request) -> web.Response:
     body = await _json(request, UpdateKB)
     coffer, name = request.app[COFFER], request.match_info["name"]
-    kb, result = await coffer.kbs.update_config(name, body.config, actor=_actor(request))
+    update = await coffer.kbs.update_config(name, body.config, actor=_actor(request))
     coffer.embeddings.wake()  # a new model or provider is followed at once
-    return json_response({**kb_json(kb), "reindex": reindex_json(result)})
+    return json_response(
+        {
+            **kb_json(update.kb),
+            "reindex": reindex_json(update.reindex),
+            "rechunked": update.rechunked,
+            "warnings": update.warnings,
+        }
+    )
 
 
 async def _delete_kb(request: web.Request, name: str) -> web.Response:
@@ -277,6 +284,13 @@ async def reindex(request: web.Request) -> web.Response:
     result = await coffer.kbs.reindex(name, actor=_actor(request))
     await coffer.embeddings.retry_now(name)
     return json_response(result.as_dict())
+
+
+@routes.get("/api/v1/knowledge_bases/{name}/skipped")
+async def skipped(request: web.Request) -> web.Response:
+    coffer = request.app[COFFER]
+    kb = coffer.kbs.get(request.match_info["name"])
+    return json_response({"items": await coffer.reindexer.skipped(kb.name)})
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/search")
