@@ -168,3 +168,45 @@ def test_modes_not_enabled_are_refused_with_mode_disabled(shared_daemon: Daemon)
     assert error_of(lambda: d.client.post("/api/v1/search", named)).code == "MODE_DISABLED"
     # searching every KB leaves out those that cannot be searched
     assert only_grep not in d.client.post("/api/v1/search", {"query": "x"})["knowledge_bases"]
+
+
+JARGON = ("Input should", "type=", "pydantic", "http", "Value error", "String should")
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "says"),
+    [
+        ("/search", {"query": ""}, ["query must not be empty"]),
+        ("/search", {}, ["query is required"]),
+        ("/search", {"query": "x", "top_k": "5"}, ["top_k", '"5"', "whole number"]),
+        ("/search", {"query": "x", "filters": {"colour": 1}}, ["unknown key", "folder, tags"]),
+        ("/search", {"query": "x", "filters": {"tags": "a"}}, ["filters.tags", "not a list"]),
+        ("/search", ["query"], ["must be an object"]),
+        ("/grep", {"pattern": "x", "ignore_case": 1}, ["ignore_case", "true or false"]),
+        ("/grep", {"patern": "x"}, ["pattern is required", '"patern"', "valid keys: pattern"]),
+        ("/documents", {"content": "x", "title": "t" * 600}, ["title", "at most 500"]),
+        ("", {"config": {"chunk_size": 10}}, ["chunk_size", "10", "64 to 2048"]),
+        ("", {"config": {"enabled_modes": ["fast"]}}, ['"fast"', "'keyword'", "'grep'"]),
+        ("", {"config": {"colour": "blue"}}, ['unknown key "colour"', "chunk_size", "embedding"]),
+        ("", {"config": {"embedding": {"provider": "nope"}}}, ["provider", "'openai'"]),
+        ("", {"config": {"max_document_bytes": "x" * 100}}, ["max_document_bytes", "…"]),
+        (
+            "",
+            {"config": {"embedding": {"provider": "local", "credential_ref": "KEY"}}},
+            ["credential_ref", "env:NAME or file:/absolute/path"],
+        ),
+    ],
+)
+def test_bad_bodies_get_messages_a_person_understands(
+    shared_daemon: Daemon, route: str, body: Any, says: list[str]
+) -> None:
+    d = shared_daemon
+    kb = "notes"
+    method = "PATCH" if route == "" else "POST"
+    err = error_of(lambda: d.client.request(method, d.client.kb(kb, route), body))
+    assert (err.status, err.code) == (400, "VALIDATION_ERROR")
+    for words in says:
+        assert words in err.message
+    for word in JARGON:
+        assert word not in err.message
+    assert len(err.message) < 400

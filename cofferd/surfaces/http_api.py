@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from cofferd import __version__
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.models import KB_KIND
+from cofferd.domain.validation import validation_failed
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.http_errors import error_middleware, error_response
 from cofferd.surfaces.http_json import (
@@ -70,7 +71,10 @@ async def _json(request: web.Request, model: type[BaseModel]) -> Any:
         raise ValidationFailed("the request holds text with an unpaired surrogate") from None
     except RecursionError:
         raise ValidationFailed("the request body nests too deeply") from None
-    return model.model_validate(data)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_failed("invalid request body", exc, model) from None
 
 
 def _int_query(
