@@ -8,6 +8,7 @@ import fcntl
 import logging
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -22,6 +23,7 @@ from cofferd.surfaces.core import Coffer, Tuning
 from cofferd.surfaces.http_api import create_app
 from cofferd.surfaces.http_errors import PARSER_LIMIT
 from cofferd.surfaces.http_upload import UPLOAD_PREFIX
+from cofferd.surfaces.progress_bar import show_progress
 from cofferd.surfaces.watcher import Watcher
 
 log = logging.getLogger("cofferd")
@@ -111,6 +113,9 @@ class Daemon:
             coffer.embeddings.start()
             checking = asyncio.create_task(coffer.check_index(), name="quick-check")
             stack.push_async_callback(_cancel, checking)
+            if sys.stderr.isatty():  # `make run` in the foreground; services log only
+                bar = asyncio.create_task(show_progress(coffer.progress, sys.stderr).run())
+                stack.push_async_callback(_cancel, bar)
             log.info(
                 "cofferd %s serving on %s; data home %s",
                 __version__,
