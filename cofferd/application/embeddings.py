@@ -111,6 +111,8 @@ class Embeddings:
         if not await self.available():
             return False
         worked = False
+        for name in set(self._catching_up) - {kb.name for kb in self.kbs.list() if kb.enabled}:
+            self._caught_up(name)  # deleted or disabled meanwhile
         for kb in self.kbs.list():
             if not kb.enabled:
                 continue
