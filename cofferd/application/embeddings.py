@@ -111,8 +111,9 @@ class Embeddings:
         if not await self.available():
             return False
         worked = False
-        for name in set(self._catching_up) - {kb.name for kb in self.kbs.list() if kb.enabled}:
-            self._caught_up(name)  # deleted or disabled meanwhile
+        embedding = {kb.name for kb in self.kbs.list() if kb.enabled and kb.config.vector_enabled}
+        for name in set(self._catching_up) - embedding:
+            self._caught_up(name)  # deleted, disabled or without vectors meanwhile
         for kb in self.kbs.list():
             if not kb.enabled:
                 continue
