@@ -27,7 +27,7 @@ def test_defaults_follow_the_seed() -> None:
         ({"chunk_size": 2049}, "chunk_size"),
         ({"chunk_size": "big"}, "chunk_size"),
         ({"max_document_bytes": 10}, "max_document_bytes"),
-        ({"enabled_modes": ["telepathy"]}, "enabled_modes.0"),
+        ({"enabled_modes": ["telepathy"]}, "enabled_modes[0]"),
         ({"colour": "blue"}, "colour"),
         ({"embedding": {"provider": "nope", "model": "m", "dimensions": 3}}, "embedding.provider"),
     ],

@@ -57,12 +57,13 @@ async def test_chunking_change_rechunks_the_corpus(
     write(docs / "long.md", "# Long\n\n" + "\n\n".join("para " + "w " * 60 for _ in range(20)))
     await coffer.reindexer.reconcile(kb)
     before = (await coffer.stores.documents.metrics("notes"))["chunks"]
-    _, result = await coffer.kbs.update_config("notes", {"chunk_size": 64, "chunk_overlap": 0})
-    assert result is not None and result.documents_updated == 1
+    update = await coffer.kbs.update_config("notes", {"chunk_size": 64, "chunk_overlap": 0})
+    assert update.rechunked is True and update.warnings == []
+    assert update.reindex is not None and update.reindex.documents_updated == 1
     assert (await coffer.stores.documents.metrics("notes"))["chunks"] > before
     # a settings change that does not touch chunking does not re-chunk
-    _, result = await coffer.kbs.update_config("notes", {"auto_update_sources": True})
-    assert result is None
+    update = await coffer.kbs.update_config("notes", {"auto_update_sources": True})
+    assert update.reindex is None and update.rechunked is False
     assert coffer.kbs.get("notes").config.auto_update_sources is True
 
 
@@ -103,8 +104,9 @@ async def test_raising_the_size_limit_indexes_what_was_skipped(coffer: Coffer) -
     kb = await coffer.kbs.create("sizes", {"max_document_bytes": 1024})
     write(coffer.locations.docs_dir("sizes") / "big.md", "word " * 1000)
     assert (await coffer.reindexer.reconcile(kb)).documents_skipped == 1
-    _, result = await coffer.kbs.update_config("sizes", {"max_document_bytes": 1024 * 1024})
-    assert result is not None and result.documents_added == 1
+    update = await coffer.kbs.update_config("sizes", {"max_document_bytes": 1024 * 1024})
+    assert update.reindex is not None and update.reindex.documents_added == 1
+    assert update.rechunked is False  # read again, not chunked differently
 
 
 async def test_metrics(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> None:

@@ -145,7 +145,10 @@ async def test_bad_files_never_stop_the_reconcile(
     r = await coffer.reindexer.reconcile(kb)
     assert r.documents_added == 6
     assert (await coffer.retrieval.search(kb.name, "naïve")).passages[0].path == "latin1.md"
-    assert r.skipped == [{"path": "binary.md", "reason": "binary content"}]
+    assert [(s["relative_path"], s["reason"]) for s in r.skipped] == [
+        ("binary.md", "binary content")
+    ]
+    assert r.skipped[0]["path"] == str(docs / "binary.md")
     for query, path in [
         ("windows", "bom.md"),
         ("quarterly", "letterhead.md"),
@@ -154,9 +157,10 @@ async def test_bad_files_never_stop_the_reconcile(
     ]:
         hits = (await coffer.retrieval.search(kb.name, query)).passages
         assert hits and hits[0].path == path
-    # a skipped file is not read again until it changes
+    # a skipped file is not read again until it changes, and is still listed
     r = await coffer.reindexer.reconcile(kb)
-    assert r.documents_skipped == 1 and r.skipped == []
+    assert r.documents_skipped == 1
+    assert [s["relative_path"] for s in r.skipped] == ["binary.md"]
 
 
 async def test_oversized_file_is_skipped_with_a_reason(coffer: Coffer, docs: Path) -> None:
@@ -164,7 +168,7 @@ async def test_oversized_file_is_skipped_with_a_reason(coffer: Coffer, docs: Pat
     big = coffer.locations.docs_dir("small") / "big.md"
     write(big, "word " * 1000)  # over 4 x max_document_bytes
     r = await coffer.reindexer.reconcile(kb)
-    assert r.skipped == [{"path": "big.md", "reason": "too_large"}]
+    assert [(s["relative_path"], s["reason"]) for s in r.skipped] == [("big.md", "too_large")]
 
 
 async def test_hand_made_ids_survive_restart_and_rebuild(
@@ -235,3 +239,52 @@ async def test_decomposed_unicode_names_from_macos_are_indexed(
     r = await coffer.reindexer.sync_paths(kb, [unicodedata.normalize("NFC", "réunions")])
     assert r.documents_removed == 0
     assert r.documents_unchanged == 1
+
+
+async def test_skipped_files_are_listed_until_fixed(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    (docs / "binary.md").write_bytes(bytes(range(256)) * 8)
+    write(docs / "locked.md", "# Locked\n\nprivate words")
+    os.chmod(docs / "locked.md", 0)
+    write(docs / "fine.md", "# Fine")
+    try:
+        r = await coffer.reindexer.reconcile(kb)
+        if os.access(docs / "locked.md", os.R_OK):  # root reads anything
+            expected = [("binary.md", "binary content")]
+        else:
+            expected = [
+                ("binary.md", "binary content"),
+                ("locked.md", "unreadable: Permission denied"),
+            ]
+        assert [(s["relative_path"], s["reason"]) for s in r.skipped] == expected
+        assert r.documents_skipped == len(expected)
+        listed = await coffer.reindexer.skipped(kb.name)
+        assert [(s["relative_path"], s["reason"]) for s in listed] == expected
+        assert listed[0]["path"] == str(docs / "binary.md")
+        assert coffer.reindexer.skipped_count(kb.name) == len(expected)
+    finally:
+        os.chmod(docs / "locked.md", 0o600)
+    # fixed without a change of size or time: seen at the next pass
+    r = await coffer.reindexer.reconcile(kb)
+    assert [s["relative_path"] for s in r.skipped] == ["binary.md"]
+    # fixed by its author through the watcher's path: no longer listed
+    write(docs / "binary.md", "# Text now")
+    bump_mtime(docs / "binary.md")
+    r = await coffer.reindexer.sync_paths(kb, ["binary.md"])
+    assert (r.documents_added, r.skipped) == (1, [])
+    assert await coffer.reindexer.skipped(kb.name) == []
+    assert coffer.reindexer.skipped_count(kb.name) == 0
+
+
+async def test_the_watcher_path_lists_what_it_skips(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    (docs / "binary.md").write_bytes(bytes(range(256)) * 8)
+    r = await coffer.reindexer.sync_paths(kb, ["binary.md"])
+    assert [s["relative_path"] for s in r.skipped] == ["binary.md"]
+    r = await coffer.reindexer.sync_paths(kb, ["binary.md"])  # from the skip cache
+    assert (r.documents_skipped, [s["relative_path"] for s in r.skipped]) == (1, ["binary.md"])
+    (docs / "binary.md").unlink()
+    await coffer.reindexer.sync_paths(kb, ["binary.md"])
+    assert await coffer.reindexer.skipped(kb.name) == []

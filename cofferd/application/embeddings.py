@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cofferd.application.knowledge_bases import KnowledgeBases
+from cofferd.application.progress import Progress, ProgressBoard
 from cofferd.domain.config import EmbeddingConfig, KnowledgeBaseConfig
 from cofferd.domain.errors import CofferError, EngineUnavailable
 from cofferd.domain.models import KnowledgeBase
@@ -43,7 +44,10 @@ class Embeddings:
         kbs: KnowledgeBases,
         store: VectorStore,
         make_embedder: Callable[[EmbeddingConfig], Embedder],
+        progress: ProgressBoard | None = None,
     ) -> None:
+        self.progress = progress or ProgressBoard()
+        self._catching_up: dict[str, Progress] = {}  # KB -> its embedding catch-up
         self.kbs = kbs
         self.store = store
         self.make_embedder = make_embedder
@@ -107,6 +111,9 @@ class Embeddings:
         if not await self.available():
             return False
         worked = False
+        embedding = {kb.name for kb in self.kbs.list() if kb.enabled and kb.config.vector_enabled}
+        for name in set(self._catching_up) - embedding:
+            self._caught_up(name)  # deleted, disabled or without vectors meanwhile
         for kb in self.kbs.list():
             if not kb.enabled:
                 continue
@@ -150,7 +157,12 @@ class Embeddings:
         assert config is not None
         jobs = await self.store.pending_embeds(kb.name, BATCH_DOCUMENTS, time.time())
         if not jobs:
+            self._caught_up(kb.name)
             return False
+        progress = self._catching_up.get(kb.name)
+        if progress is None:
+            owed = (await self.kbs.counts(kb.name))["embed_pending"]
+            progress = self._catching_up[kb.name] = self.progress.start(kb.name, "embedding", owed)
         state = self._state.setdefault(kb.name, KBEmbedState())
         texts = [text for job in jobs for _, text in job.chunks]
         try:
@@ -164,6 +176,7 @@ class Embeddings:
             await self.store.embed_failed(
                 kb.name, [j.document_id for j in jobs], message, time.time() + delay
             )
+            self._caught_up(kb.name)  # until the retry: nothing is under way
             return False
         done, start = [], 0
         for job in jobs:
@@ -173,7 +186,13 @@ class Embeddings:
             kb.name, config.identity(), config.dimensions, done
         )
         state.failures, state.last_error = 0, None
+        progress.advance(len(jobs))
         return True
+
+    def _caught_up(self, kb: str) -> None:
+        progress = self._catching_up.pop(kb, None)
+        if progress is not None:
+            self.progress.finish(progress)
 
     async def check(self, kb_config: KnowledgeBaseConfig) -> None:
         """Refuse a local model that cannot load here (a hub name offline, a bad folder)

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cofferd.application.registry import KBRegistry
 from cofferd.application.reindexer import Reindexer
@@ -21,6 +21,13 @@ from cofferd.domain.models import KnowledgeBase, ReindexResult, utc_now
 from cofferd.domain.ports import ActivityLog, DocumentIndex, KBRepository
 
 DEFAULT_KB = "notes"
+
+
+class SettingsUpdate(NamedTuple):
+    kb: KnowledgeBase
+    reindex: ReindexResult | None
+    rechunked: bool  # the chunking changed: every document was chunked again
+    warnings: list[str]  # settings saved that cannot work here yet (a credential not found)
 
 
 class KnowledgeBases:
@@ -40,6 +47,8 @@ class KnowledgeBases:
         # Refuses settings that cannot work here (a local model that cannot load); set by
         # the composition root, so that this service does not depend on the embedders.
         self.vet: Callable[[KnowledgeBaseConfig], Awaitable[None]] | None = None
+        # Why a credential_ref cannot be resolved here (None when it can); set likewise.
+        self.credential_problem: Callable[[str | None], str | None] = lambda ref: None
 
     async def _vetted(self, config: KnowledgeBaseConfig) -> KnowledgeBaseConfig:
         if self.vet is not None:
@@ -131,9 +140,21 @@ class KnowledgeBases:
             await asyncio.to_thread(self.repo.save, kb)
             self.registry.put(kb)
 
+    def problems(self, kb: KnowledgeBase) -> tuple[str, ...]:
+        """What in a KB's settings keeps part of it from working here."""
+        found: tuple[str, ...] = ()
+        if kb.settings_error:
+            found += (f"its settings file cannot be read: {kb.settings_error}",)
+        embedding = kb.config.embedding
+        if kb.config.vector_enabled and embedding is not None:
+            credential = self.credential_problem(embedding.credential_ref)
+            if credential is not None:
+                found += (credential,)
+        return found
+
     async def update_config(
         self, name: str, patch: dict[str, Any], *, actor: str = "user"
-    ) -> tuple[KnowledgeBase, ReindexResult | None]:
+    ) -> SettingsUpdate:
         """Change settings; a chunking or size-limit change reconciles before returning."""
         kb = await self._writable(name)
         config = await self._vetted(merge_config(kb.config, patch))
@@ -144,11 +165,21 @@ class KnowledgeBases:
         )
         result = None
         limit_changed = config.max_document_bytes != kb.config.max_document_bytes
+        rechunked = config.chunking_key() != kb.config.chunking_key()
         if limit_changed:
             self.reindexer.forget_skipped(name)
-        if updated.enabled and (config.chunking_key() != kb.config.chunking_key() or limit_changed):
+        if updated.enabled and (rechunked or limit_changed):
             result = await self.reindexer.reconcile(updated, actor=actor)
-        return updated, result
+        warnings = (
+            []
+            if config.embedding is None
+            else [
+                problem
+                for problem in [self.credential_problem(config.embedding.credential_ref)]
+                if problem is not None
+            ]
+        )
+        return SettingsUpdate(updated, result, rechunked and updated.enabled, warnings)
 
     async def set_enabled(
         self, name: str, enabled: bool, *, actor: str = "user"

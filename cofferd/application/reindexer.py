@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from cofferd.application import markdown
 from cofferd.application.chunker import chunk_markdown
+from cofferd.application.progress import Progress, ProgressBoard
 from cofferd.application.registry import KBRegistry
 from cofferd.domain.conflicts import ConflictCopy
 from cofferd.domain.models import Document, KnowledgeBase, ReindexResult, utc_from_ns, utc_now
@@ -34,10 +35,12 @@ log = logging.getLogger(__name__)
 # one overlapping the database writes of this one, also for large files.
 BATCH = 500
 BATCH_BYTES = 1024 * 1024
-PROGRESS_EVERY = 5000
 # Markdown made from a document can be larger than the original (tables, frontmatter);
 # a Markdown file is skipped only beyond this multiple of max_document_bytes.
 MARKDOWN_LIMIT_FACTOR = 4
+# The stat of a skipped file that is tried again at every pass (unreadable, or a name that
+# cannot be indexed): fixing those need not change its size or time.
+RECHECK = FileStat(-1, 0)
 
 
 @dataclass
@@ -51,8 +54,14 @@ class _Batch:
 
 class Reindexer:
     def __init__(
-        self, store: DocumentIndex, activity: ActivityLog, tree: DocsTree, registry: KBRegistry
+        self,
+        store: DocumentIndex,
+        activity: ActivityLog,
+        tree: DocsTree,
+        registry: KBRegistry,
+        progress: ProgressBoard | None = None,
     ) -> None:
+        self.progress = progress or ProgressBoard()
         self.store = store
         self.activity = activity
         self.tree = tree
@@ -76,13 +85,27 @@ class Reindexer:
     def forget_all_skipped(self) -> None:
         self._skipped.clear()
 
-    def skipped(self, kb: str) -> list[dict[str, str]]:
-        """The files of `kb` that are not indexed, and why."""
-        return [
-            {"path": path, "reason": reason}
-            for (name, path), (_, reason) in sorted(self._skipped.items())
-            if name == kb
+    def skipped_count(self, kb: str) -> int:
+        return sum(1 for name, _ in self._skipped if name == kb)
+
+    async def skipped(self, kb: str) -> list[dict[str, str]]:
+        """The files of `kb` that are not indexed, and why, by relative path."""
+        found = [
+            (path, reason) for (name, path), (_, reason) in self._skipped.items() if name == kb
         ]
+        return await asyncio.to_thread(self._described, kb, found)
+
+    def _described(self, kb: str, skipped: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
+        return [
+            {"relative_path": path, "path": self.tree.absolute(kb, path), "reason": reason}
+            for path, reason in sorted(skipped)
+        ]
+
+    async def _finish(self, kb: str, result: ReindexResult) -> ReindexResult:
+        """Every file this pass skipped, named with its place on disk, by relative path."""
+        found = [(s["relative_path"], s["reason"]) for s in result.skipped]
+        result.skipped = await asyncio.to_thread(self._described, kb, found)
+        return result
 
     async def reconcile(
         self, kb: KnowledgeBase, *, actor: str = "system", audit: bool = False
@@ -99,11 +122,13 @@ class Reindexer:
         indexed, scan = await asyncio.gather(
             self.store.indexed_files(kb.name), asyncio.to_thread(self.tree.scan, kb.name)
         )
+        for key in [k for k, v in self._skipped.items() if k[0] == kb.name and v[0] == RECHECK]:
+            del self._skipped[key]  # unreadable files and unusable names: seen afresh
         result = await self._sync(kb, _observed(scan, indexed), indexed, actor)
         self._conflicts[kb.name] = scan.conflicts
-        for key in [k for k, v in self._skipped.items() if k[0] == kb.name and v[0].size < 0]:
-            del self._skipped[key]  # names found unusable before: seen afresh below
+        self._forget_gone(kb.name, scan, lambda path: True)
         self._note_unusable(kb.name, scan, result)
+        await self._finish(kb.name, result)
         if result.changed or audit:
             await self.activity.audit("kb_reindexed", actor, kb.name, None, result.as_dict())
         return result
@@ -123,15 +148,30 @@ class Reindexer:
         indexed = await self.store.indexed_files(kb.name, paths)
         scan = await asyncio.to_thread(self._observe, kb.name, paths)
         result = await self._sync(kb, _observed(scan, indexed), indexed, actor)
+        self._forget_gone(kb.name, scan, lambda path: _under(path, paths))
         self._note_unusable(kb.name, scan, result)
-        return result
+        return await self._finish(kb.name, result)
+
+    def _forget_gone(self, kb: str, scan: TreeScan, asked: Callable[[str], bool]) -> None:
+        """Skipped files the scan (of the paths asked about) proves gone are no longer listed."""
+        gone = [
+            key
+            for key in self._skipped
+            if key[0] == kb
+            and asked(key[1])
+            and key[1] not in scan.files
+            and key[1] not in scan.unusable
+            and scan.covers(key[1])
+        ]
+        for key in gone:
+            del self._skipped[key]
 
     def _note_unusable(self, kb: str, scan: TreeScan, result: ReindexResult) -> None:
         """Files the scan saw but cannot index by name are reported, never silently lost."""
         for path, reason in scan.unusable.items():
-            self._skipped[(kb, path)] = (FileStat(-1, 0), reason)
+            self._skipped[(kb, path)] = (RECHECK, reason)
             result.documents_skipped += 1
-            result.skipped.append({"path": path, "reason": reason})
+            result.skipped.append({"relative_path": path, "reason": reason})
 
     def _observe(self, kb: str, paths: list[str]) -> TreeScan:
         files: dict[str, FileStat] = {}
@@ -169,15 +209,34 @@ class Reindexer:
                 result.documents_unchanged += 1
             elif (skip := self._skipped.get((kb.name, path))) and skip[0] == stat:
                 result.documents_skipped += 1
+                result.skipped.append({"relative_path": path, "reason": skip[1]})
             else:
                 todo.append(path)
+                self._skipped.pop((kb.name, path), None)  # read again: skipped again, or fixed
         result.documents_removed = len(removed)
-        if len(todo) >= PROGRESS_EVERY:
-            log.info("%s: indexing %d files", kb.name, len(todo))
+        with self.progress.track(kb.name, "indexing", len(todo)) as progress:
+            await self._index(
+                kb, todo, observed, indexed, chunking, removed, result, actor, progress
+            )
+        if self.on_change is not None and (result.documents_added or result.documents_updated):
+            self.on_change()
+        return result
 
+    async def _index(
+        self,
+        kb: KnowledgeBase,
+        todo: list[str],
+        observed: Mapping[str, FileStat | None],
+        indexed: Mapping[str, IndexedFile],
+        chunking: str,
+        removed: list[str],
+        result: ReindexResult,
+        actor: str,
+        progress: Progress,
+    ) -> None:
+        """Read and parse batch after batch, each written while the next is read."""
         pending: asyncio.Task[None] | None = None
         first = _Batch(removed=removed)
-        done = 0
         for paths in _batches(todo, observed):
             batch = await asyncio.to_thread(self._prepare, kb, paths, indexed, chunking, first)
             first = _Batch()
@@ -188,14 +247,9 @@ class Reindexer:
                 await pending
             if batch.writes or batch.removed or batch.restat:
                 pending = asyncio.create_task(self._apply(kb.name, batch, result, actor))
-            if done // PROGRESS_EVERY != (done + len(paths)) // PROGRESS_EVERY:
-                log.info("%s: %d of %d files indexed", kb.name, done, len(todo))
-            done += len(paths)
+            progress.advance(len(paths))
         if pending is not None:
             await pending
-        if self.on_change is not None and (result.documents_added or result.documents_updated):
-            self.on_change()
-        return result
 
     async def _apply(self, kb: str, batch: _Batch, result: ReindexResult, actor: str) -> None:
         failures = await self.store.apply(kb, batch.writes, batch.removed, batch.restat, actor)
@@ -208,7 +262,7 @@ class Reindexer:
             else:
                 result.documents_updated -= 1
             result.documents_skipped += 1
-            result.skipped.append({"path": failure.path, "reason": failure.reason})
+            result.skipped.append({"relative_path": failure.path, "reason": failure.reason})
 
     def _prepare(
         self,
@@ -229,8 +283,10 @@ class Reindexer:
             try:
                 content = read(path)
             except OSError as exc:
+                unreadable = f"unreadable: {exc.strerror}"
+                batch.skipped[path] = (RECHECK, unreadable)
                 result.documents_skipped += 1
-                result.skipped.append({"path": path, "reason": f"unreadable: {exc.strerror}"})
+                result.skipped.append({"relative_path": path, "reason": unreadable})
                 continue  # its rows (if any) stay until the file can be read again
             if content is None:
                 if known is not None:
@@ -253,7 +309,7 @@ class Reindexer:
             if reason is not None:
                 batch.skipped[path] = (content.stat, reason)
                 result.documents_skipped += 1
-                result.skipped.append({"path": path, "reason": reason})
+                result.skipped.append({"relative_path": path, "reason": reason})
                 if known is not None:
                     batch.removed.append(known.document_id)
                     result.documents_removed += 1
@@ -305,6 +361,10 @@ def _batches(todo: list[str], observed: Mapping[str, FileStat | None]) -> Iterat
             batch, size = [], 0
     if batch or not todo:
         yield batch
+
+
+def _under(path: str, paths: Iterable[str]) -> bool:
+    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in paths)
 
 
 def _observed(scan: TreeScan, indexed: Mapping[str, IndexedFile]) -> dict[str, FileStat | None]:

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases
-from cofferd.domain.errors import InvalidPattern, ValidationFailed
+from cofferd.domain.errors import InvalidPattern, ModeDisabled, ValidationFailed
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, SearchResult
 from cofferd.domain.ports import DocsTree, DocumentIndex, Grepper, VectorStore
@@ -36,6 +36,18 @@ KEYWORD_CANDIDATES = 10
 VECTOR_CANDIDATES = 30
 LATIN_END = 0x24F  # letters above Latin Extended-B are another script...
 GREEK = range(0x370, 0x400)  # ...except Greek, which science writes in English (TNF-alpha)
+
+
+def require_mode(kb: KnowledgeBase, mode: str) -> None:
+    """The one check of a KB's enabled_modes: a mode not in it answers MODE_DISABLED."""
+    if mode not in kb.config.enabled_modes:
+        raise ModeDisabled(kb.name, mode, list(kb.config.enabled_modes))
+
+
+def search_mode(kb: KnowledgeBase) -> str:
+    """The mode a search of `kb` runs in (grep is not a search mode: keyword stands in)."""
+    mode = kb.config.default_mode
+    return "keyword" if mode == "grep" else mode
 
 
 def beyond_latin(text: str) -> bool:
@@ -86,6 +98,7 @@ class Retrieval:
         ignore_case: bool = False,
     ) -> GrepResult:
         kb = self.kbs.get_enabled(kb_name)
+        require_mode(kb, "grep")
         if not isinstance(pattern, str) or not pattern:
             raise ValidationFailed("pattern must not be empty", field="pattern")
         if "\0" in pattern:
@@ -123,10 +136,14 @@ class Retrieval:
         names = (
             list(dict.fromkeys(kb_names))
             if kb_names
-            else [kb.name for kb in self.kbs.list() if kb.enabled]
+            else [  # every KB that can be searched; one named is refused if it cannot
+                kb.name
+                for kb in self.kbs.list()
+                if kb.enabled and search_mode(kb) in kb.config.enabled_modes
+            ]
         )
         for name in names:
-            self.kbs.get_enabled(name)
+            require_mode(self.kbs.get_enabled(name), search_mode(self.kbs.get(name)))
         answers = await asyncio.gather(
             *(self.search(name, query, top_k, filters) for name in names)
         )
@@ -163,7 +180,8 @@ class Retrieval:
             )
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= TOP_K_MAX:
             raise ValidationFailed(f"top_k must be between 1 and {TOP_K_MAX}", field="top_k")
-        mode = kb.config.default_mode
+        mode = search_mode(kb)
+        require_mode(kb, mode)
         fallback = None
         if mode in ("vector", "hybrid"):
             if not kb.config.vector_enabled:

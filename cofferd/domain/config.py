@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cofferd.domain.errors import ValidationFailed
+from cofferd.domain.validation import validation_failed
 
 RetrievalMode = Literal["grep", "keyword", "vector", "hybrid"]
 Provider = Literal[
@@ -74,7 +75,8 @@ class EmbeddingConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _remote_needs_a_model(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("provider") not in (None, "local", ""):
+        remote = [p for p in get_args(Provider) if p != "local"]
+        if isinstance(data, dict) and data.get("provider") in remote:
             for key in ("model", "dimensions"):
                 if key not in data:
                     raise ValueError(f"{key} is required for provider {data.get('provider')!r}")
@@ -151,7 +153,7 @@ def parse_config(data: Any) -> KnowledgeBaseConfig:
     try:
         return KnowledgeBaseConfig.model_validate(data if data is not None else {})
     except ValidationError as exc:
-        raise validation_failed("invalid knowledge base configuration", exc) from None
+        raise validation_failed("invalid settings", exc, KnowledgeBaseConfig) from None
 
 
 def split_config(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -180,15 +182,6 @@ def merge_config(current: KnowledgeBaseConfig, patch: dict[str, Any]) -> Knowled
     merged = current.model_dump(exclude_unset=True)
     merged.update(patch)
     return parse_config(merged)
-
-
-def validation_failed(prefix: str, exc: ValidationError) -> ValidationFailed:
-    errors = [
-        {"field": ".".join(str(p) for p in err["loc"]) or "(root)", "message": err["msg"]}
-        for err in exc.errors(include_url=False, include_context=False, include_input=False)
-    ]
-    summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-    return ValidationFailed(f"{prefix}: {summary}", errors=errors)
 
 
 def check_kb_name(name: str) -> str:

@@ -12,6 +12,7 @@
     ├── Conflict
     │   ├── KBExists              KB_EXISTS              409
     │   ├── KBDisabled            KB_DISABLED            409
+    │   ├── ModeDisabled          MODE_DISABLED          409
     │   ├── DocumentChanged       DOCUMENT_CHANGED       409
     │   ├── DocumentAmbiguous     DOCUMENT_AMBIGUOUS     409
     │   ├── ReconversionBlocked   RECONVERSION_BLOCKED   409
@@ -108,6 +109,22 @@ class KBDisabled(Conflict):
 
     def __init__(self, name: str) -> None:
         super().__init__(f"knowledge base {name!r} is disabled; enable it first", name=name)
+
+
+class ModeDisabled(Conflict):
+    """A retrieval mode that is not in the knowledge base's enabled_modes."""
+
+    code = "MODE_DISABLED"
+
+    def __init__(self, name: str, mode: str, enabled: list[str]) -> None:
+        super().__init__(
+            f"{mode} is not enabled for knowledge base {name!r} (enabled_modes: "
+            f"{', '.join(enabled) or 'none'}); add it with: cofferctl kb set {name} "
+            f"enabled_modes={','.join([*enabled, mode])}",
+            name=name,
+            mode=mode,
+            enabled_modes=enabled,
+        )
 
 
 class DocumentChanged(Conflict):

@@ -154,5 +154,5 @@ class ReindexResult:
             "documents_removed": self.documents_removed,
             "documents_skipped": self.documents_skipped,
             "documents_degraded": self.documents_degraded,
-            "skipped": self.skipped[:100],
+            "skipped": self.skipped,
         }

@@ -1,4 +1,8 @@
-"""Grep over one knowledge base's docs/ with ripgrep (no index): bounded in matches and time."""
+"""Grep over one knowledge base's docs/ with ripgrep (no index): bounded in matches and time.
+
+Hits come in a stable order, by relative path and then line: rg walks the tree sorted
+(`--sort path`, so that a truncated answer is the same first matches every time), and the
+hits are sorted once more, as rg sorts by folder, not by the whole path."""
 
 from __future__ import annotations
 
@@ -49,7 +53,7 @@ class Ripgrep:
         if not os.access(docs, os.R_OK | os.X_OK):
             raise StorageError(f"the docs folder {docs} cannot be read", path=str(docs))
         args = [
-            self.binary, "--json", "--no-config", "--no-ignore", "--no-messages",
+            self.binary, "--json", "--no-config", "--no-ignore", "--no-messages", "--sort=path",
             *self.policy.ripgrep_args(), *(["--ignore-case"] if ignore_case else []),
             "-e", pattern, "--", ".",
         ]  # fmt: skip
@@ -84,6 +88,7 @@ class Ripgrep:
         if code == 2 and not hits and not truncated:
             message = stderr.decode(errors="replace").strip() or "ripgrep failed"
             raise InvalidPattern(f"invalid pattern: {message}", field="pattern")
+        hits.sort(key=lambda hit: (hit.path, hit.line_number))
         return hits, truncated
 
 

@@ -32,6 +32,7 @@ from cofferd.application.trash import RETENTION_DAYS
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Tuning
 from cofferd.surfaces.daemon import AlreadyRunning, run
+from cofferd.surfaces.progress_bar import BarAwareHandler
 from cofferd.surfaces.unix_socket import SocketInUse
 
 # syslog priorities: under systemd, journald reads a `<N>` prefix as the line's level.
@@ -56,7 +57,7 @@ class JournalFormatter(CappedFormatter):
 
 
 def setup_logging(level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = BarAwareHandler(sys.stderr)
     if os.environ.get("JOURNAL_STREAM"):  # stderr goes to the journal, which adds the time
         handler.setFormatter(JournalFormatter("%(name)s: %(message)s"))
     else:

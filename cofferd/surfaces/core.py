@@ -15,6 +15,7 @@ from cofferd.application.graph import Graph
 from cofferd.application.indexing import RECONCILE_INTERVAL_S, IndexingService
 from cofferd.application.ingest import Ingest
 from cofferd.application.knowledge_bases import KnowledgeBases
+from cofferd.application.progress import ProgressBoard
 from cofferd.application.registry import KBRegistry
 from cofferd.application.reindexer import Reindexer
 from cofferd.application.retrieval import Retrieval
@@ -22,6 +23,7 @@ from cofferd.application.trash import RETENTION_DAYS, Trash
 from cofferd.infrastructure import vec_index
 from cofferd.infrastructure.activity_store import KEEP_DEFAULT, SqliteActivity
 from cofferd.infrastructure.conversion import WorkerConverter
+from cofferd.infrastructure.credentials import credential_problem
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.docs_tree import FileDocsTree
 from cofferd.infrastructure.document_policy import DocumentPolicy
@@ -68,15 +70,22 @@ class Coffer:
         self.policy = DocumentPolicy(locations, self.converter.formats())
         tree = FileDocsTree(locations, self.policy)
         self.registry = KBRegistry(KBFiles(locations))
-        self.reindexer = Reindexer(stores.documents, stores.activity, tree, self.registry)
+        self.progress = ProgressBoard()
+        self.reindexer = Reindexer(
+            stores.documents, stores.activity, tree, self.registry, self.progress
+        )
         self.kbs = KnowledgeBases(
             self.registry, self.registry.repo, stores.documents, stores.activity, self.reindexer
         )
         self.embeddings = Embeddings(
-            self.kbs, stores.vectors, lambda config: make_embedder(config, locations.models_dir)
+            self.kbs,
+            stores.vectors,
+            lambda config: make_embedder(config, locations.models_dir),
+            self.progress,
         )
         self.reindexer.on_change = self.embeddings.wake
         self.kbs.vet = self.embeddings.check
+        self.kbs.credential_problem = credential_problem
         grep = Ripgrep(locations, self.policy)
         self.retrieval = Retrieval(
             self.kbs, stores.documents, stores.vectors, grep, self.embeddings, tree

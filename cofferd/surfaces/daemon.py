@@ -8,6 +8,7 @@ import fcntl
 import logging
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -22,6 +23,7 @@ from cofferd.surfaces.core import Coffer, Tuning
 from cofferd.surfaces.http_api import create_app
 from cofferd.surfaces.http_errors import PARSER_LIMIT
 from cofferd.surfaces.http_upload import UPLOAD_PREFIX
+from cofferd.surfaces.progress_bar import show_progress
 from cofferd.surfaces.watcher import Watcher
 
 log = logging.getLogger("cofferd")
@@ -113,6 +115,9 @@ class Daemon:
             stack.push_async_callback(_cancel, checking)
             purging = asyncio.create_task(coffer.trash.keep_purging(), name="trash-purge")
             stack.push_async_callback(_cancel, purging)
+            if sys.stderr.isatty():  # `make run` in the foreground; services log only
+                bar = asyncio.create_task(show_progress(coffer.progress, sys.stderr).run())
+                stack.push_async_callback(_cancel, bar)
             log.info(
                 "cofferd %s serving on %s; data home %s",
                 __version__,
@@ -134,12 +139,17 @@ class Daemon:
         problems = coffer.indexing.problems()
         for kb in coffer.kbs.list():
             counts = await coffer.kbs.counts(kb.name)
+            docs = self.locations.docs_dir(kb.name)
+            progress = coffer.progress.get(kb.name)
             entry: dict[str, Any] = {
                 "name": kb.name,
                 "enabled": kb.enabled,
-                "state": _state(kb.name in problems, self.locations.docs_dir(kb.name)),
+                "state": _state(kb.name in problems, docs),
                 "documents": counts["documents"],
                 "documents_degraded": counts["documents_degraded"],
+                "skipped": coffer.reindexer.skipped_count(kb.name),
+                "progress": progress.as_dict() if progress else None,
+                "problems": [],
                 "docs_path": str(self.locations.docs_folder(kb.name)),
             }
             if kb.attached:
@@ -149,17 +159,28 @@ class Daemon:
                 entry["conflicts"] = conflicts
             if kb.name in problems:
                 entry["problem"] = problems[kb.name]
+                entry["problems"].append(f"indexing fails: {problems[kb.name]}")
+            if not docs.is_dir():
+                entry["problems"].append(
+                    f"its docs folder {entry['docs_path']} is missing (a disk not mounted?)"
+                )
+            entry["problems"] += coffer.kbs.problems(kb)
             if kb.ignored_settings:
                 entry["ignored_settings"] = list(kb.ignored_settings)
             if kb.settings_error:
                 entry["settings_error"] = kb.settings_error
             if kb.config.vector_enabled and kb.config.embedding is not None:
+                vectors = coffer.embeddings.status(kb.name)
                 entry["vectors"] = {
                     "model": kb.config.embedding.model,
                     "provider": kb.config.embedding.provider,
                     "embed_pending": counts["embed_pending"],
-                    **coffer.embeddings.status(kb.name),
+                    **vectors,
                 }
+                if vectors["unavailable"]:
+                    entry["problems"].append(vectors["unavailable"])
+                if vectors["last_error"]:
+                    entry["problems"].append(f"embedding fails: {vectors['last_error']}")
             kbs.append(entry)
         indexing = coffer.indexing.status()
         watcher = self.watcher.status()

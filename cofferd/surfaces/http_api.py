@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from cofferd import __version__
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.models import KB_KIND
+from cofferd.domain.validation import validation_failed
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.http_errors import error_middleware, error_response
 from cofferd.surfaces.http_json import (
@@ -72,7 +73,10 @@ async def _json(request: web.Request, model: type[BaseModel]) -> Any:
         raise ValidationFailed("the request holds text with an unpaired surrogate") from None
     except RecursionError:
         raise ValidationFailed("the request body nests too deeply") from None
-    return model.model_validate(data)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_failed("invalid request body", exc, model) from None
 
 
 def _int_query(
@@ -134,9 +138,16 @@ async def get_kb(request: web.Request) -> web.Response:
 async def update_kb(request: web.Request) -> web.Response:
     body = await _json(request, UpdateKB)
     coffer, name = request.app[COFFER], request.match_info["name"]
-    kb, result = await coffer.kbs.update_config(name, body.config, actor=_actor(request))
+    update = await coffer.kbs.update_config(name, body.config, actor=_actor(request))
     coffer.embeddings.wake()  # a new model or provider is followed at once
-    return json_response({**kb_json(kb), "reindex": reindex_json(result)})
+    return json_response(
+        {
+            **kb_json(update.kb),
+            "reindex": reindex_json(update.reindex),
+            "rechunked": update.rechunked,
+            "warnings": update.warnings,
+        }
+    )
 
 
 async def _delete_kb(request: web.Request, name: str) -> web.Response:
@@ -306,6 +317,13 @@ async def reindex(request: web.Request) -> web.Response:
     result = await coffer.kbs.reindex(name, actor=_actor(request))
     await coffer.embeddings.retry_now(name)
     return json_response(result.as_dict())
+
+
+@routes.get("/api/v1/knowledge_bases/{name}/skipped")
+async def skipped(request: web.Request) -> web.Response:
+    coffer = request.app[COFFER]
+    kb = coffer.kbs.get(request.match_info["name"])
+    return json_response({"items": await coffer.reindexer.skipped(kb.name)})
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/search")

@@ -11,8 +11,8 @@ import pydantic
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from cofferd.domain.config import validation_failed
 from cofferd.domain.errors import CofferError, StorageError, ValidationFailed
+from cofferd.domain.validation import validation_failed
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,92 @@
+"""Progress of long work per knowledge base (indexing, embedding), for `status` and the
+daemon's progress bar: a counter the worker bumps once per batch, read by whoever asks."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cofferd.domain.models import utc_now
+
+log = logging.getLogger(__name__)
+
+Phase = Literal["indexing", "embedding"]
+# Work this large is logged when it starts and ends; smaller work is not worth a line.
+LOGGED_FROM = 1000
+
+
+@dataclass
+class Progress:
+    kb: str
+    phase: Phase
+    total: int
+    done: int = 0
+    started_at: str = field(default_factory=utc_now)
+    started: float = field(default_factory=time.monotonic)
+
+    def advance(self, count: int) -> None:
+        self.done += count
+        self.total = max(self.total, self.done)
+
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def rate_per_s(self) -> float:
+        elapsed = self.elapsed_s()
+        return round(self.done / elapsed, 1) if elapsed > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "done": self.done,
+            "total": self.total,
+            "rate_per_s": self.rate_per_s(),
+            "started_at": self.started_at,
+        }
+
+
+class ProgressBoard:
+    """The work running now, by knowledge base and phase."""
+
+    def __init__(self) -> None:
+        self._running: dict[tuple[str, Phase], Progress] = {}
+
+    def get(self, kb: str) -> Progress | None:
+        """What `kb` is busy with: indexing first (embedding follows it)."""
+        return self._running.get((kb, "indexing")) or self._running.get((kb, "embedding"))
+
+    def running(self) -> list[Progress]:
+        return list(self._running.values())
+
+    def start(self, kb: str, phase: Phase, total: int) -> Progress:
+        progress = Progress(kb, phase, total)
+        self._running[(kb, phase)] = progress
+        if total >= LOGGED_FROM:
+            log.info("%s: %s %d", kb, phase, total)
+        return progress
+
+    def finish(self, progress: Progress) -> None:
+        key = (progress.kb, progress.phase)
+        if self._running.get(key) is progress:
+            del self._running[key]
+        if progress.total >= LOGGED_FROM:
+            log.info(
+                "%s: %s done: %d of %d in %.1f s",
+                progress.kb,
+                progress.phase,
+                progress.done,
+                progress.total,
+                progress.elapsed_s(),
+            )
+
+    @contextmanager
+    def track(self, kb: str, phase: Phase, total: int) -> Iterator[Progress]:
+        progress = self.start(kb, phase, total)
+        try:
+            yield progress
+        finally:
+            self.finish(progress)
