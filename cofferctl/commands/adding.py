@@ -66,7 +66,8 @@ def cmd_add(c: Client, a: argparse.Namespace, out: Output) -> Any:
             {
                 "results": results,
                 "counts": counts,
-                "ignored": [{"path": p, "reason": why} for p, why in ignored],
+                "ignored": len(ignored),
+                "ignored_files": [{"path": p, "reason": why} for p, why in ignored],
             }
         )
     else:

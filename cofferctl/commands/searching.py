@@ -11,12 +11,12 @@ from cofferctl.command import RESULT_FAILED, UsageError
 from cofferctl.output import Output
 from cofferctl.when import parse_when
 
-# What a passage's score is, by the mode that ranked it; several KBs merge by rank fusion.
-SCORE_KINDS = {"keyword": "bm25", "vector": "cosine", "hybrid": "rrf", "mixed": "rrf"}
-SCORE_MEANINGS = {
-    "bm25": "BM25 relevance, higher is better",
-    "cosine": "cosine similarity, -1 to 1",
-    "rrf": "reciprocal rank fusion, higher is better",
+# What a passage's score is, by the mode that ranked it: the column's label, and what it
+# means. Several KBs at once are merged by rank fusion.
+SCORE_KINDS = {
+    "keyword": ("bm25", "bm25"),
+    "vector": ("cosine", "cosine similarity"),
+    "hybrid": ("rrf", "reciprocal rank fusion"),
 }
 
 
@@ -58,16 +58,15 @@ def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
         return data
     mode = data.get("mode", "keyword")
     fallback = f" (fallback: {data['fallback'].replace('_', ' ')})" if data.get("fallback") else ""
-    kind = SCORE_KINDS["mixed"] if several else SCORE_KINDS.get(mode, mode)
-    meaning = SCORE_MEANINGS.get(kind, kind)
-    out.line(out.style(f"{mode} search{fallback}; score: {kind} ({meaning})", "2"))
+    label, meaning = SCORE_KINDS.get("hybrid" if several else mode, (mode, mode))
+    out.line(out.style(f"{mode} search{fallback}; score: {meaning}, higher is better", "2"))
     if not data["passages"]:
         out.line("no matches")
     for i, p in enumerate(data["passages"], 1):
         heading = " > ".join(p["heading"][1:])
         where = out.link(f"{p['path']}:{p['line_start']}", p["path"])
         kb = f"{p['knowledge_base']}  " if several else ""
-        score = out.style(f"{kind} {p['score']:.3f}", "2")
+        score = out.style(f"{label} {p['score']:.3f}", "2")
         out.line(f"{i:>2}. {out.style(p['title'], '1')}  {score}  {kb}{p['document_id']}")
         out.line(f"    {where}" + (out.style(f"  > {heading}", "2") if heading else ""))
         snippet = " ".join(out.highlight(p["snippet"], p["highlights"]).split())
