@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
@@ -29,5 +30,7 @@ def quote(value: str) -> str:
 
 
 def ask(question: str) -> bool:
-    """A yes/no question on the terminal; no is the default."""
-    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    """A yes/no question on the terminal (stderr: stdout may be a pipe); no is the default,
+    and so is the end of input."""
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
