@@ -42,20 +42,18 @@ def _watching(c: Client, kb: str, path: str, progress: Progress) -> Any:
 
     worker = threading.Thread(target=request, daemon=True)
     worker.start()
-    polling = True
     while worker.is_alive():
+        try:
+            entries = c.get("/api/v1/status")["knowledge_bases"]
+        except ApiError:
+            break  # the bar is a nicety; the reindex goes on
+        current = next((e.get("progress") for e in entries if e["name"] == kb), None)
+        if current:
+            progress.show(
+                current["done"], current["total"], current["phase"], current["rate_per_s"]
+            )
         worker.join(POLL_S)
-        if worker.is_alive() and polling:
-            try:
-                entries = c.get("/api/v1/status")["knowledge_bases"]
-            except ApiError:
-                polling = False  # the bar is a nicety; the reindex goes on
-                continue
-            current = next((e.get("progress") for e in entries if e["name"] == kb), None)
-            if current:
-                progress.show(
-                    current["done"], current["total"], current["phase"], current["rate_per_s"]
-                )
+    worker.join()
     progress.close()
     if "error" in outcome:
         raise outcome["error"]
