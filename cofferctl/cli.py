@@ -13,7 +13,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from cofferctl import completion
 from cofferctl.client import ApiError, Client, DaemonUnreachable
 from cofferctl.command import (
     EXIT_FAILED,
@@ -204,8 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("log", status.cmd_log, "show the audit trail and the MCP tool calls")
     completes(sp.add_argument("--kb", help="only this knowledge base"), COMPLETE_KB)
     sp.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
-    sp = add("completion", completion.cmd_completion, "print a shell completion script")
-    sp.add_argument("shell", choices=completion.SHELLS, help="bash, zsh or fish")
+    sp = add("completion", services.cmd_completion, "print a shell completion script")
+    sp.add_argument("shell", choices=services.SHELLS, help="bash, zsh or fish")
     return p
 
 

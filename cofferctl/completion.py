@@ -10,13 +10,8 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from typing import Any
 
-from cofferctl.client import Client
-from cofferctl.output import Output
 from cofferctl.parser_help import completion_kind
-
-SHELLS = ("bash", "zsh", "fish")
 
 
 @dataclass
@@ -252,10 +247,3 @@ def script(shell: str, parser: argparse.ArgumentParser) -> str:
     )
     walk_code = _SH_WALK.replace("FIRST", first).replace("LAST", last).replace("WORDS[i]", words)
     return template.format(tables=_sh_tables(nodes), walk=walk_code)
-
-
-def cmd_completion(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    from cofferctl.cli import build_parser
-
-    out.stream.write(script(a.shell, build_parser()))
-    return None

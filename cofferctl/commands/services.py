@@ -25,3 +25,14 @@ def cmd_service(c: Client, a: argparse.Namespace, out: Output) -> Any:
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     return RESULT_FAILED if code else None
+
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+def cmd_completion(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    from cofferctl.cli import build_parser
+    from cofferctl.completion import script  # only this command pays for its templates
+
+    out.stream.write(script(a.shell, build_parser()))
+    return None
