@@ -38,9 +38,8 @@ class Output:
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         cells = [[str(c) for c in row] for row in rows]
         widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-        self.line(
-            self.style("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)), "1")
-        )
+        heading = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+        self.line(self.style(heading.rstrip(), "1"))
         for row in cells:
             self.line("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 

@@ -140,6 +140,9 @@ def test_add_reports_documents_ignored_files_and_names(
 
     nothing = ctl(d, "add", kb, str(tmp_path / "*.pdf"))
     assert nothing.returncode == 2 and f"no files match '{tmp_path / '*.pdf'}'" in nothing.stderr
+    code, out = run(d, "add", kb, str(folder / "report.html"))
+    assert code == 0
+    assert f"unchanged {folder / 'report.html'}: already here as {doc['title']}  {doc['id']}" in out
     (folder / "report.html").write_bytes(make_html("the heron census, revised"))
     code, out = run(d, "add", kb, str(folder / "report.html"))
     assert code == 1 and "add --replace to update it" in out and "pass replace" not in out

@@ -43,7 +43,7 @@ def expand_paths(
                         files.append(path)
                     else:
                         ignored.append((path, f"not a supported format (.{extension or '?'})"))
-    return [os.path.abspath(f) for f in files], ignored
+    return [os.path.abspath(f) for f in files], [(os.path.abspath(p), why) for p, why in ignored]
 
 
 def cmd_add(c: Client, a: argparse.Namespace, out: Output) -> Any:
@@ -106,6 +106,8 @@ def _report(
         if r["status"] in ("added", "updated"):
             out.line(f"{r['status']} {out.style(r['title'], '1')}  {r['document_id']}")
             out.line(f"    {out.link(r['document_path'], r['document_path'])}  (from {r['path']})")
+        elif r["status"] == "unchanged":
+            out.line(f"unchanged {r['path']}: already here as {r['title']}  {r['document_id']}")
         elif r["status"] == "rejected":
             out.line(f"{out.style('rejected', '31')} {r['path']}: {r['message']}")
     for path, why in ignored:

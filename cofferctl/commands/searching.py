@@ -66,7 +66,7 @@ def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
         heading = " > ".join(p["heading"][1:])
         where = out.link(f"{p['path']}:{p['line_start']}", p["path"])
         kb = f"{p['knowledge_base']}  " if several else ""
-        score = out.style(f"{label} {p['score']:.3f}", "2")
+        score = out.style(f"{label} {p['score']:.4g}", "2")
         out.line(f"{i:>2}. {out.style(p['title'], '1')}  {score}  {kb}{p['document_id']}")
         out.line(f"    {where}" + (out.style(f"  > {heading}", "2") if heading else ""))
         snippet = " ".join(out.highlight(p["snippet"], p["highlights"]).split())
