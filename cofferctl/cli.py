@@ -24,8 +24,16 @@ from cofferctl.command import (
     CommandFailed,
     UsageError,
 )
-from cofferctl.commands import adding, documents, indexing, kbs, searching, services, status
-from cofferctl.commands import trash as trash_commands
+from cofferctl.commands import (
+    adding,
+    documents,
+    indexing,
+    kbs,
+    searching,
+    services,
+    status,
+    trash,
+)
 from cofferctl.output import Output
 from cofferctl.parser_help import COMPLETE_DIR, COMPLETE_FILE, COMPLETE_KB, Parser, completes
 from cofferd import __version__
@@ -151,9 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("doc", metavar="DOC", help=DOC_HELP)
         if name == "rm":
             sp.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    sp = add("trash", trash_commands.cmd_trash, "list the deleted documents kept in the trash")
+    sp = add("trash", trash.cmd_trash, "list the deleted documents kept in the trash")
     kb_arg(sp)
-    sp = add("restore", trash_commands.cmd_restore, "bring a deleted document back from the trash")
+    sp = add("restore", trash.cmd_restore, "bring a deleted document back from the trash")
     kb_arg(sp)
     sp.add_argument("trash_id", metavar="TRASH_ID", help="its id in `cofferctl trash KB`")
     sp = add("links", documents.cmd_links, "a document's links and backlinks, or every broken link")
