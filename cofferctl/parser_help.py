@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NoReturn
 
 COMPLETE_KB, COMPLETE_FILE, COMPLETE_DIR = "kb", "file", "dir"
 
@@ -19,6 +20,28 @@ class Parser(argparse.ArgumentParser):
         what = "command" if isinstance(action, argparse._SubParsersAction) else "choice"
         hint = f"did you mean {' or '.join(close)}?" if close else f"one of {', '.join(choices)}"
         raise argparse.ArgumentError(action, f"unknown {what} {value!r}; {hint}")
+
+    def error(self, message: str) -> NoReturn:
+        unrecognized = "unrecognized arguments: "
+        if message.startswith(unrecognized):
+            options = sorted(set(_options(self)))
+            hints = [
+                f"{word}: did you mean {close[0]}?"
+                for word in message.removeprefix(unrecognized).split()
+                if word.startswith("-")
+                and (close := difflib.get_close_matches(word.partition("=")[0], options, n=1))
+            ]
+            message = "; ".join([message, *hints])
+        super().error(message)
+
+
+def _options(parser: argparse.ArgumentParser) -> Iterator[str]:
+    """Every option string of a parser and of the commands under it."""
+    for action in parser._actions:
+        yield from action.option_strings
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _options(sub)
 
 
 def completes(action: argparse.Action, kind: str) -> argparse.Action:

@@ -33,6 +33,9 @@ def test_did_you_mean(shared_daemon: Daemon) -> None:
     assert typo.returncode == 2 and "unknown command 'serach'; did you mean search" in typo.stderr
     sub = ctl(shared_daemon, "kb", "lsit")
     assert sub.returncode == 2 and "did you mean list?" in sub.stderr
+    option = ctl(shared_daemon, "kb", "delete", "notes", "--ys")
+    assert option.returncode == 2 and "--ys: did you mean --yes?" in option.stderr
+    assert shared_daemon.docs("notes").is_dir()
     nothing_close = ctl(shared_daemon, "zzzzzz")
     assert nothing_close.returncode == 2 and "one of status, kb" in nothing_close.stderr
     assert "Traceback" not in typo.stderr + sub.stderr + nothing_close.stderr
