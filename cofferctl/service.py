@@ -194,7 +194,9 @@ def refresh(write: Callable[[str], None] = print) -> None:
         return
     _write_file(unit, content)
     write(f"updated {unit}: the folders cofferd may write")
-    if shutil.which("systemctl"):
+    if problem := user_bus_problem():
+        write(f"restart it yourself: {problem}")
+    else:
         for command in (["systemctl", "--user", "daemon-reload"],
                         ["systemctl", "--user", "try-restart", UNIT]):  # fmt: skip
             subprocess.run(command, check=False)
@@ -208,8 +210,31 @@ def _write_file(path: Path, content: bytes) -> None:
     os.replace(tmp, path)
 
 
+def user_bus_problem(platform: str = sys.platform) -> str | None:
+    """Why `systemctl --user` cannot work here (it would say "Failed to connect to bus"),
+    or None when a systemd user session is reachable."""
+    if platform == "darwin":
+        return None
+    if not shutil.which("systemctl"):
+        return "systemctl is not installed here: start cofferd yourself (run `cofferd`)"
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if os.environ.get("DBUS_SESSION_BUS_ADDRESS") or (runtime and Path(runtime, "bus").exists()):
+        return None
+    return (
+        "no systemd user session is reachable here (DBUS_SESSION_BUS_ADDRESS is unset and "
+        "there is no $XDG_RUNTIME_DIR/bus), as in a container, under sudo or su, or in a "
+        "shell started without a login session. Log in as this user (a desktop or ssh "
+        "session) and run it there; `loginctl enable-linger $USER` keeps the service running "
+        "after you log out. Or run `cofferd` in the foreground instead."
+    )
+
+
 def execute(action: str, dry_run: bool, write: Callable[[str], None] = print) -> int:
     steps = plan(action)
+    if not dry_run and (problem := user_bus_problem()):
+        doing = {"status": "show the state of"}.get(action, action)
+        write(f"cannot {doing} the service: {problem}")
+        return 1
     for path, content in steps.files.items():
         if dry_run:
             write(f"# would write {path}")

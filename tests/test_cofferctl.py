@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -22,10 +23,17 @@ def run(d: Daemon, *argv: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def ctl(d: Daemon, *argv: str) -> subprocess.CompletedProcess[str]:
+def ctl_env(**extra: str) -> dict[str, str]:
+    """A bare environment for the real cofferctl (PYTHONPATH kept: this checkout's code)."""
+    kept = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
+    return {"PATH": "/usr/bin:/bin", **kept, **extra}
+
+
+def ctl(d: Daemon, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(BIN / "cofferctl"), *argv],
-        env={"COFFER_SOCKET": str(d.socket), "PATH": "/usr/bin:/bin"},
+        env=ctl_env(COFFER_SOCKET=str(d.socket), **env),
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=60,
@@ -77,13 +85,14 @@ def test_show_edit_rm(shared_daemon: Daemon, kb: str, tmp_path: Path) -> None:
     editor.chmod(0o755)
     proc = subprocess.run(
         [str(BIN / "cofferctl"), "--socket", str(d.socket), "edit", kb, doc["id"]],
-        env={"EDITOR": str(editor), "PATH": "/usr/bin:/bin"},
+        env=ctl_env(EDITOR=str(editor)),
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"saved {doc['path']} (sha256 ")
     wait_for(lambda: "edit-me.md" in run(d, "search", kb, "editor")[1])
-    assert run(d, "rm", kb, doc["id"])[0] == 0
+    assert run(d, "rm", kb, doc["id"], "--yes")[0] == 0
     assert not (d.docs(kb) / "edit-me.md").exists()
 
 
@@ -97,7 +106,7 @@ def test_exit_codes(shared_daemon: Daemon, tmp_path: Path) -> None:
     assert refused.returncode == 2 and d.docs("notes").is_dir()
     down = subprocess.run(
         [str(BIN / "cofferctl"), "status"],
-        env={"COFFER_SOCKET": str(tmp_path / "none.sock")},
+        env=ctl_env(COFFER_SOCKET=str(tmp_path / "none.sock")),
         capture_output=True,
         text=True,
     )
@@ -164,7 +173,9 @@ def test_add_files_folders_and_globs(shared_daemon: Daemon, tmp_path: Path) -> N
 
     code, out = run(d, "add", kb, str(folder), str(tmp_path / "*.html"))
     assert code == 0
-    assert "3 added, 0 updated, 0 unchanged, 0 rejected; 1 files of other types ignored" in out
+    assert "3 added, 0 updated, 0 unchanged, 0 rejected; 2 files ignored" in out
+    assert f"ignored {folder / 'picture.png'}: not a supported format (.png)" in out
+    assert f"ignored {folder / '.hidden.html'}: hidden file" in out
     for word in ("swallow", "sparrow", "finch"):
         assert word in run(d, "search", kb, word)[1]
     assert "never" not in run(d, "search", kb, "never")[1]

@@ -1,0 +1,1 @@
+"""cofferctl's commands, one module per group; cofferctl.cli wires them into the parser."""

@@ -1,0 +1,124 @@
+"""`kb list | create | show | set | delete | enable | disable`: knowledge bases."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from cofferctl.client import Client
+from cofferctl.command import Command, UsageError, ask, quote
+from cofferctl.output import Output
+from cofferctl.settings_args import parse_settings
+
+
+def cmd_kb_list(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    data = c.get("/api/v1/knowledge_bases")
+    if out.as_json:
+        return data
+    kbs = data["knowledge_bases"]
+    if a.names:  # for shell completion: one name a line, nothing else
+        for kb in kbs:
+            out.line(kb["name"])
+        return None
+    rows = [
+        [kb["name"], "yes" if kb["enabled"] else "no", ",".join(kb["config"]["enabled_modes"]),
+         kb["config"]["chunk_size"], kb["created_at"]]
+        for kb in kbs
+    ]  # fmt: skip
+    out.table(["name", "enabled", "modes", "chunk", "created"], rows)
+    return None
+
+
+def cmd_kb_create(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    body: dict[str, Any] = {"name": a.name, "config": parse_settings(a.set)}
+    if a.path is not None:
+        body["path"] = os.path.abspath(os.path.expanduser(a.path))
+    kb = c.post("/api/v1/knowledge_bases", body)
+    if out.as_json:
+        return kb
+    if kb.get("attached"):
+        out.line(
+            f"attached {kb['attached']} as {kb['name']}; indexing it now (nothing is written there)"
+        )
+        refresh_service(out)
+        return None
+    out.line(f"created {kb['name']}")
+    folder = docs_folder(c, kb["name"])
+    if folder:
+        out.line(f"drop Markdown files into {folder} (or: cofferctl add {kb['name']} FILE...)")
+    return None
+
+
+def docs_folder(c: Client, name: str) -> str | None:
+    for entry in c.get("/api/v1/status")["knowledge_bases"]:
+        if entry["name"] == name:
+            folder: str = entry["docs_path"]
+            return folder
+    return None
+
+
+def cmd_kb_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    kb = c.get(c.kb(a.name))
+    if out.as_json:
+        return kb
+    out.line(
+        f"{kb['name']} ({'enabled' if kb['enabled'] else 'disabled'}), created {kb['created_at']}"
+    )
+    for key, value in kb["config"].items():
+        out.line(f"  {key}: {json.dumps(value)}")
+    return None
+
+
+def cmd_kb_set(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    current = c.get(c.kb(a.name))["config"]
+    kb = c.request("PATCH", c.kb(a.name), {"config": parse_settings(a.settings, current)})
+    if out.as_json:
+        return kb
+    out.line(f"updated {kb['name']}")
+    for warning in kb.get("warnings") or []:
+        out.line(f"{out.style('warning', '33')}: {warning}")
+    if kb.get("rechunked"):
+        count = (kb.get("reindex") or {}).get("documents_updated")
+        out.line("re-chunked" + (f": {count} documents" if count is not None else ""))
+    return None
+
+
+def cmd_kb_delete(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    attached = c.get(c.kb(a.name)).get("attached")  # a missing KB is named before asking
+    what = (
+        f"its index and settings; your folder {attached} and its files are not touched"
+        if attached
+        else "its folder and ALL its files"
+    )
+    if not a.yes:
+        if not sys.stdin.isatty():
+            raise UsageError(f"deleting {a.name!r} removes {what}; pass --yes")
+        if not ask(f"Delete knowledge base {a.name!r}: {what}?"):
+            out.line("kept")
+            return None
+    data = c.request("DELETE", c.kb(a.name))
+    if out.as_json:
+        return data
+    out.line(f"deleted {a.name}; {attached} is untouched" if attached else f"deleted {a.name}")
+    if attached:
+        refresh_service(out)
+    return None
+
+
+def refresh_service(out: Output) -> None:
+    """An installed service may write only in attached folders it lists: list them again."""
+    from cofferctl import service
+
+    service.refresh(out.line)
+
+
+def enable(enabled: bool) -> Command:
+    def run(c: Client, a: argparse.Namespace, out: Output) -> Any:
+        verb = "enable" if enabled else "disable"
+        data = c.post(f"/api/v1/resources/knowledge_base/{quote(a.name)}/{verb}")
+        return data if out.as_json else out.line(f"{verb}d {a.name}")
+
+    return run

@@ -1,0 +1,109 @@
+"""`search` (ranked passages) and `grep` (regular expression over the files)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from cofferctl.client import Client
+from cofferctl.command import RESULT_FAILED, UsageError
+from cofferctl.output import Output
+from cofferctl.when import parse_when
+
+# What a passage's score is, by the mode that ranked it: the column's label, and what it
+# means. Several KBs at once are merged by rank fusion.
+SCORE_KINDS = {
+    "keyword": ("bm25", "bm25"),
+    "vector": ("cosine", "cosine similarity"),
+    "hybrid": ("rrf", "reciprocal rank fusion"),
+}
+
+
+def _filters(a: argparse.Namespace) -> dict[str, Any] | None:
+    filters: dict[str, Any] = {
+        "folder": a.folder,
+        "tags": a.tags or None,
+        "source_mode": a.source_mode,
+    }
+    for key, option, value in (
+        ("updated_after", "--since", a.since),
+        ("updated_before", "--until", a.until),
+    ):
+        if value is not None:
+            try:
+                filters[key] = parse_when(value, end_of_day=key == "updated_before")
+            except ValueError:
+                raise UsageError(
+                    f"{option} takes a date (2026-11-30), a time (2026-11-30T18:00) "
+                    f"or an age (3d, 12h, 2w); got {value!r}"
+                ) from None
+    return {k: v for k, v in filters.items() if v is not None} or None
+
+
+def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    filters = _filters(a)
+    several = bool(a.all or a.kbs)
+    if several:  # then the first word is part of the query, not a KB
+        query = " ".join([a.kb, *a.query])
+        body = {"query": query, "top_k": a.top_k, "knowledge_bases": a.kbs or None}
+        body["filters"] = filters
+        data = c.post("/api/v1/search", {k: v for k, v in body.items() if v is not None})
+    elif not a.query:
+        raise UsageError("give the words to search for after the knowledge base")
+    else:
+        body = {"query": " ".join(a.query), "top_k": a.top_k, "filters": filters}
+        data = c.post(c.kb(a.kb, "/search"), {k: v for k, v in body.items() if v is not None})
+    if out.as_json:
+        return data
+    mode = data.get("mode", "keyword")
+    fallback = f" (fallback: {data['fallback'].replace('_', ' ')})" if data.get("fallback") else ""
+    label, meaning = SCORE_KINDS.get("hybrid" if several else mode, (mode, mode))
+    out.line(out.style(f"{mode} search{fallback}; score: {meaning}, higher is better", "2"))
+    if not data["passages"]:
+        out.line("no matches")
+    for i, p in enumerate(data["passages"], 1):
+        heading = " > ".join(p["heading"][1:])
+        where = out.link(f"{p['path']}:{p['line_start']}", p["path"])
+        kb = f"{p['knowledge_base']}  " if several else ""
+        score = out.style(f"{label} {p['score']:.4g}", "2")
+        out.line(f"{i:>2}. {out.style(p['title'], '1')}  {score}  {kb}{p['document_id']}")
+        out.line(f"    {where}" + (out.style(f"  > {heading}", "2") if heading else ""))
+        snippet = " ".join(out.highlight(p["snippet"], p["highlights"]).split())
+        out.line(f"    {snippet}")
+    return None
+
+
+def _local_pattern(pattern: str, ignore_case: bool) -> re.Pattern[str] | None:
+    """The daemon's pattern (ripgrep's syntax) as Python reads it, to colour the matches;
+    None where Python's syntax differs: the lines are still shown, uncoloured."""
+    try:
+        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except re.error:
+        return None
+
+
+def cmd_grep(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    body = {"pattern": a.pattern, "max_matches": a.max_matches, "ignore_case": a.ignore_case}
+    data = c.post(c.kb(a.kb, "/grep"), body)
+    if out.as_json:
+        out.json(data)
+        return RESULT_FAILED if not data["hits"] else None
+    pattern = _local_pattern(a.pattern, a.ignore_case) if out.color else None
+    current = None
+    for h in data["hits"]:  # in the daemon's order: by path, then line
+        path = out.link(out.style(h["relative_path"], "35"), h["path"])
+        number = out.style(str(h["line_number"]), "32")
+        line = out.highlight_pattern(h["line"], pattern)
+        if not out.color:  # grep's own form, for pipes
+            out.line(f"{path}:{number}:{line}")
+            continue
+        if h["path"] != current:  # on a terminal, a heading per file with its document id
+            out.line(
+                ("\n" if current else "") + f"{path}  {out.style(h['document_id'] or '', '2')}"
+            )
+            current = h["path"]
+        out.line(f"{number}:{line}")
+    if data["truncated"]:
+        out.line(out.style("(more matches not shown: raise --max-matches)", "2"))
+    return RESULT_FAILED if not data["hits"] else None

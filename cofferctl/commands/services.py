@@ -1,0 +1,38 @@
+"""`service`, `mcp` and `completion`: cofferctl beside the daemon, agents and shells."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from cofferctl.client import Client
+from cofferctl.command import RESULT_FAILED, UsageError
+from cofferctl.output import Output
+
+
+def cmd_mcp(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    from cofferctl import mcp_server  # only this command pays for importing mcp
+
+    mcp_server.run(c.socket_path)
+    return None
+
+
+def cmd_service(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    from cofferctl import service
+
+    try:
+        code = service.execute(a.action, a.dry_run, out.line)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    return RESULT_FAILED if code else None
+
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+def cmd_completion(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    from cofferctl.cli import build_parser
+    from cofferctl.completion import script  # only this command pays for its templates
+
+    out.stream.write(script(a.shell, build_parser()))
+    return None

@@ -1,0 +1,36 @@
+"""`trash KB` and `restore KB TRASH_ID`: deleted documents, kept for the retention period."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from cofferctl.client import Client
+from cofferctl.command import quote
+from cofferctl.output import Output
+
+
+def cmd_trash(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    data = c.get(c.kb(a.kb, "/trash"))
+    if out.as_json:
+        return data
+    out.table(
+        ["trash id", "deleted", "expires", "path", "title"],
+        [[i["id"], i["deleted_at"][:19], i["expires_at"][:10], i["relative_path"],
+          i["title"][:40] + (" (+ original)" if i.get("has_original") else "")]
+         for i in data["items"]],
+    )  # fmt: skip
+    out.line(
+        f"{len(data['items'])} in the trash, each kept {data['retention_days']} days; "
+        f"cofferctl restore {a.kb} TRASH_ID brings one back"
+    )
+    return None
+
+
+def cmd_restore(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    data = c.post(c.kb(a.kb, f"/trash/{quote(a.trash_id)}/restore"))
+    if out.as_json:
+        return data
+    doc = data["restored"]
+    out.line(f"restored {doc['relative_path']} ({doc['title']}), id {doc['id']}")
+    return None

@@ -1,0 +1,149 @@
+"""cofferctl's first minute against a real daemon: version, help, did-you-mean, help
+texts, kb create/set/delete messages, search score labels, service without a user bus."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from cofferctl import cli
+from cofferd import __version__
+from tests.daemon import BIN, Daemon, wait_for
+from tests.helpers import write
+from tests.test_cofferctl import ctl, ctl_env, run
+
+
+def test_version_and_bare_call(shared_daemon: Daemon) -> None:
+    version = ctl(shared_daemon, "--version")
+    assert version.returncode == 0 and version.stdout == f"cofferctl {__version__}\n"
+    bare = ctl(shared_daemon)
+    assert bare.returncode == 2  # git prints its help and a non-zero status too
+    assert bare.stdout.startswith("usage: cofferctl") and "search" in bare.stdout
+    code, out = run(shared_daemon, "status")
+    assert code == 0 and out.startswith(f"cofferd {__version__} (pid ")
+
+
+def test_did_you_mean(shared_daemon: Daemon) -> None:
+    typo = ctl(shared_daemon, "serach", "notes", "x")
+    assert typo.returncode == 2 and "unknown command 'serach'; did you mean search" in typo.stderr
+    sub = ctl(shared_daemon, "kb", "lsit")
+    assert sub.returncode == 2 and "did you mean list?" in sub.stderr
+    option = ctl(shared_daemon, "kb", "delete", "notes", "--ys")
+    assert option.returncode == 2 and "--ys: did you mean --yes?" in option.stderr
+    assert shared_daemon.docs("notes").is_dir()
+    nothing_close = ctl(shared_daemon, "zzzzzz")
+    assert nothing_close.returncode == 2 and "one of status, kb" in nothing_close.stderr
+    assert "Traceback" not in typo.stderr + sub.stderr + nothing_close.stderr
+
+
+def _parsers(
+    parser: argparse.ArgumentParser, path: str = "cofferctl"
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, f"{path} {name}")
+
+
+def test_every_argument_and_option_has_help() -> None:
+    missing = [
+        f"{path}: {'/'.join(action.option_strings) or action.dest}"
+        for path, parser in _parsers(cli.build_parser())
+        for action in parser._actions
+        if not isinstance(action, argparse._SubParsersAction) and not action.help
+    ]
+    assert missing == []
+
+
+@pytest.fixture
+def fresh_kb(shared_daemon: Daemon) -> str:
+    return "cli-" + uuid.uuid4().hex[:6]
+
+
+def test_kb_create_names_the_folder(shared_daemon: Daemon, fresh_kb: str) -> None:
+    code, out = run(shared_daemon, "kb", "create", fresh_kb)
+    assert code == 0
+    assert f"drop Markdown files into {shared_daemon.docs(fresh_kb)}" in out
+
+
+def test_kb_set_lists_sizes_and_messages(shared_daemon: Daemon, fresh_kb: str) -> None:
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    code, out = run(d, "kb", "set", fresh_kb, "enabled_modes=keyword", "max_document_bytes=10MiB")
+    assert code == 0 and "re-chunked" not in out
+    config = d.client.get(d.client.kb(fresh_kb))["config"]
+    assert config["enabled_modes"] == ["keyword"] and config["max_document_bytes"] == 10 * 2**20
+    assert (
+        run(d, "kb", "set", fresh_kb, "enabled_modes=keyword,grep", "max_document_bytes=25 MB")[0]
+        == 0
+    )
+    config = d.client.get(d.client.kb(fresh_kb))["config"]
+    assert config["enabled_modes"] == ["keyword", "grep"]
+    assert config["max_document_bytes"] == 25_000_000
+
+    write(d.docs(fresh_kb) / "a.md", "# A\n\nsome words to chunk")
+    wait_for(lambda: d.client.get(d.client.kb(fresh_kb, "/documents"))["total"] == 1)
+    code, out = run(d, "kb", "set", fresh_kb, "chunk_size=128")
+    assert code == 0 and "re-chunked" in out
+
+    bad = ctl(d, "kb", "set", fresh_kb, "enabled_modes=keyword,sonar")
+    assert bad.returncode == 1 and "enabled_modes" in bad.stderr and "Traceback" not in bad.stderr
+    unknown = ctl(d, "kb", "set", fresh_kb, "chunk_sise=128")
+    assert unknown.returncode == 1 and "chunk_size" in unknown.stderr  # the valid keys
+
+
+def test_kb_set_warns_of_a_credential_the_daemon_lacks(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    variable = "COFFER_TEST_NO_SUCH_KEY_" + uuid.uuid4().hex[:6].upper()
+    code, out = run(
+        d, "kb", "set", fresh_kb,
+        "embedding.provider=openai", "embedding.model=text-embedding-3-small",
+        "embedding.dimensions=8", "embedding.base_url=http://127.0.0.1:9/v1",
+        f"embedding.credential_ref=env:{variable}",
+    )  # fmt: skip
+    assert code == 0 and "warning" in out and variable in out
+
+
+def test_kb_delete_of_a_missing_kb_says_so_first(shared_daemon: Daemon) -> None:
+    missing = ctl(shared_daemon, "kb", "delete", "nosuch")  # no --yes, not a terminal
+    assert missing.returncode == 1 and "KB_NOT_FOUND" in missing.stderr
+    assert "--yes" not in missing.stderr
+
+
+def test_search_labels_its_scores(shared_daemon: Daemon, fresh_kb: str) -> None:
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    write(d.docs(fresh_kb) / "owl.md", "# Owl\n\nThe owl hunts at night.")
+    wait_for(lambda: "owl.md" in run(d, "search", fresh_kb, "owl")[1])
+    out = run(d, "search", fresh_kb, "owl")[1]
+    assert "keyword search; score: bm25" in out
+    assert " 1. Owl  bm25 " in out
+    out = run(d, "search", "--kb", fresh_kb, "owl")[1]
+    assert "score: reciprocal rank fusion" in out and " 1. Owl  rrf " in out
+
+
+def test_service_without_a_user_bus_explains(tmp_path: object) -> None:
+    proc = subprocess.run(
+        [str(BIN / "cofferctl"), "service", "status"],
+        env=ctl_env(XDG_RUNTIME_DIR="/nonexistent", HOME=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert "Failed to connect to bus" not in proc.stdout + proc.stderr
+    assert "no systemd user session" in proc.stdout or "systemctl is not installed" in proc.stdout
+
+
+def test_json_errors_stay_json(shared_daemon: Daemon) -> None:
+    code, out = run(shared_daemon, "kb", "show", "nosuch", "--json")
+    assert code == 1 and json.loads(out)["error"]["code"] == "KB_NOT_FOUND"
