@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -92,6 +93,9 @@ class StdioServer:
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": result}
         except RpcError as exc:
             reply = _error(request_id, exc.code, exc.message, exc.data)
+        except Exception as exc:  # noqa: BLE001 - a bug of ours: logged, and answered (a client waits)
+            log(f"{request['method']} failed: {''.join(traceback.format_exception(exc))}")
+            reply = _error(request_id, INTERNAL_ERROR, f"internal error: {exc!r}")
         self._send(stdout, reply)
 
     def _dispatch(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
