@@ -27,7 +27,8 @@ from cofferctl.mcp_protocol import (
     log,
 )
 from cofferctl.mcp_schema import JSON, ArgumentError, check
-from cofferctl.mcp_tools import TOOLS, Tool
+from cofferctl.mcp_tool import Tool
+from cofferctl.mcp_tools import TOOLS
 from cofferd import __version__
 
 INSTRUCTIONS = """\
