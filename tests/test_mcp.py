@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -234,3 +235,35 @@ def test_the_mcp_server_needs_no_heavy_import(module: str) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_protocol_edges_over_raw_pipes(shared_daemon: Daemon) -> None:
+    kb = new_kb(shared_daemon)
+    lines = [
+        '{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{}}',
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+        '"1999-01-01","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}',
+        "not json",
+        '{"jsonrpc":"2.0","id":2,"method":"ping"}',
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"no_such_tool"}}',
+        '{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"coffer://'
+        + kb
+        + '/missing.md"}}',
+        '{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"https://x/y"}}',
+        '{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"answer_from_notes",'
+        '"arguments":{}}}',
+    ]
+    out = subprocess.run(
+        [str(BIN / "cofferctl"), "mcp"], input="\n".join(lines) + "\n", text=True,
+        capture_output=True, env={"COFFER_SOCKET": str(shared_daemon.socket), **PYTHONPATH},
+        timeout=30,
+    )  # fmt: skip
+    answers = {a.get("id"): a for a in map(json.loads, out.stdout.splitlines())}
+    assert answers[0]["error"]["code"] == -32601  # newer clients fall back to initialize
+    assert answers[1]["result"]["protocolVersion"] == "2025-11-25"
+    assert answers[None]["error"]["code"] == -32700
+    assert answers[2]["result"] == {}
+    assert "unknown tool" in answers[3]["error"]["message"]
+    assert answers[4]["error"]["code"] == -32002 and "DOCUMENT_NOT_FOUND" in str(answers[4])
+    assert answers[5]["error"]["code"] == -32002
+    assert "`question` is required" in answers[6]["error"]["message"]

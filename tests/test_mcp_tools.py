@@ -144,3 +144,5 @@ async def test_a_prompt_answers_from_notes_with_citations(shared_daemon: Daemon)
         text = got.messages[0].content.text  # type: ignore[union-attr]
         assert "[1] Boiler (coffer://" in text and "serviced in March" in text
         assert "Cite" in text
+        everywhere = await client.get_prompt("answer_from_notes", {"question": "boiler Ada"})
+        assert "serviced in March" in everywhere.messages[0].content.text  # type: ignore[union-attr]
