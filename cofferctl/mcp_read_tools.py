@@ -81,7 +81,7 @@ def search(client: Client, args: JSON) -> JSON:
             "query": QUERY,
             "knowledge_bases": array(
                 "the knowledge bases to search; omit (or null) for every enabled one",
-                string("a knowledge base", pattern="^[a-z0-9][a-z0-9_-]{0,63}$"),
+                kb("a knowledge base"),
                 min_items=1,
                 max_items=100,
             ),

@@ -69,8 +69,8 @@ def add_document(client: Client, args: JSON) -> JSON:
     "Edit a document",
     "Replace a document's Markdown with `content` (the whole new text, not empty; a body "
     "alone keeps the file's frontmatter). `expected_sha256` is required: the "
-    "content_sha256 of the version you read with get_document (list_documents and search "
-    "results' documents carry it too). If the user changed the document since, the edit is "
+    "content_sha256 of the version you read with get_document (list_documents carries it "
+    "too). If the user changed the document since, the edit is "
     "refused with DOCUMENT_CHANGED: read it again and redo the edit. Answers the new "
     "content_sha256, path and id.",
     arguments(
