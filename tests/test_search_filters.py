@@ -228,5 +228,5 @@ async def test_filters_through_the_api_cofferctl_and_mcp(
     async with McpClient(mcp_params(d.socket)) as client:
         scoped = await mcp_call(client, "search", kb=kb, query="daemon", tags=["bug"])
         assert [p["relative_path"] for p in scoped["passages"]] == ["projects/coffer/log.md"]
-        everywhere = await mcp_call(client, "search", kb="*", query="daemon", folder="journal")
+        everywhere = await mcp_call(client, "search_all", query="daemon", folder="journal")
         assert {p["knowledge_base"] for p in everywhere["passages"]} == {kb}

@@ -1,0 +1,423 @@
+"""The MCP tools that only read: search, grep, documents, links, tags, conflicts, skipped
+files, the trash, status and metrics. Each one that works on a knowledge base names it."""
+
+from __future__ import annotations
+
+from cofferctl.client import Client
+from cofferctl.mcp_schema import JSON, arguments, array, boolean, integer, kb, string
+from cofferctl.mcp_shapes import (
+    ANY_OBJ,
+    BOOL,
+    DOCUMENT,
+    DOCUMENT_REF,
+    DOCUMENT_WITH_CONTENT,
+    FILTERS,
+    INT,
+    OPT_STR,
+    PASSAGE,
+    QUERY,
+    STR,
+    STRS,
+    TOP_K,
+    doc_path,
+    items,
+    kb_path,
+    obj,
+    passage,
+    search_request,
+    summary,
+)
+from cofferctl.mcp_tool import Catalog, Hints
+
+READS = Hints(read_only=True, destructive=False, idempotent=True, open_world=False)
+READ = Catalog()
+
+
+@READ.tool(
+    "search",
+    "Search a knowledge base",
+    "Search one knowledge base for passages about a topic (ranked; the knowledge base's own "
+    "mode: keyword, vector or hybrid). Use this first to find what the user knows. Each "
+    "passage names its document (document_id, relative_path, uri) and lines, for citing. "
+    "Optional filters narrow to a folder, tags, an update period or a source mode. To "
+    "search several or all knowledge bases at once, use search_all.",
+    arguments(
+        {"kb": kb("the knowledge base to search"), "query": QUERY, "top_k": TOP_K, **FILTERS},
+        ["kb", "query"],
+    ),
+    obj(
+        {
+            "knowledge_base": STR,
+            "mode": {"enum": ["keyword", "vector", "hybrid"]},
+            "fallback": {
+                **OPT_STR,
+                "description": "why the knowledge base's own mode did not "
+                "answer (null when it did)",
+            },
+            "passages": items(PASSAGE),
+        }
+    ),
+    READS,
+)
+def search(client: Client, args: JSON) -> JSON:
+    body = client.post(kb_path(client, args, "/search"), search_request(args))
+    return {
+        "knowledge_base": args["kb"],
+        "mode": body["mode"],
+        "fallback": body.get("fallback"),
+        "passages": [passage(p, args["kb"]) for p in body["passages"]],
+    }
+
+
+@READ.tool(
+    "search_all",
+    "Search several knowledge bases",
+    "Search several knowledge bases at once: those named in `knowledge_bases`, or, when it "
+    "is omitted, every enabled one (the answer lists which were searched and how). Results "
+    "are merged by rank; each passage names its knowledge_base. Same query syntax and "
+    "filters as search.",
+    arguments(
+        {
+            "query": QUERY,
+            "knowledge_bases": array(
+                "the knowledge bases to search; omit (or null) for every enabled one",
+                kb("a knowledge base"),
+                min_items=1,
+                max_items=100,
+            ),
+            "top_k": TOP_K,
+            **FILTERS,
+        },
+        ["query"],
+    ),
+    obj(
+        {
+            "knowledge_bases": {
+                "type": "object",
+                "description": "how each knowledge base searched answered",
+                "additionalProperties": obj({"mode": STR, "fallback": OPT_STR}),
+            },
+            "mode": {**STR, "description": "what answered: one mode, or `mixed`"},
+            "passages": items(PASSAGE),
+        }
+    ),
+    READS,
+)
+def search_all(client: Client, args: JSON) -> JSON:
+    request = search_request(args)
+    if args.get("knowledge_bases"):
+        request["knowledge_bases"] = args["knowledge_bases"]
+    body = client.post("/api/v1/search", request)
+    return {
+        "knowledge_bases": body["knowledge_bases"],
+        "mode": body["mode"],
+        "passages": [passage(p, None) for p in body["passages"]],
+    }
+
+
+@READ.tool(
+    "grep",
+    "Find exact text",
+    "Find the lines of a knowledge base's Markdown files that match a regular expression "
+    "(ripgrep syntax), ordered by path then line. Use for exact names, identifiers, "
+    "phrases.",
+    arguments(
+        {
+            "kb": kb("the knowledge base to scan"),
+            "pattern": string(
+                "a regular expression (ripgrep syntax)", min_length=1, max_length=2000
+            ),
+            "max_matches": integer(
+                "stop after this many matching lines", minimum=1, maximum=10000, default=50
+            ),
+            "ignore_case": boolean("match regardless of case", default=False),
+        },
+        ["kb", "pattern"],
+    ),
+    obj(
+        {
+            "hits": items(
+                obj(
+                    {
+                        "document_id": OPT_STR,
+                        "path": STR,
+                        "relative_path": STR,
+                        "line_number": INT,
+                        "line": STR,
+                    }
+                )
+            ),
+            "truncated": {
+                **BOOL,
+                "description": "more matches exist, or the time limit cut the scan",
+            },
+        }
+    ),
+    READS,
+)
+def grep(client: Client, args: JSON) -> JSON:
+    request = {
+        "pattern": args["pattern"],
+        "max_matches": args.get("max_matches", 50),
+        "ignore_case": args.get("ignore_case", False),
+    }
+    body = client.post(kb_path(client, args, "/grep"), request)
+    return {"hits": body["hits"], "truncated": body["truncated"]}
+
+
+@READ.tool(
+    "list_knowledge_bases",
+    "List knowledge bases",
+    "List the knowledge bases: name, whether enabled, the folder an attached one indexes in "
+    "place, and its settings (search modes, chunking, size limit, embedding, "
+    "auto_update_sources).",
+    arguments({}),
+    obj(
+        {
+            "knowledge_bases": items(
+                obj(
+                    {
+                        "name": STR,
+                        "enabled": BOOL,
+                        "created_at": STR,
+                        "attached": OPT_STR,
+                        "settings": ANY_OBJ,
+                    }
+                )
+            )
+        }
+    ),
+    READS,
+)
+def list_knowledge_bases(client: Client, args: JSON) -> JSON:
+    kbs = client.get("/api/v1/knowledge_bases")["knowledge_bases"]
+    return {
+        "knowledge_bases": [
+            {
+                "name": k["name"],
+                "enabled": k["enabled"],
+                "created_at": k["created_at"],
+                "attached": k.get("attached"),
+                "settings": k["config"],
+            }
+            for k in kbs
+        ]
+    }
+
+
+@READ.tool(
+    "list_documents",
+    "List documents",
+    "List a knowledge base's documents, newest first, optionally only those whose title "
+    "contains `title_filter`; paged by limit and offset (`total` counts them all).",
+    arguments(
+        {
+            "kb": kb(),
+            "title_filter": string(
+                "only titles containing this (any case)", max_length=500, nullable=True
+            ),
+            "limit": integer("documents per page", minimum=1, maximum=500, default=50),
+            "offset": integer("documents to skip", minimum=0, default=0),
+        },
+        ["kb"],
+    ),
+    obj({"documents": items(DOCUMENT), "total": INT, "limit": INT, "offset": INT}),
+    READS,
+)
+def list_documents(client: Client, args: JSON) -> JSON:
+    limit, offset = args.get("limit", 50), args.get("offset", 0)
+    body = client.get(
+        kb_path(client, args, "/documents"), q=args.get("title_filter"), limit=limit, offset=offset
+    )
+    return {
+        "documents": [summary(d) for d in body["documents"]],
+        "total": body["total"],
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+@READ.tool(
+    "get_document",
+    "Read a document",
+    "Read one document: its title, tags, frontmatter and whole Markdown body, with its "
+    "content_sha256 (the version edit_document needs as expected_sha256).",
+    arguments({"kb": kb(), "document_id": DOCUMENT_REF}, ["kb", "document_id"]),
+    DOCUMENT_WITH_CONTENT,
+    READS,
+)
+def get_document(client: Client, args: JSON) -> JSON:
+    return summary(client.get(doc_path(client, args)), with_content=True)
+
+
+@READ.tool(
+    "get_links",
+    "Links and backlinks",
+    "A document's links: what it links to (`outgoing`; document_id null for a broken link) "
+    "and which documents link to it (`backlinks`, with the line).",
+    arguments({"kb": kb(), "document_id": DOCUMENT_REF}, ["kb", "document_id"]),
+    obj(
+        {
+            "document_id": STR,
+            "outgoing": items(
+                obj(
+                    {
+                        "target": STR,
+                        "type": {"enum": ["wiki", "markdown"]},
+                        "line": INT,
+                        "document_id": OPT_STR,
+                        "relative_path": OPT_STR,
+                        "ambiguous": BOOL,
+                    }
+                )
+            ),
+            "backlinks": items(
+                obj(
+                    {
+                        "document_id": STR,
+                        "path": STR,
+                        "relative_path": STR,
+                        "line": INT,
+                        "target": STR,
+                    }
+                )
+            ),
+        }
+    ),
+    READS,
+)
+def get_links(client: Client, args: JSON) -> JSON:
+    body = client.get(doc_path(client, args, "/links"))
+    return {k: body[k] for k in ("document_id", "outgoing", "backlinks")}
+
+
+@READ.tool(
+    "list_tags",
+    "List tags",
+    "The tags used in a knowledge base (frontmatter and inline #tags), most used first, "
+    "with how many documents carry each. Filter a search by tags with search's `tags`.",
+    arguments({"kb": kb()}, ["kb"]),
+    obj({"tags": items(obj({"tag": STR, "count": INT}))}),
+    READS,
+)
+def list_tags(client: Client, args: JSON) -> JSON:
+    return {"tags": client.get(kb_path(client, args, "/tags"))["tags"]}
+
+
+@READ.tool(
+    "list_conflicts",
+    "List conflicts",
+    "Conflicts to resolve in a knowledge base: copies sync tools left when two devices "
+    "changed a file at once (with the document each conflicts with), and documents holding "
+    "git merge markers.",
+    arguments({"kb": kb()}, ["kb"]),
+    obj(
+        {
+            "conflicts": items(
+                obj(
+                    {
+                        "kind": {"enum": ["sync_copy", "merge_markers"]},
+                        "tool": STR,
+                        "path": STR,
+                        "relative_path": STR,
+                        "conflicts_with": STR,
+                        "document_id": OPT_STR,
+                    }
+                )
+            )
+        }
+    ),
+    READS,
+)
+def list_conflicts(client: Client, args: JSON) -> JSON:
+    return {"conflicts": client.get(kb_path(client, args, "/conflicts"))["conflicts"]}
+
+
+@READ.tool(
+    "list_skipped",
+    "List skipped files",
+    "Files in a knowledge base's folder that are not indexed, and why (too large, not "
+    "UTF-8, unreadable, ...), sorted by path.",
+    arguments({"kb": kb()}, ["kb"]),
+    obj({"items": items(obj({"relative_path": STR, "path": STR, "reason": STR}))}),
+    READS,
+)
+def list_skipped(client: Client, args: JSON) -> JSON:
+    return {"items": client.get(kb_path(client, args, "/skipped"))["items"]}
+
+
+@READ.tool(
+    "status",
+    "Daemon status",
+    "cofferd's state: version, each knowledge base (documents, skipped files, indexing "
+    "progress, problems), the watcher and the queue.",
+    arguments({}),
+    obj(
+        {
+            "version": STR,
+            "knowledge_bases": items(ANY_OBJ),
+            "watcher": ANY_OBJ,
+            "queue_depth": INT,
+            "startup_reconcile_done": BOOL,
+        },
+        ["knowledge_bases", "watcher", "queue_depth", "startup_reconcile_done"],
+    ),
+    READS,
+)
+def status(client: Client, args: JSON) -> JSON:
+    return dict(client.get("/api/v1/status"))
+
+
+@READ.tool(
+    "metrics",
+    "Knowledge base metrics",
+    "A knowledge base's counts and sizes: documents, chunks, documents still owing vectors "
+    "or degraded to keyword search, enabled modes, bytes on disk.",
+    arguments({"kb": kb()}, ["kb"]),
+    obj(
+        {
+            "documents": INT,
+            "chunks": INT,
+            "documents_degraded": INT,
+            "embed_pending": INT,
+            "modes": STRS,
+            "default_mode": STR,
+            "disk_bytes": INT,
+        },
+        ["documents", "chunks", "documents_degraded", "modes", "disk_bytes"],
+    ),
+    READS,
+)
+def metrics(client: Client, args: JSON) -> JSON:
+    return dict(client.get(kb_path(client, args, "/metrics")))
+
+
+@READ.tool(
+    "list_trash",
+    "List the trash",
+    "Documents deleted from a knowledge base, newest first, each restorable with "
+    "restore_document (by its trash `id`) until `expires_at`.",
+    arguments({"kb": kb()}, ["kb"]),
+    obj(
+        {
+            "retention_days": INT,
+            "items": items(
+                obj(
+                    {
+                        "id": STR,
+                        "document_id": STR,
+                        "relative_path": STR,
+                        "title": STR,
+                        "deleted_at": STR,
+                        "expires_at": STR,
+                        "has_original": BOOL,
+                    }
+                )
+            ),
+        }
+    ),
+    READS,
+)
+def list_trash(client: Client, args: JSON) -> JSON:
+    body = client.get(kb_path(client, args, "/trash"))
+    return {"retention_days": body["retention_days"], "items": body["items"]}

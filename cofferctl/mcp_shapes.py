@@ -1,0 +1,156 @@
+"""The shapes MCP tools share: output schemas of documents, passages and ingest answers
+(with the conversions of cofferd's JSON into them), the arguments several tools take, and
+the API paths of a call's knowledge base and document."""
+
+from __future__ import annotations
+
+import urllib.parse
+
+from cofferctl.client import Client
+from cofferctl.mcp_schema import JSON, array, integer, string
+from cofferctl.mcp_uri import document_uri
+
+# --- output schemas --------------------------------------------------------------------
+
+
+def obj(properties: dict[str, JSON], required: list[str] | None = None) -> JSON:
+    return {"type": "object", "properties": properties, "required": required or list(properties)}
+
+
+STR: JSON = {"type": "string"}
+INT: JSON = {"type": "integer"}
+NUM: JSON = {"type": "number"}
+BOOL: JSON = {"type": "boolean"}
+OPT_STR: JSON = {"type": ["string", "null"]}
+ANY_OBJ: JSON = {"type": "object"}
+STRS: JSON = {"type": "array", "items": STR}
+
+
+def items(schema: JSON) -> JSON:
+    return {"type": "array", "items": schema}
+
+
+DOCUMENT = obj(
+    {
+        "id": STR,
+        "knowledge_base": STR,
+        "title": STR,
+        "path": {**STR, "description": "absolute path of the Markdown file"},
+        "relative_path": {**STR, "description": "path inside the knowledge base"},
+        "uri": {**STR, "description": "the document as an MCP resource (coffer://KB/PATH)"},
+        "source_mode": {"enum": ["converted", "edited"]},
+        "content_sha256": {**STR, "description": "this version; pass as expected_sha256"},
+        "updated_at": STR,
+        "tags": STRS,
+    }
+)
+DOCUMENT_WITH_CONTENT = {
+    **DOCUMENT,
+    "properties": {**DOCUMENT["properties"], "content": STR, "frontmatter": ANY_OBJ},
+    "required": [*DOCUMENT["required"], "content", "frontmatter"],
+}
+INGESTED = obj(
+    {"status": {"enum": ["added", "updated", "unchanged"]}, "message": STR, "document": DOCUMENT}
+)
+PASSAGE = obj(
+    {
+        "document_id": STR,
+        "knowledge_base": STR,
+        "title": STR,
+        "text": STR,
+        "score": NUM,
+        "path": STR,
+        "relative_path": STR,
+        "uri": STR,
+        "line_start": INT,
+        "line_end": INT,
+        "heading": STRS,
+    }
+)
+SOURCE_STATE = obj(
+    {"document_id": STR, "title": STR, "source_path": STR, "note": STR},
+    ["document_id", "title", "source_path"],
+)
+
+
+def summary(doc: JSON, with_content: bool = False) -> JSON:
+    out = {k: doc[k] for k in DOCUMENT["properties"] if k in doc}
+    out["tags"] = doc.get("tags") or []
+    out["uri"] = document_uri(doc["knowledge_base"], doc["relative_path"])
+    if with_content:
+        out["content"] = doc.get("content", "")
+        out["frontmatter"] = doc.get("frontmatter") or {}
+    return out
+
+
+def ingested(reply: JSON) -> JSON:
+    return {
+        "status": reply["status"],
+        "message": reply.get("message", ""),
+        "document": summary(reply["document"]),
+    }
+
+
+def passage(p: JSON, kb_name: str | None) -> JSON:
+    out = {k: p[k] for k in PASSAGE["properties"] if k in p}
+    out.setdefault("knowledge_base", kb_name)
+    out["uri"] = document_uri(out["knowledge_base"], p["relative_path"])
+    return out
+
+
+# --- input pieces ----------------------------------------------------------------------
+
+DOCUMENT_REF = string(
+    "the document: its id (from search, list_documents, ...), an id prefix no other id "
+    "starts with, or its path in the knowledge base (`projects/plan.md`)",
+    min_length=1,
+    max_length=4096,
+)
+FILTERS: dict[str, JSON] = {
+    "folder": string(
+        "only documents in this folder of the knowledge base or below (`projects/coffer`)",
+        max_length=1024,
+        nullable=True,
+    ),
+    "tags": array(
+        "only documents carrying every one of these tags (without `#`, any case; "
+        "`project` also matches `project/coffer`)",
+        string("a tag", min_length=1, max_length=200),
+        max_items=20,
+    ),
+    "updated_after": string(
+        "only documents updated at or after this time (ISO 8601 date or time; no zone means UTC)",
+        max_length=64,
+        nullable=True,
+    ),
+    "updated_before": string(
+        "only documents updated before this time (ISO 8601)", max_length=64, nullable=True
+    ),
+    "source_mode": string(
+        "only documents converted from a file (`converted`) or edited since (`edited`)",
+        enum=["converted", "edited"],
+        nullable=True,
+    ),
+}
+QUERY = string(
+    'what to look for, in words; "exact phrase" and -excluded work', min_length=1, max_length=2000
+)
+TOP_K = integer("how many passages to return", minimum=1, maximum=100, default=10)
+
+
+def kb_path(client: Client, args: JSON, rest: str = "") -> str:
+    return client.kb(args["kb"], rest)
+
+
+def doc_path(client: Client, args: JSON, then: str = "") -> str:
+    """The API path of the document `document_id` names (one path segment, whatever it holds)."""
+    ref = urllib.parse.quote(args["document_id"], safe="")
+    return client.kb(args["kb"], f"/documents/{ref}{then}")
+
+
+def search_request(args: JSON) -> JSON:
+    request: JSON = {"query": args["query"], "top_k": args.get("top_k", 10)}
+    filters = {k: args[k] for k in FILTERS if args.get(k) is not None}
+    if filters:
+        request["filters"] = filters
+    return request
