@@ -11,7 +11,7 @@ from cofferctl.output import Output
 
 
 def cmd_mcp(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    from cofferctl import mcp_server  # only this command pays for importing mcp
+    from cofferctl import mcp_server  # loaded only for this command
 
     mcp_server.run(c.socket_path)
     return None
