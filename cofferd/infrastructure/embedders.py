@@ -13,7 +13,6 @@ import logging
 import math
 import os
 import shutil
-import stat
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 from cofferd.domain.config import LOCAL_DEFAULT_MODEL, EmbeddingConfig
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.ports import Embedder, EmbeddingFailed
+from cofferd.infrastructure.credentials import credential_problem
 
 log = logging.getLogger(__name__)
 
@@ -45,22 +45,10 @@ def resolve_credential(ref: str | None) -> str | None:
     """The secret a `credential_ref` names (`env:NAME` or `file:/path`); never logged."""
     if ref is None:
         return None
+    if problem := credential_problem(ref):
+        raise EngineUnavailable(problem)
     kind, _, where = ref.partition(":")
-    if kind == "env":
-        value = os.environ.get(where)
-        if not value:
-            raise EngineUnavailable(f"the environment variable {where} is not set")
-        return value
-    path = Path(where)
-    try:
-        mode = path.stat().st_mode
-    except OSError as exc:
-        raise EngineUnavailable(
-            f"the credential file {path} cannot be read: {exc.strerror}"
-        ) from None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise EngineUnavailable(f"the credential file {path} must be private (chmod 600)")
-    return path.read_text().strip()
+    return os.environ[where] if kind == "env" else Path(where).read_text().strip()
 
 
 def check_vectors(vectors: Sequence[Sequence[float]], count: int, dimensions: int) -> None:
