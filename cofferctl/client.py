@@ -182,3 +182,7 @@ class Client:
 
     def kb(self, name: str, rest: str = "") -> str:
         return f"/api/v1/knowledge_bases/{urllib.parse.quote(name, safe='')}{rest}"
+
+    def document(self, kb: str, ref: str, rest: str = "") -> str:
+        """The API path of a document by id, id prefix or path (one segment, whatever it holds)."""
+        return self.kb(kb, f"/documents/{urllib.parse.quote(ref, safe='')}{rest}")

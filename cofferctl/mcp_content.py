@@ -3,7 +3,6 @@ prompts (answer a question from the user's notes, with citations)."""
 
 from __future__ import annotations
 
-import urllib.parse
 from typing import Any
 
 from cofferctl.client import ApiError, Client
@@ -70,7 +69,7 @@ def read_resource(client: Client, uri: str) -> JSON:
         raise RpcError(RESOURCE_NOT_FOUND, f"not a Coffer document URI: {uri}", {"uri": uri})
     kb, path = where
     try:
-        doc = client.get(client.kb(kb, f"/documents/{urllib.parse.quote(path, safe='')}"))
+        doc = client.get(client.document(kb, path))
     except ApiError as exc:
         code = RESOURCE_NOT_FOUND if exc.status == 404 else INVALID_PARAMS
         raise RpcError(code, f"{exc.code}: {exc.message}", {"uri": uri}) from None

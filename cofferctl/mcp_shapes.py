@@ -4,8 +4,6 @@ the API paths of a call's knowledge base and document."""
 
 from __future__ import annotations
 
-import urllib.parse
-
 from cofferctl.client import Client
 from cofferctl.mcp_schema import JSON, array, integer, string
 from cofferctl.mcp_uri import document_uri
@@ -144,8 +142,7 @@ def kb_path(client: Client, args: JSON, rest: str = "") -> str:
 
 def doc_path(client: Client, args: JSON, then: str = "") -> str:
     """The API path of the document `document_id` names (one path segment, whatever it holds)."""
-    ref = urllib.parse.quote(args["document_id"], safe="")
-    return client.kb(args["kb"], f"/documents/{ref}{then}")
+    return client.document(args["kb"], args["document_id"], then)
 
 
 def search_request(args: JSON) -> JSON:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cofferctl.client import ApiError, Client
-from cofferctl.command import RESULT_FAILED, Command, UsageError, quote
+from cofferctl.command import RESULT_FAILED, Command, UsageError
 from cofferctl.output import Output
 
 
@@ -118,7 +118,7 @@ def _report(
 
 def ingest_command(action: str) -> Command:
     def run(c: Client, a: argparse.Namespace, out: Output) -> Any:
-        reply = c.post(c.kb(a.kb, f"/documents/{quote(a.doc)}/{action}"))
+        reply = c.post(c.document(a.kb, a.doc, f"/{action}"))
         return reply if out.as_json else out.line(reply["message"])
 
     return run

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from cofferctl.client import Client
-from cofferctl.command import CommandFailed, UsageError, ask, quote
+from cofferctl.command import CommandFailed, UsageError, ask
 from cofferctl.output import Output
 
 
@@ -28,7 +28,7 @@ def cmd_docs(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def cmd_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    doc = c.get(c.kb(a.kb, f"/documents/{quote(a.doc)}"))
+    doc = c.get(c.document(a.kb, a.doc))
     if out.as_json:
         return doc
     out.line(out.style(doc["title"], "1") + f"  ({doc['path']})")
@@ -43,7 +43,7 @@ def cmd_edit(c: Client, a: argparse.Namespace, out: Output) -> Any:
     import shlex
     import subprocess
 
-    doc = c.get(c.kb(a.kb, f"/documents/{quote(a.doc)}"))
+    doc = c.get(c.document(a.kb, a.doc))
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor or not editor.strip():
         raise CommandFailed("no editor set: export VISUAL or EDITOR (for example EDITOR=nano)")
@@ -77,14 +77,14 @@ def _sha256(path: str) -> str | None:
 
 
 def cmd_rm(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    doc = c.get(c.kb(a.kb, f"/documents/{quote(a.doc)}"))  # a wrong id fails before asking
+    doc = c.get(c.document(a.kb, a.doc))  # a wrong id fails before asking
     if not a.yes:
         if not sys.stdin.isatty():
             raise UsageError(f"deleting {doc['relative_path']!r} needs --yes when not asked")
         if not ask(f"Delete {doc['relative_path']} ({doc['title']}) from {a.kb}?"):
             out.line("kept")
             return None
-    data = c.request("DELETE", c.kb(a.kb, f"/documents/{quote(doc['id'])}"))
+    data = c.request("DELETE", c.document(a.kb, doc["id"]))
     if out.as_json:
         return data
     out.line(f"deleted {data['deleted']['relative_path']}")
@@ -105,7 +105,7 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
             out.line(f"{link['relative_path']}:{link['line']}: {link['target']}  (broken)")
         out.line(f"{len(data['links'])} broken links")
         return None
-    data = c.get(c.kb(a.kb, f"/documents/{quote(a.doc)}/links"))
+    data = c.get(c.document(a.kb, a.doc, "/links"))
     if out.as_json:
         return data
     out.line(out.style(f"links from {a.doc}", "1"))
