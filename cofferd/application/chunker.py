@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from functools import cache
 
+from cofferd.domain.budgets import DEFAULT
 from cofferd.domain.models import Chunk
 from cofferd.domain.scripts import CJK_RANGES
 
@@ -20,6 +21,18 @@ _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 _SPACED_WORD = re.compile(f"[^\\s{CJK_RANGES}]+")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+class TooManyChunks(Exception):
+    """The document's structure would make more chunks than its budget allows."""
+
+
+def heading_of(line: str) -> tuple[int, str] | None:
+    """(level, text) when the line is an ATX heading; a line too long to be one is text."""
+    if len(line) > DEFAULT.heading_line_chars:
+        return None
+    h = _HEADING.match(line)
+    return (len(h.group(1)), h.group(2).strip()[: DEFAULT.heading_chars]) if h else None
 
 
 def count_words(text: str) -> int:
@@ -54,12 +67,12 @@ def _blocks(body: str) -> Iterator[tuple[int, str, str, int]]:
             para, start = [line], number
             fence = m.group(1)[0] * 3
             continue
-        h = _HEADING.match(line)
+        h = heading_of(line)
         if h:
             if para:
                 yield 0, "", "\n".join(para), start
                 para = []
-            yield len(h.group(1)), h.group(2).strip(), line, number
+            yield h[0], h[1], line, number
         elif line.strip():
             if not para:
                 start = number
@@ -111,10 +124,16 @@ def _tail(text: str, words: int) -> str:
 
 
 def chunk_markdown(
-    body: str, title: str, size: int, overlap: int, first_line: int = 1
+    body: str,
+    title: str,
+    size: int,
+    overlap: int,
+    first_line: int = 1,
+    max_chunks: int | None = None,
 ) -> list[Chunk]:
     """Chunks with the lines they come from (`first_line` is the body's first line in its
-    file, counting from 1)."""
+    file, counting from 1); TooManyChunks as soon as there would be more than
+    `max_chunks`."""
     chunks: list[Chunk] = []
     path: list[tuple[int, str]] = []
 
@@ -135,6 +154,8 @@ def chunk_markdown(
                 previous = chunks[-1].text
                 text = _tail(previous, overlap) + "\n\n" + text
             span = (first_line + min(lines), first_line + max(lines)) if lines else (0, 0)
+            if max_chunks is not None and len(chunks) >= max_chunks:
+                raise TooManyChunks
             chunks.append(Chunk(len(chunks), text, heading(), *span))
             section_parts += 1
         section, section_words, lines = [], 0, []
@@ -163,4 +184,21 @@ def chunk_markdown(
         section_words += n
         lines += [start, start + block.count("\n")]
     flush()
+    return chunks
+
+
+def plain_chunks(body: str, title: str, size: int, first_line: int = 1) -> list[Chunk]:
+    """The body in chunks of `size` words, its structure left aside (the degraded form of a
+    document whose structure is beyond its budget): as many chunks as its length needs."""
+    chunks: list[Chunk] = []
+    cursor, line = 0, first_line
+    for piece in _split_large(body, size):
+        text = piece.strip()
+        if not text:
+            continue
+        at = body.find(text, cursor)
+        line += body.count("\n", cursor, at)
+        last = line + text.count("\n")
+        chunks.append(Chunk(len(chunks), text, (title,), line, last))
+        cursor, line = at + len(text), last
     return chunks

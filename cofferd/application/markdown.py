@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from cofferd.domain.budgets import DEFAULT, Budget
 from cofferd.domain.conflicts import has_merge_markers
 from cofferd.domain.links import Link, links_of
 from cofferd.domain.tags import aliases_of, tags_of
@@ -58,6 +59,7 @@ class ParsedMarkdown:
     tags: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     links: tuple[Link, ...] = ()
+    degraded: tuple[str, ...] = ()  # the budgets that bound what was read of it
 
 
 def content_hash(data: bytes) -> str:
@@ -166,7 +168,7 @@ def _text_value(value: Any) -> str | None:
     return None
 
 
-def parse(data: bytes, relpath: str) -> ParsedMarkdown:
+def parse(data: bytes, relpath: str, budget: Budget = DEFAULT) -> ParsedMarkdown:
     text, notes = decode(data)
     frontmatter, body, malformed = split_frontmatter(text)
     if malformed:
@@ -188,6 +190,13 @@ def parse(data: bytes, relpath: str) -> ParsedMarkdown:
         metadata["problems"] = notes
     if has_merge_markers(body):
         metadata["conflict"] = "merge_markers"
+    tags = tags_of(frontmatter, body)
+    links = tuple(links_of(body, relpath, body_line))
+    degraded = [
+        f"only the first {limit:,} {what} read"
+        for what, found, limit in (("tags", tags, budget.tags), ("links", links, budget.links))
+        if len(found) >= limit
+    ]
     return ParsedMarkdown(
         title=title,
         description=_text_value(frontmatter.get("description")),
@@ -196,7 +205,8 @@ def parse(data: bytes, relpath: str) -> ParsedMarkdown:
         source_mode=mode if mode in ("converted", "edited") else "edited",
         metadata=metadata,
         body_line=body_line,
-        tags=tags_of(frontmatter, body),
+        tags=tags,
         aliases=aliases_of(frontmatter),
-        links=tuple(links_of(body, relpath, body_line)),
+        links=links,
+        degraded=tuple(degraded),
     )

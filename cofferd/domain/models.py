@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cofferd.domain.config import KnowledgeBaseConfig, RetrievalMode
+if TYPE_CHECKING:  # not at run time: worker processes import this module without pydantic
+    from cofferd.domain.config import KnowledgeBaseConfig, RetrievalMode
 
 KB_KIND = "knowledge_base"
 WORKSPACE_GLOBAL = "00000000000000000000000000"

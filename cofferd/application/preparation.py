@@ -1,0 +1,104 @@
+"""One document made ready for the index: decoded, its frontmatter, title, tags and links
+read, chunked, and its text prepared as FTS5 stores it, all within its budgets (see
+domain.budgets). Pure work on bytes already read: it runs in worker processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cofferd.application import markdown
+from cofferd.application.chunker import TooManyChunks, chunk_markdown, plain_chunks
+from cofferd.domain.budgets import size_text
+from cofferd.domain.models import Chunk, Document, utc_from_ns, utc_now
+from cofferd.domain.ports import DocumentWrite, FileContent, IndexedChunk
+from cofferd.domain.preparation import Outcome, PrepareItem, PrepareSettings, Skipped, Unchanged
+
+TextForIndex = Callable[[str], str]
+
+
+def too_large(size: int, settings: PrepareSettings) -> bool:
+    return size > settings.max_markdown_bytes
+
+
+def prepare(
+    item: PrepareItem,
+    content: FileContent,
+    settings: PrepareSettings,
+    index_text: TextForIndex,
+) -> Outcome:
+    """What the index should hold for this file's content."""
+    known = item.known
+    if known and known.content_sha256 == content.digest and known.chunking == settings.chunking:
+        return Unchanged(item.path, content.stat)
+    if too_large(content.size, settings):
+        return Skipped(item.path, content.stat, "too_large")
+    budget = settings.budget
+    data = content.data
+    degraded: list[str] = []
+    if content.cut:  # end on a whole line: never half a character or half a link
+        data = data[: data.rfind(b"\n") + 1] or data
+        degraded.append(
+            f"indexed in part: the first {size_text(len(data))} of {size_text(content.size)}"
+        )
+    try:
+        parsed = markdown.parse(data, item.path, budget)
+    except markdown.NotText as exc:
+        return Skipped(item.path, content.stat, str(exc))
+    degraded += parsed.degraded
+    try:
+        chunks = chunk_markdown(
+            parsed.body,
+            parsed.title,
+            settings.chunk_size,
+            settings.chunk_overlap,
+            first_line=parsed.body_line,
+            max_chunks=budget.chunks,
+        )
+    except TooManyChunks:
+        degraded.append(
+            f"indexed as plain text: its headings and paragraphs make more than "
+            f"{budget.chunks:,} chunks"
+        )
+        chunks = plain_chunks(
+            parsed.body, parsed.title, settings.chunk_size, first_line=parsed.body_line
+        )
+    metadata = dict(parsed.metadata)
+    if degraded:
+        metadata["degraded"] = degraded
+    document = Document(
+        id=known.document_id if known else markdown.document_id(item.path),
+        resource_name=settings.kb,
+        path=item.path,
+        title=parsed.title,
+        description=parsed.description,
+        content_sha256=content.digest,
+        source_mode=parsed.source_mode,
+        metadata=metadata,
+        created_at=utc_now(),
+        updated_at=utc_from_ns(content.stat.mtime_ns),  # the file's, as people see it
+        embed_pending=settings.vector_enabled,
+        tags=parsed.tags,
+        aliases=parsed.aliases,
+    )
+    return DocumentWrite(
+        document,
+        content.stat,
+        settings.chunking,
+        [_indexed(chunk, index_text) for chunk in chunks],
+        "kb_document_updated" if known else "kb_document_ingested",
+        parsed.links,
+        fts_meta=index_text(" / ".join([parsed.title, *parsed.aliases, *parsed.tags])),
+        degraded=tuple(degraded),
+    )
+
+
+def _indexed(chunk: Chunk, index_text: TextForIndex) -> IndexedChunk:
+    return IndexedChunk(
+        chunk.position,
+        chunk.heading,
+        chunk.line_start,
+        chunk.line_end,
+        index_text(chunk.text),
+        index_text(" / ".join(chunk.heading)),
+    )
