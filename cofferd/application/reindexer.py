@@ -1,24 +1,24 @@
 """The one write path: every change to a knowledge base's files ends in `Reindexer`.
 
 Per file: the content hash is the gate (unchanged content is a true no-op); changed
-content is parsed, chunked and written with its chunks in one atomic unit. A full
-reconcile first compares size and mtime with what was indexed, so an unchanged corpus
-is re-checked without reading a single file.
+content is prepared (read, parsed, chunked: in worker processes, within its budgets) and
+written with its chunks in one atomic unit. A full reconcile first compares size and
+mtime with what was indexed, so an unchanged corpus is re-checked without reading a
+single file. Documents are written in batches while the next ones are prepared.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from cofferd.application import markdown
-from cofferd.application.chunker import chunk_markdown
 from cofferd.application.progress import Progress, ProgressBoard
 from cofferd.application.registry import KBRegistry
+from cofferd.domain.budgets import DEFAULT, Budget
 from cofferd.domain.conflicts import ConflictCopy
-from cofferd.domain.models import Document, KnowledgeBase, ReindexResult, utc_from_ns, utc_now
+from cofferd.domain.models import KnowledgeBase, ReindexResult
 from cofferd.domain.ports import (
     ActivityLog,
     DocsTree,
@@ -28,12 +28,23 @@ from cofferd.domain.ports import (
     IndexedFile,
     TreeScan,
 )
+from cofferd.domain.preparation import (
+    Failed,
+    Gone,
+    Outcome,
+    PrepareItem,
+    Preparer,
+    PrepareSettings,
+    Skipped,
+    Unchanged,
+)
 
 log = logging.getLogger(__name__)
 
-# A batch ends at whichever comes first; small batches keep reading and parsing the next
-# one overlapping the database writes of this one, also for large files.
-BATCH = 500
+# A write batch ends at whichever comes first. Small batches keep the one writer free for
+# the other knowledge bases (a save waits for at most one batch), large enough that each
+# commit carries many documents.
+BATCH = 200
 BATCH_BYTES = 1024 * 1024
 # Markdown made from a document can be larger than the original (tables, frontmatter);
 # a Markdown file is skipped only beyond this multiple of max_document_bytes.
@@ -48,8 +59,16 @@ class _Batch:
     writes: list[DocumentWrite] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     restat: list[tuple[str, FileStat]] = field(default_factory=list)
-    skipped: dict[str, tuple[FileStat, str]] = field(default_factory=dict)
-    counts: ReindexResult = field(default_factory=ReindexResult)
+    bytes: int = 0
+
+    def full(self) -> bool:
+        return (
+            len(self.writes) + len(self.removed) + len(self.restat) >= BATCH
+            or self.bytes >= BATCH_BYTES
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.writes or self.removed or self.restat)
 
 
 class Reindexer:
@@ -59,19 +78,35 @@ class Reindexer:
         activity: ActivityLog,
         tree: DocsTree,
         registry: KBRegistry,
+        preparer: Preparer,
         progress: ProgressBoard | None = None,
+        budget: Budget = DEFAULT,
     ) -> None:
         self.progress = progress or ProgressBoard()
         self.store = store
         self.activity = activity
         self.tree = tree
         self.registry = registry
+        self.preparer = preparer
+        self.budget = budget
         self.on_change: Callable[[], None] | None = None  # e.g. wake the embedding queue
         # Files skipped for a reason (binary, too large, refused by the index), with the
         # stat they had, so they are not read again until they change.
         self._skipped: dict[tuple[str, str], tuple[FileStat, str]] = {}
         # Sync tools' conflict copies each KB held at its last full scan.
         self._conflicts: dict[str, Mapping[str, ConflictCopy]] = {}
+
+    def settings(self, kb: KnowledgeBase) -> PrepareSettings:
+        config = kb.config
+        return PrepareSettings(
+            kb=kb.name,
+            chunk_size=config.chunk_size,
+            chunk_overlap=config.chunk_overlap,
+            chunking=config.chunking_key(),
+            max_markdown_bytes=config.max_document_bytes * MARKDOWN_LIMIT_FACTOR,
+            vector_enabled=config.vector_enabled,
+            budget=self.budget,
+        )
 
     def conflicts(self, kb: str) -> Mapping[str, ConflictCopy]:
         return self._conflicts.get(kb, {})
@@ -124,7 +159,7 @@ class Reindexer:
         )
         for key in [k for k, v in self._skipped.items() if k[0] == kb.name and v[0] == RECHECK]:
             del self._skipped[key]  # unreadable files and unusable names: seen afresh
-        result = await self._sync(kb, _observed(scan, indexed), indexed, actor)
+        result = await self._sync(kb, _observed(scan, indexed), indexed, actor, interactive=False)
         self._conflicts[kb.name] = scan.conflicts
         self._forget_gone(kb.name, scan, lambda path: True)
         self._note_unusable(kb.name, scan, result)
@@ -147,7 +182,7 @@ class Reindexer:
         paths = sorted(set(relpaths))
         indexed = await self.store.indexed_files(kb.name, paths)
         scan = await asyncio.to_thread(self._observe, kb.name, paths)
-        result = await self._sync(kb, _observed(scan, indexed), indexed, actor)
+        result = await self._sync(kb, _observed(scan, indexed), indexed, actor, interactive=True)
         self._forget_gone(kb.name, scan, lambda path: _under(path, paths))
         self._note_unusable(kb.name, scan, result)
         return await self._finish(kb.name, result)
@@ -194,11 +229,13 @@ class Reindexer:
         observed: Mapping[str, FileStat | None],
         indexed: Mapping[str, IndexedFile],
         actor: str,
+        *,
+        interactive: bool,
     ) -> ReindexResult:
         result = ReindexResult(scanned=sum(1 for s in observed.values() if s is not None))
         chunking = kb.config.chunking_key()
         removed: list[str] = []
-        todo: list[str] = []
+        todo: list[PrepareItem] = []
         for path, stat in observed.items():
             known = indexed.get(path)
             if stat is None:
@@ -211,13 +248,11 @@ class Reindexer:
                 result.documents_skipped += 1
                 result.skipped.append({"relative_path": path, "reason": skip[1]})
             else:
-                todo.append(path)
+                todo.append(PrepareItem(path, stat.size, known))
                 self._skipped.pop((kb.name, path), None)  # read again: skipped again, or fixed
         result.documents_removed = len(removed)
         with self.progress.track(kb.name, "indexing", len(todo)) as progress:
-            await self._index(
-                kb, todo, observed, indexed, chunking, removed, result, actor, progress
-            )
+            await self._index(kb, todo, observed, removed, result, actor, progress, interactive)
         if self.on_change is not None and (result.documents_added or result.documents_updated):
             self.on_change()
         return result
@@ -225,142 +260,106 @@ class Reindexer:
     async def _index(
         self,
         kb: KnowledgeBase,
-        todo: list[str],
+        todo: list[PrepareItem],
         observed: Mapping[str, FileStat | None],
-        indexed: Mapping[str, IndexedFile],
-        chunking: str,
         removed: list[str],
         result: ReindexResult,
         actor: str,
         progress: Progress,
+        interactive: bool,
     ) -> None:
-        """Read and parse batch after batch, each written while the next is read."""
+        """Prepare the files in worker processes; write what they answer batch by batch,
+        each batch while the next is prepared."""
+        batch = _Batch(removed=removed)
         pending: asyncio.Task[None] | None = None
-        first = _Batch(removed=removed)
-        for paths in _batches(todo, observed):
-            batch = await asyncio.to_thread(self._prepare, kb, paths, indexed, chunking, first)
-            first = _Batch()
-            result.merge(batch.counts)
-            for path, skip in batch.skipped.items():
-                self._skipped[(kb.name, path)] = skip
+
+        async def flush() -> None:
+            nonlocal batch, pending
             if pending is not None:
                 await pending
-            if batch.writes or batch.removed or batch.restat:
+                pending = None
+            if batch:
                 pending = asyncio.create_task(self._apply(kb.name, batch, result, actor))
-            progress.advance(len(paths))
-        if pending is not None:
-            await pending
+            batch = _Batch()
 
-    async def _apply(self, kb: str, batch: _Batch, result: ReindexResult, actor: str) -> None:
-        failures = await self.store.apply(kb, batch.writes, batch.removed, batch.restat, actor)
-        events = {w.document.path: w.event for w in batch.writes}
-        for failure in failures:
-            log.warning("%s: %s not indexed: %s", kb, failure.path, failure.reason)
-            self._skipped[(kb, failure.path)] = (failure.stat, failure.reason)
-            if events[failure.path] == "kb_document_ingested":
-                result.documents_added -= 1
-            else:
-                result.documents_updated -= 1
-            result.documents_skipped += 1
-            result.skipped.append({"relative_path": failure.path, "reason": failure.reason})
+        try:
+            if todo:
+                outcomes = self.preparer.prepare(
+                    kb.name, self.settings(kb), todo, interactive=interactive
+                )
+                known = {item.path: item.known for item in todo}
+                async for outcome in outcomes:
+                    self._take(kb.name, outcome, known, observed, batch, result)
+                    progress.advance(1)
+                    if batch.full():
+                        await flush()
+            await flush()
+        finally:
+            if pending is not None:
+                await pending
 
-    def _prepare(
+    def _take(
         self,
-        kb: KnowledgeBase,
-        paths: list[str],
-        indexed: Mapping[str, IndexedFile],
-        chunking: str,
+        kb: str,
+        outcome: Outcome,
+        known: Mapping[str, IndexedFile | None],
+        observed: Mapping[str, FileStat | None],
         batch: _Batch,
-    ) -> _Batch:
-        """Read, hash, parse and chunk (CPU and file work, off the event loop); the counts
-        go in the batch, merged on the loop."""
-        result = batch.counts
-        config = kb.config
-        stamp = utc_now()
-        read = self.tree.reader(kb.name)
-        for path in paths:
-            known = indexed.get(path)
-            try:
-                content = read(path)
-            except OSError as exc:
-                unreadable = f"unreadable: {exc.strerror}"
-                batch.skipped[path] = (RECHECK, unreadable)
-                result.documents_skipped += 1
-                result.skipped.append({"relative_path": path, "reason": unreadable})
-                continue  # its rows (if any) stay until the file can be read again
-            if content is None:
-                if known is not None:
-                    batch.removed.append(known.document_id)
-                    result.documents_removed += 1
-                continue
-            digest = markdown.content_hash(content.data)
-            if known and known.content_sha256 == digest and known.chunking == chunking:
-                batch.restat.append((known.document_id, content.stat))
-                result.documents_unchanged += 1
-                continue
-            reason = None
-            if len(content.data) > config.max_document_bytes * MARKDOWN_LIMIT_FACTOR:
-                reason = "too_large"
-            else:
-                try:
-                    parsed = markdown.parse(content.data, path)
-                except markdown.NotText as exc:
-                    reason = str(exc)
-            if reason is not None:
-                batch.skipped[path] = (content.stat, reason)
-                result.documents_skipped += 1
-                result.skipped.append({"relative_path": path, "reason": reason})
-                if known is not None:
-                    batch.removed.append(known.document_id)
-                    result.documents_removed += 1
-                continue
-            doc_id = known.document_id if known else markdown.document_id(path)
-            document = Document(
-                id=doc_id,
-                resource_name=kb.name,
-                path=path,
-                title=parsed.title,
-                description=parsed.description,
-                content_sha256=digest,
-                source_mode=parsed.source_mode,
-                metadata=parsed.metadata,
-                created_at=stamp,
-                updated_at=utc_from_ns(content.stat.mtime_ns),  # the file's, as people see it
-                embed_pending=config.vector_enabled,
-                tags=parsed.tags,
-                aliases=parsed.aliases,
-            )
-            chunks = chunk_markdown(
-                parsed.body,
-                parsed.title,
-                config.chunk_size,
-                config.chunk_overlap,
-                first_line=parsed.body_line,
-            )
-            event = "kb_document_updated" if known else "kb_document_ingested"
-            batch.writes.append(
-                DocumentWrite(document, content.stat, chunking, chunks, event, parsed.links)
-            )
-            if known:
+        result: ReindexResult,
+    ) -> None:
+        """One prepared file into the batch and the counts."""
+        path = outcome.path
+        indexed = known.get(path)
+        if isinstance(outcome, DocumentWrite):
+            batch.writes.append(outcome)
+            batch.bytes += sum(len(c.fts_text) for c in outcome.chunks)
+            if indexed:
                 result.documents_updated += 1
             else:
                 result.documents_added += 1
-        return batch
+            if outcome.degraded:
+                result.documents_degraded += 1
+            return
+        if isinstance(outcome, Unchanged):
+            if indexed is not None:
+                batch.restat.append((indexed.document_id, outcome.stat))
+            result.documents_unchanged += 1
+            return
+        if isinstance(outcome, Gone):
+            reason = None
+        elif isinstance(outcome, Skipped):
+            reason = outcome.reason
+            stat = outcome.stat or RECHECK
+        else:
+            assert isinstance(outcome, Failed)
+            log.warning("%s: %s not indexed: %s", kb, path, outcome.reason)
+            reason = outcome.reason
+            stat = observed.get(path) or RECHECK  # tried again once the file changes
+        if reason is not None:
+            self._skipped[(kb, path)] = (stat, reason)
+            result.documents_skipped += 1
+            result.skipped.append({"relative_path": path, "reason": reason})
+            if isinstance(outcome, Skipped) and outcome.stat is None:
+                return  # could not be read: its rows stay until it can be read again
+        if indexed is not None:
+            batch.removed.append(indexed.document_id)
+            result.documents_removed += 1
 
-
-def _batches(todo: list[str], observed: Mapping[str, FileStat | None]) -> Iterator[list[str]]:
-    """`todo` in batches of at most BATCH files and about BATCH_BYTES; at least one batch."""
-    batch: list[str] = []
-    size = 0
-    for path in todo:
-        stat = observed.get(path)
-        size += stat.size if stat else 0
-        batch.append(path)
-        if len(batch) >= BATCH or size >= BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
-    if batch or not todo:
-        yield batch
+    async def _apply(self, kb: str, batch: _Batch, result: ReindexResult, actor: str) -> None:
+        failures = await self.store.apply(kb, batch.writes, batch.removed, batch.restat, actor)
+        events = {w.document.path: w for w in batch.writes}
+        for failure in failures:
+            log.warning("%s: %s not indexed: %s", kb, failure.path, failure.reason)
+            self._skipped[(kb, failure.path)] = (failure.stat, failure.reason)
+            write = events[failure.path]
+            if write.event == "kb_document_ingested":
+                result.documents_added -= 1
+            else:
+                result.documents_updated -= 1
+            if write.degraded:
+                result.documents_degraded -= 1
+            result.documents_skipped += 1
+            result.skipped.append({"relative_path": failure.path, "reason": failure.reason})
 
 
 def _under(path: str, paths: Iterable[str]) -> bool:

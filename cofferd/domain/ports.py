@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from cofferd.domain.conflicts import ConflictCopy
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.links import Link
-from cofferd.domain.models import Chunk, Document, KnowledgeBase, Passage
+from cofferd.domain.models import Document, KnowledgeBase, Passage
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +35,14 @@ class TreeScan:
 
 @dataclass(frozen=True)
 class FileContent:
-    data: bytes
+    data: bytes  # the file's bytes, or only their beginning when read up to a limit
     stat: FileStat
+    digest: str  # sha256 of the whole file
+    size: int  # bytes of the whole file
+
+    @property
+    def cut(self) -> bool:
+        return len(self.data) < self.size
 
 
 @dataclass(frozen=True)
@@ -81,8 +87,6 @@ class DocsTree(Protocol):
 
     def read(self, kb: str, relpath: str) -> FileContent | None: ...
 
-    def reader(self, kb: str) -> Callable[[str], FileContent | None]: ...
-
     def stat(self, kb: str, relpath: str) -> FileStat | None: ...
 
     def absolute(self, kb: str, relpath: str) -> str: ...
@@ -108,14 +112,35 @@ class IndexedFile:
     chunking: str
 
 
+@dataclass(frozen=True, slots=True)
+class IndexedChunk:
+    """A chunk as stored: where it is, its heading path, and its text and heading path
+    as FTS5 indexes them (fts.index_text)."""
+
+    position: int
+    heading: tuple[str, ...]
+    line_start: int
+    line_end: int
+    fts_text: str
+    fts_heading: str
+
+
 @dataclass(frozen=True)
 class DocumentWrite:
+    """A prepared document, ready for the writer."""
+
     document: Document
     stat: FileStat
     chunking: str
-    chunks: Sequence[Chunk]
+    chunks: Sequence[IndexedChunk]
     event: str
     links: Sequence[Link] = ()
+    fts_meta: str = ""  # title, aliases and tags, as FTS5 indexes them
+    degraded: tuple[str, ...] = ()  # the budgets it was held to (also in its metadata)
+
+    @property
+    def path(self) -> str:
+        return self.document.path
 
 
 @dataclass(frozen=True)

@@ -4,29 +4,21 @@ defines them), reading and writing them whole, and the originals kept in raw/.""
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import stat as stat_mod
-import unicodedata
-from collections.abc import Callable
 from pathlib import Path
 
 from cofferd.domain.conflicts import ConflictCopy, conflict_copy
 from cofferd.domain.errors import StorageError
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
+from cofferd.infrastructure.doc_files import TreeReader, disk_path, inside, stat_of
 from cofferd.infrastructure.document_policy import DocumentPolicy
 from cofferd.infrastructure.fsutil import atomic_write
 from cofferd.infrastructure.ignore_rules import IgnoreRules
 from cofferd.locations import Locations, normalize_relpath
 
 log = logging.getLogger(__name__)
-
-READ_ATTEMPTS = 5
-
-
-def _stat(st: os.stat_result) -> FileStat:
-    return FileStat(size=st.st_size, mtime_ns=st.st_mtime_ns)
 
 
 class FileDocsTree:
@@ -121,21 +113,14 @@ class FileDocsTree:
             ):
                 copy = conflict_copy(relpath)
                 if copy is None:
-                    files[relpath] = _stat(entry.stat())
+                    files[relpath] = stat_of(entry.stat())
                 else:
                     conflicts[relpath] = copy
         except OSError as exc:  # vanished or unreadable between listing and stat
             log.debug("skipping %s: %s", entry.path, exc)
 
     def _disk_path(self, kb: str, relpath: str) -> Path:
-        """Where a document really is. Index keys are NFC; a name synced from macOS may be
-        stored decomposed (NFD), which Linux treats as a different name."""
-        path = self.locations.doc_path(kb, relpath)
-        if not os.path.lexists(path):
-            decomposed = self.locations.doc_path(kb, unicodedata.normalize("NFD", relpath))
-            if decomposed != path and os.path.lexists(decomposed):
-                return decomposed
-        return path
+        return disk_path(self.locations.docs_dir(kb), relpath)
 
     def stat(self, kb: str, relpath: str) -> FileStat | None:
         """The file's size and mtime if it is a document, else None."""
@@ -148,36 +133,11 @@ class FileDocsTree:
             st = path.lstat()
         except OSError:
             return None
-        return _stat(st) if stat_mod.S_ISREG(st.st_mode) else None
+        return stat_of(st) if stat_mod.S_ISREG(st.st_mode) else None
 
     def read(self, kb: str, relpath: str) -> FileContent | None:
         """The file's bytes, read again while it changes under us (a save in progress)."""
-        return self.reader(kb)(relpath)
-
-    def reader(self, kb: str) -> Callable[[str], FileContent | None]:
-        """`read` for many files of one KB: each folder is checked to be inside the docs
-        tree once per reader (a reader lives for one batch, on one thread)."""
-        root = self.locations.docs_dir(kb).resolve()
-        folders: dict[Path, bool] = {}
-
-        def read(relpath: str) -> FileContent | None:
-            path = self._disk_path(kb, relpath)
-            inside = folders.get(path.parent)
-            if inside is None:
-                inside = folders[path.parent] = _inside(os.path.realpath(path.parent), root)
-            if not inside:
-                return None
-            content: FileContent | None = None
-            for _ in range(READ_ATTEMPTS):
-                try:
-                    content = _read_once(path)
-                except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-                    return None
-                if content is None or content.stat.size == len(content.data):
-                    return content
-            return content
-
-        return read
+        return TreeReader(self.locations.docs_dir(kb)).read(relpath)
 
     def absolute(self, kb: str, relpath: str) -> str:
         """The file's path as people know it (in an attached folder, not through the link)."""
@@ -232,21 +192,5 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def _read_once(path: Path) -> FileContent | None:
-    """One read of the file; None when it is a symlink (ELOOP under O_NOFOLLOW)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return None
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        before = _stat(os.fstat(fd))
-        data = fh.read()
-        after = _stat(os.fstat(fd))
-    # A write during the read shows as a changed stat: report a size that cannot match.
-    return FileContent(data=data, stat=before if after == before else FileStat(-1, 0))
-
-
 def _inside(target: str, root: Path) -> bool:
-    return target == str(root) or target.startswith(str(root) + os.sep)
+    return inside(target, str(root))

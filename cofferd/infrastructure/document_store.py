@@ -112,10 +112,7 @@ def _write_document(conn: Connection, kb: str, w: DocumentWrite, actor: str) -> 
              for seq, c in numbered],
         )  # fmt: skip
         keyword_index.insert(
-            conn,
-            kb,
-            [(seq, c.text, c.heading) for seq, c in numbered],
-            [d.title, *d.aliases, *d.tags],
+            conn, kb, [(seq, c.fts_text, c.fts_heading) for seq, c in numbered], w.fts_meta
         )
     conn.execute(
         """

@@ -51,17 +51,13 @@ def drop(conn: Connection, kb: str) -> None:
         conn.execute("DELETE FROM fts_tables WHERE resource_name = ?", (kb,))
 
 
-def insert(
-    conn: Connection, kb: str, rows: Sequence[tuple[int, str, Sequence[str]]], meta: Sequence[str]
-) -> None:
+def insert(conn: Connection, kb: str, rows: Sequence[tuple[int, str, str]], meta: str) -> None:
     """One document's chunks as (rowid, text, heading path), with its title, aliases and
-    tags (`meta`)."""
-    about = fts.index_text(" / ".join(meta))
+    tags (`meta`), each already in the form FTS5 indexes (fts.index_text)."""
     conn.executemany(
         f"INSERT INTO {table_name(kb)} (rowid, text, heading, meta) VALUES (?, ?, ?, ?)",
-        [(rowid, fts.index_text(text), fts.index_text(" / ".join(heading)), about)
-         for rowid, text, heading in rows],
-    )  # fmt: skip
+        [(rowid, text, heading, meta) for rowid, text, heading in rows],
+    )
 
 
 def delete(conn: Connection, kb: str, rowids: Iterable[int]) -> None:

@@ -13,6 +13,10 @@ the API on a Unix socket. Settings come from flags, else from the environment:
   tool calls, are kept (default 100000; older ones are trimmed as new ones arrive).
 * ``COFFER_TRASH_RETENTION_DAYS``: days a deleted document stays in its knowledge base's
   trash before it is purged (default 30; 0 purges at the next look).
+* ``COFFER_WORKERS``: worker processes that prepare documents for the index (default: one
+  per core; one more, kept for saves, serves interactive work only).
+* ``COFFER_PREPARE_TIMEOUT``: seconds one document may take to prepare (default 30); a
+  worker over it is replaced and the document skipped with its reason.
 * ``NOTIFY_SOCKET``, ``LISTEN_FDS``/``LISTEN_PID``: set by systemd for readiness and
   socket activation.
 """
@@ -29,8 +33,9 @@ from pathlib import Path
 
 from cofferd import __version__
 from cofferd.application.trash import RETENTION_DAYS
+from cofferd.domain.budgets import DEFAULT as DEFAULT_BUDGET
 from cofferd.locations import Locations
-from cofferd.surfaces.core import Tuning
+from cofferd.surfaces.core import Tuning, default_workers
 from cofferd.surfaces.daemon import AlreadyRunning, run
 from cofferd.surfaces.progress_bar import BarAwareHandler
 from cofferd.surfaces.unix_socket import SocketInUse
@@ -107,6 +112,21 @@ def parser() -> argparse.ArgumentParser:
         help="days deleted documents stay restorable (env COFFER_TRASH_RETENTION_DAYS; "
         f"default {RETENTION_DAYS})",
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=int(os.environ.get("COFFER_WORKERS") or default_workers()),
+        metavar="N",
+        help="worker processes preparing documents (env COFFER_WORKERS; default: one per core)",
+    )
+    p.add_argument(
+        "--prepare-timeout",
+        type=float,
+        default=float(os.environ.get("COFFER_PREPARE_TIMEOUT") or DEFAULT_BUDGET.prepare_s),
+        metavar="SECONDS",
+        help="time one document may take to prepare (env COFFER_PREPARE_TIMEOUT; "
+        f"default {DEFAULT_BUDGET.prepare_s:g})",
+    )
     return p
 
 
@@ -125,11 +145,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.trash_retention_days < 0:
         print("cofferd: --trash-retention-days must not be negative", file=sys.stderr)
         return 2
+    if args.workers < 1 or args.prepare_timeout <= 0:
+        print("cofferd: --workers and --prepare-timeout must be positive", file=sys.stderr)
+        return 2
     tuning = Tuning(
         reconcile_interval_s=args.reconcile_interval,
         activity_keep=args.activity_keep,
         agent_roots=tuple(Path(r).expanduser().absolute() for r in args.agent_root),
         trash_retention_days=args.trash_retention_days,
+        workers=args.workers,
+        prepare_timeout_s=args.prepare_timeout,
     )
     try:
         asyncio.run(run(locations, tuning))

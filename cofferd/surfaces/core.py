@@ -4,7 +4,7 @@ application services it exposes; the stores are built here and nowhere else."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from cofferd.application.registry import KBRegistry
 from cofferd.application.reindexer import Reindexer
 from cofferd.application.retrieval import Retrieval
 from cofferd.application.trash import RETENTION_DAYS, Trash
+from cofferd.domain.budgets import DEFAULT as DEFAULT_BUDGET
 from cofferd.infrastructure import vec_index
 from cofferd.infrastructure.activity_store import KEEP_DEFAULT, SqliteActivity
 from cofferd.infrastructure.conversion import WorkerConverter
@@ -32,11 +33,20 @@ from cofferd.infrastructure.embedders import make_embedder
 from cofferd.infrastructure.graph_store import SqliteGraph
 from cofferd.infrastructure.grep import Ripgrep
 from cofferd.infrastructure.kb_files import KBFiles
+from cofferd.infrastructure.preparer import ProcessPreparer
 from cofferd.infrastructure.sandbox import private_folders
 from cofferd.infrastructure.sqlite import SQLITE_VERSION
 from cofferd.infrastructure.trash import FileTrash
 from cofferd.infrastructure.vector_store import SqliteVectors
 from cofferd.locations import Locations
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on macOS
+        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,8 @@ class Tuning:
     activity_keep: int = KEEP_DEFAULT
     agent_roots: tuple[Path, ...] = ()  # folders agents may add files from (none by default)
     trash_retention_days: int = RETENTION_DAYS
+    workers: int = field(default_factory=default_workers)  # preparing documents
+    prepare_timeout_s: float = DEFAULT_BUDGET.prepare_s  # one document, in a worker
 
 
 @dataclass(frozen=True)
@@ -71,8 +83,15 @@ class Coffer:
         tree = FileDocsTree(locations, self.policy)
         self.registry = KBRegistry(KBFiles(locations))
         self.progress = ProgressBoard()
+        self.preparer = ProcessPreparer(locations, tuning.workers)
         self.reindexer = Reindexer(
-            stores.documents, stores.activity, tree, self.registry, self.progress
+            stores.documents,
+            stores.activity,
+            tree,
+            self.registry,
+            self.preparer,
+            self.progress,
+            replace(DEFAULT_BUDGET, prepare_s=tuning.prepare_timeout_s),
         )
         self.kbs = KnowledgeBases(
             self.registry, self.registry.repo, stores.documents, stores.activity, self.reindexer
@@ -135,11 +154,13 @@ class Coffer:
         os.chmod(locations.home, 0o700)  # it holds the index: the text of every note
         db = await Database(locations.db_path).open()
         coffer = cls(locations, db, tuning)
+        coffer.preparer.start()
         try:
             await coffer.stores.activity.keep(tuning.activity_keep)
             await coffer.registry.load()
             await coffer._restore()
         except BaseException:
+            await coffer.preparer.close()
             await db.close()
             raise
         db.on_damage = coffer._rebuild
@@ -165,6 +186,7 @@ class Coffer:
     async def close(self) -> None:
         await self.indexing.stop()
         await self.embeddings.stop()
+        await self.preparer.close()
         await self.converter.close()
         await self.stores.db.close()
 

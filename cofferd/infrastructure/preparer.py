@@ -1,0 +1,71 @@
+"""The Preparer port over worker processes: documents prepared on every core, each within
+its time, off the serving loop (the worker is surfaces/prepare_worker)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+
+from cofferd.domain.ports import DocumentWrite
+from cofferd.domain.preparation import (
+    Failed,
+    Gone,
+    Outcome,
+    PrepareItem,
+    PrepareSettings,
+    Skipped,
+    Unchanged,
+)
+from cofferd.infrastructure.worker_pool import WorkerPool, WorkFailed
+from cofferd.locations import Locations
+
+WORKER_MODULE = "cofferd.surfaces.prepare_worker"
+# A unit (what one worker gets at once) ends at whichever comes first: small units keep
+# every worker busy and let a save in between.
+UNIT_FILES = 32
+UNIT_BYTES = 256 * 1024
+OUTCOMES = (Gone, Unchanged, Skipped, DocumentWrite)
+
+
+class ProcessPreparer:
+    def __init__(self, locations: Locations, workers: int) -> None:
+        self.locations = locations
+        self.pool = WorkerPool(WORKER_MODULE, workers)
+
+    def start(self) -> None:
+        self.pool.start()
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def prepare(
+        self,
+        kb: str,
+        settings: PrepareSettings,
+        items: Sequence[PrepareItem],
+        *,
+        interactive: bool,
+    ) -> AsyncIterator[Outcome]:
+        head = (str(self.locations.docs_dir(kb)), settings)
+        budget = settings.budget.prepare_s
+        async for item, reply in self.pool.run(
+            head, list(_units(items)), interactive=interactive, timeout_of=lambda _: budget
+        ):
+            if isinstance(reply, WorkFailed):
+                yield Failed(item.path, reply.reason)
+            elif isinstance(reply, OUTCOMES) and reply.path == item.path:
+                yield reply
+            else:
+                yield Failed(item.path, "its worker process answered out of turn")
+
+
+def _units(items: Sequence[PrepareItem]) -> Iterator[list[PrepareItem]]:
+    unit: list[PrepareItem] = []
+    size = 0
+    for item in items:
+        if unit and (len(unit) >= UNIT_FILES or size + item.size > UNIT_BYTES):
+            yield unit
+            unit, size = [], 0
+        unit.append(item)
+        size += item.size
+    if unit:
+        yield unit

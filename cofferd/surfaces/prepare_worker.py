@@ -1,0 +1,87 @@
+"""A worker process that prepares documents for the index (the composition root of one).
+
+The daemon starts a few of these (infrastructure.worker_pool) and sends each a batch at a
+time: a KB's docs folder, its settings and the files to prepare. For every file, in order,
+the worker answers one outcome (domain.preparation): it reads the file (confined to the
+folder), and prepares it (application.preparation), text for FTS5 included. Files are
+hostile input: if one makes this process slow or kills it, the daemon replaces the
+process and skips that file; nothing else is held up.
+
+It imports no more than preparing needs (no pydantic, no SQLite), so it starts fast and
+costs little memory while it waits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import resource
+import sys
+import traceback
+from pathlib import Path
+from typing import IO
+
+from cofferd.application import preparation
+from cofferd.domain.preparation import Gone, Outcome, PrepareItem, PrepareSettings, Skipped
+from cofferd.infrastructure import fts
+from cofferd.infrastructure.doc_files import TreeReader
+from cofferd.infrastructure.frames import read, write
+
+log = logging.getLogger("cofferd.prepare_worker")
+
+MEMORY_MB = 2048  # address space: a document that needs more fails with MemoryError
+NICE = 5  # serving requests and writing the index come first
+READY = "ready"
+
+
+def prepare_one(reader: TreeReader, item: PrepareItem, settings: PrepareSettings) -> Outcome:
+    try:
+        content = reader.read(item.path, limit=settings.budget.indexed_bytes)
+    except OSError as exc:
+        return Skipped(item.path, None, f"unreadable: {exc.strerror or exc}")
+    except ValueError as exc:  # a path that cannot name a file in the tree
+        return Skipped(item.path, None, f"unreadable: {exc}")
+    if content is None:
+        return Gone(item.path)
+    try:
+        return preparation.prepare(item, content, settings, fts.index_text)
+    except MemoryError:
+        return Skipped(item.path, content.stat, "needs more memory than a document may use")
+    except RecursionError:
+        return Skipped(item.path, content.stat, "nests too deeply to be read")
+
+
+def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
+    write(replies, READY)
+    while (request := read(requests)) is not None:
+        (docs, settings), items = request
+        reader = TreeReader(Path(docs))
+        for item in items:
+            try:
+                outcome = prepare_one(reader, item, settings)
+            except Exception as exc:  # noqa: BLE001 - a bug must cost one file, not the batch
+                traceback.print_exc(file=sys.stderr)
+                outcome = Skipped(item.path, None, f"cannot be prepared: {type(exc).__name__}")
+            write(replies, outcome)
+
+
+def limit_resources() -> None:
+    with contextlib.suppress(ValueError, OSError):  # not every OS has RLIMIT_AS
+        limit = MEMORY_MB * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    with contextlib.suppress(OSError):
+        os.nice(NICE)
+
+
+def main() -> None:
+    limit_resources()
+    # Replies get a private copy of stdout; anything a library prints goes to stderr.
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
+        serve(sys.stdin.buffer, replies)
+
+
+if __name__ == "__main__":
+    main()
