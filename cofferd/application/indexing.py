@@ -5,6 +5,10 @@ File events are hints, never trusted: the watcher hands over paths, and the Rein
 stats every one of them (a folder that appeared is scanned whole, a vanished path is
 removed). Bursts coalesce: while one batch is indexed, later paths pile up and become the
 next batch. A periodic full reconcile repairs anything the events missed.
+
+Knowledge bases are indexed side by side, each by a runner of its own: a save in one is
+never queued behind another's full reconcile. Within one, changed paths go before a full
+reconcile that is waiting (it would cover them, but much later).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ RETRY_S = (2.0, 5.0, 15.0, 30.0, 60.0)  # after the storage failed: retried unti
 
 @dataclass
 class IndexingState:
-    busy: bool = False
+    busy: set[str] = field(default_factory=set)  # KBs being indexed now
     last_error: str | None = None
     last_full_reconcile_at: str | None = None
     last_full_reconcile_s: float | None = None
@@ -55,22 +59,29 @@ class IndexingService:
         self.state = IndexingState()
         self.pending: dict[str, set[str]] = {}
         self._full: set[str] = set()
-        self._wake = asyncio.Event()
+        self._runners: dict[str, asyncio.Task[None]] = {}
+        self._started = False
         self._stopping = False
-        self._work: asyncio.Task[None] | None = None
         self._periodic: asyncio.Task[None] | None = None
 
     # -- what the watcher and the API tell it ---------------------------------------------
 
     def paths_changed(self, kb: str, relpaths: Iterable[str]) -> None:
         self.pending.setdefault(kb, set()).update(relpaths)
-        self._wake.set()
+        self._run(kb)
 
     def request_full(self, kb: str | None = None) -> None:
         """Reconcile a KB whole (every KB when None), its settings read again first: its
         folder, docs/ or settings file appeared, changed or vanished."""
-        self._full.update([kb] if kb else [k.name for k in self.kbs.list()])
-        self._wake.set()
+        for name in [kb] if kb else [k.name for k in self.kbs.list()]:
+            self._full.add(name)
+            self._run(name)
+
+    def _run(self, kb: str) -> None:
+        """Make sure the KB's runner is at work (it ends when its queue is empty)."""
+        runner = self._runners.get(kb)
+        if self._started and not self._stopping and (runner is None or runner.done()):
+            self._runners[kb] = asyncio.create_task(self._runner(kb), name=f"indexing-{kb}")
 
     def forget(self, kb: str) -> None:
         """Drop queued work of a KB that is about to be deleted."""
@@ -105,26 +116,28 @@ class IndexingService:
     # -- life -----------------------------------------------------------------------------
 
     def start(self, *, full_reconcile: bool = True) -> None:
+        self._started = True
         if full_reconcile:
             self.request_full()
-        self._work = asyncio.create_task(self._work_loop(), name="indexing")
+        for kb in {*self.pending, *self._full}:  # asked for before the start
+            self._run(kb)
         self._periodic = asyncio.create_task(self._periodic_loop(), name="periodic-reconcile")
 
     async def stop(self, grace_s: float = 1.0) -> None:
-        """Stop; let the batch in flight finish (bounded by `grace_s`)."""
+        """Stop; let the batches in flight finish (bounded by `grace_s`)."""
         self._stopping = True
         self.pending.clear()
         self._full.clear()
-        self._wake.set()
         if self._periodic is not None:
             self._periodic.cancel()
-        if self._work is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._work), grace_s)
-            except TimeoutError:
+        runners = [t for t in self._runners.values() if not t.done()]
+        if runners:
+            _, cut = await asyncio.wait(runners, timeout=grace_s)
+            if cut:
                 log.warning("stopping in the middle of a reconcile; it resumes at next start")
-                self._work.cancel()
-        tasks = [t for t in (self._work, self._periodic) if t is not None]
+                for task in cut:
+                    task.cancel()
+        tasks = [*self._runners.values(), *([self._periodic] if self._periodic else [])]
         await asyncio.gather(*tasks, return_exceptions=True)
 
     @property
@@ -139,7 +152,7 @@ class IndexingService:
         s = self.state
         return {
             "queue_depth": self.queue_depth,
-            "busy": s.busy,
+            "busy": bool(s.busy),
             "last_error": s.last_error,
             "last_full_reconcile_at": s.last_full_reconcile_at,
             "last_full_reconcile_s": s.last_full_reconcile_s,
@@ -148,20 +161,18 @@ class IndexingService:
 
     # -- the work -------------------------------------------------------------------------
 
-    async def _work_loop(self) -> None:
-        while not self._stopping:
-            await self._wake.wait()
-            self._wake.clear()
-            while (self.pending or self._full) and not self._stopping:
-                self.state.busy = True
-                try:
-                    if self._full:
-                        await self._reconcile(self._full.pop(), None)
-                    else:
-                        kb, paths = self.pending.popitem()
-                        await self._reconcile(kb, paths)
-                finally:
-                    self.state.busy = False
+    async def _runner(self, kb: str) -> None:
+        """Index one KB until nothing is asked of it: changed paths first."""
+        while not self._stopping and (self.pending.get(kb) or kb in self._full):
+            self.state.busy.add(kb)
+            try:
+                if self.pending.get(kb):
+                    await self._reconcile(kb, self.pending.pop(kb))
+                else:
+                    self._full.discard(kb)
+                    await self._reconcile(kb, None)
+            finally:
+                self.state.busy.discard(kb)
 
     async def _reconcile(self, name: str, paths: set[str] | None) -> None:
         """Reconcile `paths` of a KB (all of it when None). A failure is logged and shown in
