@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -36,14 +37,17 @@ async def test_readers_never_see_database_is_locked(tmp_path: Path) -> None:
     release = asyncio.Event()
     loop = asyncio.get_running_loop()
 
+    holding = threading.Event()
+
     def long_write(conn: sqlite.Connection) -> None:
         with atomic(conn):
             conn.execute("INSERT INTO audit (at, actor, event) VALUES ('t', 'test', 'held')")
+            holding.set()
             asyncio.run_coroutine_threadsafe(release.wait(), loop).result(timeout=10)
 
     try:
         writer = asyncio.create_task(db.write(long_write))
-        await asyncio.sleep(0)  # let the writer take its lock
+        assert await asyncio.to_thread(holding.wait, 10)  # the writer holds its transaction
         for _ in range(20):
             seen = await db.read(lambda c: c.execute("SELECT count(*) FROM audit").fetchone()[0])
             assert seen == 0  # the uncommitted row is invisible, and reading did not block
@@ -53,6 +57,29 @@ async def test_readers_never_see_database_is_locked(tmp_path: Path) -> None:
     finally:
         release.set()
         await db.close()
+
+
+def test_a_commit_that_fails_leaves_no_transaction_open(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    conn = sqlite.connect(path)
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+    conn.execute(
+        "CREATE TABLE child (id INTEGER PRIMARY KEY,"
+        " parent INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)"
+    )
+    with pytest.raises(sqlite.IntegrityError), atomic(conn):
+        conn.execute("INSERT INTO child VALUES (1, 42)")  # refused only at COMMIT
+    assert not conn.in_transaction
+    with atomic(conn):  # a transaction of its own again, not a savepoint inside the old one
+        conn.execute("INSERT INTO parent VALUES (1)")
+    other = sqlite.connect(path, readonly=True)
+    try:
+        assert other.execute("SELECT count(*) FROM parent").fetchone()[0] == 1
+        assert other.execute("SELECT count(*) FROM child").fetchone()[0] == 0
+    finally:
+        other.close()
+        conn.close()
 
 
 def test_migrations_apply_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

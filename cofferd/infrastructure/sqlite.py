@@ -80,7 +80,8 @@ def connect(path: Path, *, readonly: bool = False) -> Connection:
 def atomic(conn: Connection) -> Iterator[Connection]:
     """All of the block or none of it. Outermost: one write transaction, taken at once (no
     lock-upgrade deadlock). Nested: a savepoint, so a failure undoes only its own changes.
-    Clean-up never hides the error that caused it."""
+    A COMMIT (or RELEASE) that fails undoes the block too, so no transaction is ever left
+    open on the connection. Clean-up never hides the error that caused it."""
     if conn.in_transaction:
         # One name at every depth: SQLite matches the innermost savepoint of that name,
         # and the statements stay in its cache.
@@ -91,10 +92,10 @@ def atomic(conn: Connection) -> Iterator[Connection]:
     conn.execute(begin)
     try:
         yield conn
+        conn.execute(end)
     except BaseException:
         _undo(conn, undo)
         raise
-    conn.execute(end)
 
 
 def _undo(conn: Connection, statements: Sequence[str]) -> None:
