@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
@@ -123,3 +124,18 @@ async def test_a_docs_folder_without_settings_is_adopted_once(coffer: Coffer) ->
     kb = await coffer.kbs.adopt("plain")
     assert coffer.locations.kb_config_path("plain").is_file()
     assert coffer.kbs.get("plain").created_at == kb.created_at
+
+
+async def test_two_settings_changes_at_once_both_persist(
+    coffer: Coffer, kb: KnowledgeBase
+) -> None:
+    await asyncio.gather(
+        coffer.kbs.update_config("notes", {"default_mode": "grep"}),
+        coffer.kbs.update_config("notes", {"chunk_overlap": 32}),
+        coffer.kbs.update_config("notes", {"auto_update_sources": True}),
+    )
+    saved = await coffer.registry.reload("notes")  # as the files say
+    assert saved is not None
+    assert saved.config.default_mode == "grep"
+    assert saved.config.chunk_overlap == 32
+    assert saved.config.auto_update_sources is True

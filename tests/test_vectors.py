@@ -310,3 +310,23 @@ async def test_search_says_what_answered_and_why(
     )
     result = await coffer.retrieval.search(no_provider.name, "anything")
     assert (result.mode, result.fallback) == ("keyword", "no_provider")
+
+
+async def test_vectors_are_written_under_the_knowledge_base_lock(
+    coffer: Coffer, vkb: KnowledgeBase, server: FakeEmbeddings
+) -> None:
+    await coffer.embeddings.drain("vec")
+    write(coffer.locations.docs_dir("vec") / "cats.md", "# Cats\n\nCats nap in the sun.")
+    await coffer.reindexer.reconcile(vkb)  # cats.md owes new vectors
+    asked = server.requests
+    async with coffer.registry.lock("vec"):  # as a reconcile of the KB would hold it
+        draining = asyncio.create_task(coffer.embeddings.drain("vec"))
+        deadline = time.monotonic() + 10
+        while server.requests == asked and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert server.requests > asked  # the vectors are computed meanwhile...
+        await asyncio.sleep(0.2)
+        assert not draining.done()  # ...but not written while the lock is held
+        assert (await coffer.stores.documents.metrics("vec"))["embed_pending"] == 1
+    await draining
+    assert (await coffer.stores.documents.metrics("vec"))["embed_pending"] == 0

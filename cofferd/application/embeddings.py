@@ -76,7 +76,8 @@ class Embeddings:
     async def retry_now(self, kb: str) -> None:
         """A reconcile asks for another try of failed embeds, without waiting out backoff."""
         self._state.pop(kb, None)
-        await self.store.retry_embeds_now(kb)
+        async with self.kbs.registry.lock(kb):
+            await self.store.retry_embeds_now(kb)
         self.wake()
 
     # -- the work -------------------------------------------------------------------------
@@ -138,11 +139,13 @@ class Embeddings:
             if recorded != (embedding.identity(), embedding.dimensions):
                 if recorded is not None:
                     log.info("%s: embedding model changed; embedding it again", kb.name)
-                await self.store.reset_vectors(
-                    kb.name, pending=True, model=embedding.identity(), dims=embedding.dimensions
-                )
+                async with self.kbs.registry.lock(kb.name):
+                    await self.store.reset_vectors(
+                        kb.name, True, model=embedding.identity(), dims=embedding.dimensions
+                    )
         elif recorded is not None:
-            await self.store.reset_vectors(kb.name, pending=False)
+            async with self.kbs.registry.lock(kb.name):
+                await self.store.reset_vectors(kb.name, pending=False)
 
     def _embedder(self, kb: KnowledgeBase) -> Embedder:
         config = kb.config.embedding
@@ -173,18 +176,20 @@ class Embeddings:
             state.failures += 1
             state.last_error = message
             log.warning("%s: embedding failed (%s); retrying in %.0f s", kb.name, message, delay)
-            await self.store.embed_failed(
-                kb.name, [j.document_id for j in jobs], message, time.time() + delay
-            )
+            async with self.kbs.registry.lock(kb.name):
+                await self.store.embed_failed(
+                    kb.name, [j.document_id for j in jobs], message, time.time() + delay
+                )
             self._caught_up(kb.name)  # until the retry: nothing is under way
             return False
         done, start = [], 0
         for job in jobs:
             done.append((job, vectors[start : start + len(job.chunks)]))
             start += len(job.chunks)
-        state.embedded += await self.store.store_vectors(
-            kb.name, config.identity(), config.dimensions, done
-        )
+        async with self.kbs.registry.lock(kb.name):  # like every change to a KB's index
+            state.embedded += await self.store.store_vectors(
+                kb.name, config.identity(), config.dimensions, done
+            )
         state.failures, state.last_error = 0, None
         progress.advance(len(jobs))
         return True

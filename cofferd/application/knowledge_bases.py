@@ -122,7 +122,8 @@ class KnowledgeBases:
 
     async def _writable(self, name: str) -> KnowledgeBase:
         """The KB as its settings file says now (an edit by hand may not have been seen
-        yet), if that file can be rewritten without losing what is in it."""
+        yet), if that file can be rewritten without losing what is in it. The caller holds
+        the KB's lock from this read to its write, so no change is lost between them."""
         self.get(name)
         kb = await self.registry.reload(name)
         if kb is None:
@@ -136,9 +137,9 @@ class KnowledgeBases:
         return kb
 
     async def _save(self, kb: KnowledgeBase) -> None:
-        async with self.registry.lock(kb.name):
-            await asyncio.to_thread(self.repo.save, kb)
-            self.registry.put(kb)
+        """Write the KB's settings (the caller holds its lock)."""
+        await asyncio.to_thread(self.repo.save, kb)
+        self.registry.put(kb)
 
     def problems(self, kb: KnowledgeBase) -> tuple[str, ...]:
         """What in a KB's settings keeps part of it from working here."""
@@ -155,21 +156,31 @@ class KnowledgeBases:
     async def update_config(
         self, name: str, patch: dict[str, Any], *, actor: str = "user"
     ) -> SettingsUpdate:
-        """Change settings; a chunking or size-limit change reconciles before returning."""
-        kb = await self._writable(name)
-        config = await self._vetted(merge_config(kb.config, patch))
-        updated = replace(kb, config=config, ignored_settings=())
-        await self._save(updated)
-        await self.activity.audit(
-            "resource_updated", actor, name, None, {"config": config.model_dump(mode="json")}
-        )
-        result = None
-        limit_changed = config.max_document_bytes != kb.config.max_document_bytes
-        rechunked = config.chunking_key() != kb.config.chunking_key()
-        if limit_changed:
-            self.reindexer.forget_skipped(name)
-        if updated.enabled and (rechunked or limit_changed):
-            result = await self.reindexer.reconcile(updated, actor=actor)
+        """Change settings; a chunking or size-limit change reconciles before returning.
+        Read, merge and write happen under the KB's lock: two changes at once both land."""
+        # Vetting can take a while (a local model is loaded to try it): done before the
+        # lock, and again under it only if what it vetted changed meanwhile.
+        vetted = await self._vetted(merge_config(self.get(name).config, patch))
+        async with self.registry.lock(name):
+            kb = await self._writable(name)
+            config = merge_config(kb.config, patch)
+            if (
+                config.embedding != vetted.embedding
+                or config.vector_enabled != vetted.vector_enabled
+            ):
+                config = await self._vetted(config)
+            updated = replace(kb, config=config, ignored_settings=())
+            await self._save(updated)
+            await self.activity.audit(
+                "resource_updated", actor, name, None, {"config": config.model_dump(mode="json")}
+            )
+            limit_changed = config.max_document_bytes != kb.config.max_document_bytes
+            rechunked = config.chunking_key() != kb.config.chunking_key()
+            if limit_changed:
+                self.reindexer.forget_skipped(name)
+            result = None
+            if updated.enabled and (rechunked or limit_changed):
+                result = await self.reindexer.reconcile_locked(updated, actor=actor)
         warnings = (
             []
             if config.embedding is None
@@ -184,13 +195,16 @@ class KnowledgeBases:
     async def set_enabled(
         self, name: str, enabled: bool, *, actor: str = "user"
     ) -> tuple[KnowledgeBase, ReindexResult | None]:
-        kb = await self._writable(name)
-        updated = replace(kb, enabled=enabled, ignored_settings=())
-        await self._save(updated)
-        await self.activity.audit(
-            "resource_enabled" if enabled else "resource_disabled", actor, name, None, {}
-        )
-        result = await self.reindexer.reconcile(updated, actor=actor) if enabled else None
+        async with self.registry.lock(name):
+            kb = await self._writable(name)
+            updated = replace(kb, enabled=enabled, ignored_settings=())
+            await self._save(updated)
+            await self.activity.audit(
+                "resource_enabled" if enabled else "resource_disabled", actor, name, None, {}
+            )
+            result = None
+            if enabled:
+                result = await self.reindexer.reconcile_locked(updated, actor=actor)
         return updated, result
 
     async def delete(self, name: str, *, actor: str = "user") -> KnowledgeBase:
