@@ -61,7 +61,7 @@ from bench.common import extract_tldr, machine, scratch_home
 from cofferctl.client import Client, DaemonUnreachable, ProtocolError
 from cofferd.infrastructure import sqlite
 from cofferd.infrastructure.database import EXTENSIONS
-from cofferd.infrastructure.document_store import dump_index
+from cofferd.infrastructure.index_dump import dump_index
 from tests.helpers import rebuild_dump_of
 
 BIN = Path(sys.executable).parent

@@ -26,7 +26,7 @@ from referencing.jsonschema import DRAFT202012
 from cofferctl.client import ApiError, Client, DaemonUnreachable
 from cofferd.infrastructure import sqlite
 from cofferd.infrastructure.database import EXTENSIONS
-from cofferd.infrastructure.document_store import dump_index
+from cofferd.infrastructure.index_dump import dump_index
 
 REPO = Path(__file__).resolve().parent.parent
 CONTRACT = REPO / "docs" / "openapi.yaml"

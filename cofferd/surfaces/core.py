@@ -27,13 +27,16 @@ from cofferd.infrastructure.credentials import credential_problem
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.docs_tree import FileDocsTree
 from cofferd.infrastructure.document_policy import DocumentPolicy
-from cofferd.infrastructure.document_store import SqliteDocuments
+from cofferd.infrastructure.document_rows import SqliteDocumentCatalog
+from cofferd.infrastructure.document_store import SqliteDocumentIndex
 from cofferd.infrastructure.embedders import make_embedder
 from cofferd.infrastructure.graph_store import SqliteGraph
 from cofferd.infrastructure.grep import Ripgrep
 from cofferd.infrastructure.kb_files import KBFiles
+from cofferd.infrastructure.keyword_search import SqliteKeywordSearch
 from cofferd.infrastructure.sandbox import private_folders
 from cofferd.infrastructure.sqlite import SQLITE_VERSION
+from cofferd.infrastructure.tracked_sources import SqliteTrackedSources
 from cofferd.infrastructure.trash import FileTrash
 from cofferd.infrastructure.vector_store import SqliteVectors
 from cofferd.locations import Locations
@@ -54,7 +57,10 @@ class Stores:
     """The infrastructure behind the services (tests and benchmarks inspect it)."""
 
     db: Database
-    documents: SqliteDocuments
+    index: SqliteDocumentIndex
+    catalog: SqliteDocumentCatalog
+    keywords: SqliteKeywordSearch
+    tracked: SqliteTrackedSources
     vectors: SqliteVectors
     activity: SqliteActivity
 
@@ -63,8 +69,15 @@ class Coffer:
     def __init__(self, locations: Locations, db: Database, tuning: Tuning) -> None:
         self.locations = locations
         self.tuning = tuning
+        tracked = SqliteTrackedSources(db, locations)
         self.stores = stores = Stores(
-            db, SqliteDocuments(db, locations), SqliteVectors(db), SqliteActivity(db)
+            db,
+            SqliteDocumentIndex(db, tracked),
+            SqliteDocumentCatalog(db),
+            SqliteKeywordSearch(db),
+            tracked,
+            SqliteVectors(db),
+            SqliteActivity(db),
         )
         self.converter = WorkerConverter()
         self.policy = DocumentPolicy(locations, self.converter.formats())
@@ -72,10 +85,10 @@ class Coffer:
         self.registry = KBRegistry(KBFiles(locations))
         self.progress = ProgressBoard()
         self.reindexer = Reindexer(
-            stores.documents, stores.activity, tree, self.registry, self.progress
+            stores.index, stores.activity, tree, self.registry, self.progress
         )
         self.kbs = KnowledgeBases(
-            self.registry, self.registry.repo, stores.documents, stores.activity, self.reindexer
+            self.registry, self.registry.repo, stores.index, stores.activity, self.reindexer
         )
         self.embeddings = Embeddings(
             self.kbs,
@@ -88,12 +101,19 @@ class Coffer:
         self.kbs.credential_problem = credential_problem
         grep = Ripgrep(locations, self.policy)
         self.retrieval = Retrieval(
-            self.kbs, stores.documents, stores.vectors, grep, self.embeddings, tree
+            self.kbs,
+            stores.catalog,
+            stores.keywords,
+            stores.vectors,
+            grep,
+            self.embeddings,
+            tree,
         )
-        self.documents = Documents(self.kbs, stores.documents, tree, self.reindexer)
+        self.documents = Documents(self.kbs, stores.catalog, tree, self.reindexer)
         self.trash = Trash(
             self.kbs,
-            stores.documents,
+            stores.index,
+            stores.tracked,
             tree,
             self.reindexer,
             self.documents,
@@ -103,7 +123,8 @@ class Coffer:
         self.graph = Graph(self.kbs, self.documents, SqliteGraph(db), tree)
         self.ingest = Ingest(
             self.kbs,
-            stores.documents,
+            stores.catalog,
+            stores.tracked,
             tree,
             self.reindexer,
             self.documents,
@@ -153,7 +174,7 @@ class Coffer:
     async def _restore(self) -> None:
         """What the index holds that files cannot tell: restored from the data home."""
         names = [kb.name for kb in self.registry.all()]
-        await self.stores.documents.restore_tracked(names)
+        await self.stores.tracked.restore(names)
 
     async def _rebuild(self, reason: str) -> None:
         """The database was damaged and replaced by an empty one: rebuild it from the files."""
