@@ -63,7 +63,7 @@ async def main() -> None:
         started = time.perf_counter()
         await coffer.embeddings.drain("cjk")
         embed_s = time.perf_counter() - started
-        documents = (await coffer.stores.documents.metrics("cjk"))["documents"]
+        documents = (await coffer.stores.index.metrics("cjk"))["documents"]
 
         async def score(mode: str, multilingual: bool | None) -> float:
             embedding = {**config["embedding"], "multilingual": multilingual}  # type: ignore[dict-item]

@@ -49,7 +49,7 @@ async def main() -> None:
         embed_started = time.perf_counter()
         await coffer.embeddings.drain("scifact")
         embed_s = time.perf_counter() - embed_started
-        chunks = (await coffer.stores.documents.metrics("scifact"))["chunks"]
+        chunks = (await coffer.stores.index.metrics("scifact"))["chunks"]
 
         results = {}
         for mode in ("keyword", "vector", "hybrid"):

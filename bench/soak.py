@@ -60,7 +60,8 @@ from typing import Any
 from bench.common import extract_tldr, machine, scratch_home
 from cofferctl.client import Client, DaemonUnreachable, ProtocolError
 from cofferd.infrastructure import sqlite
-from cofferd.infrastructure.document_store import dump_index
+from cofferd.infrastructure.database import EXTENSIONS
+from cofferd.infrastructure.index_dump import dump_index
 from tests.helpers import rebuild_dump_of
 
 BIN = Path(sys.executable).parent
@@ -793,7 +794,7 @@ class Soak:
         return None
 
     def daemon_dump(self, kb: str) -> dict[str, Any]:
-        conn = sqlite.connect(self.home / "coffer.db", readonly=True)
+        conn = sqlite.connect(self.home / "coffer.db", readonly=True, extensions=EXTENSIONS)
         try:
             return dump_index(conn, kb)
         finally:

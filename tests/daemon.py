@@ -25,7 +25,8 @@ from referencing.jsonschema import DRAFT202012
 
 from cofferctl.client import ApiError, Client, DaemonUnreachable
 from cofferd.infrastructure import sqlite
-from cofferd.infrastructure.document_store import dump_index
+from cofferd.infrastructure.database import EXTENSIONS
+from cofferd.infrastructure.index_dump import dump_index
 
 REPO = Path(__file__).resolve().parent.parent
 CONTRACT = REPO / "docs" / "openapi.yaml"
@@ -162,7 +163,7 @@ class Daemon:
         return status["queue_depth"] == 0 and not status["watcher"]["busy"]
 
     def dump(self, kb: str) -> dict[str, Any]:
-        conn = sqlite.connect(self.home / "coffer.db", readonly=True)
+        conn = sqlite.connect(self.home / "coffer.db", readonly=True, extensions=EXTENSIONS)
         try:
             return dump_index(conn, kb)
         finally:

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from cofferd.domain.models import KnowledgeBase
+from cofferd.infrastructure.index_dump import dump_index
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
@@ -18,6 +19,16 @@ def write(path: Path, text: str) -> Path:
 def bump_mtime(path: Path) -> None:
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+async def index_dump(coffer: Coffer, kb: str) -> dict[str, Any]:
+    """The oracle's picture of what `coffer` has indexed of `kb`."""
+    return await coffer.stores.db.read(lambda conn: dump_index(conn, kb))
+
+
+async def total_changes(coffer: Coffer) -> int:
+    """Rows changed through the writer connection since it was opened."""
+    return await coffer.stores.db.write(lambda conn: int(conn.total_changes))
 
 
 async def rebuild_dump(coffer: Coffer, kb: KnowledgeBase) -> dict[str, Any]:
@@ -34,6 +45,6 @@ async def rebuild_dump_of(kb_dir: Path, scratch: Path) -> dict[str, Any]:
         kb = await other.kbs.adopt(kb_dir.name)  # as the watcher would on a new folder
         assert kb is not None
         await other.reindexer.reconcile(kb)
-        return await other.stores.documents.dump(kb_dir.name)
+        return await index_dump(other, kb_dir.name)
     finally:
         await other.close()

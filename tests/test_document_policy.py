@@ -43,7 +43,7 @@ async def test_search_and_grep_see_the_same_files(
     expected = sorted(p for p, is_doc in TREE.items() if is_doc)
 
     await coffer.reindexer.reconcile(kb)
-    indexed, _ = await coffer.stores.documents.list_documents(kb.name, q=None, limit=100, offset=0)
+    indexed, _ = await coffer.stores.catalog.list_documents(kb.name, q=None, limit=100, offset=0)
     grepped = await coffer.retrieval.grep(kb.name, "zebracorn", 1000)
     searched = await coffer.retrieval.search(kb.name, "zebracorn", 100)
 

@@ -62,7 +62,7 @@ async def test_index_search_and_grep_follow_the_ignore_files(
 ) -> None:
     expected = make_tree(docs)
     await coffer.reindexer.reconcile(kb)
-    indexed, _ = await coffer.stores.documents.list_documents(kb.name, q=None, limit=100, offset=0)
+    indexed, _ = await coffer.stores.catalog.list_documents(kb.name, q=None, limit=100, offset=0)
     grepped = await coffer.retrieval.grep(kb.name, "platypus", 1000)
     searched = await coffer.retrieval.search(kb.name, "platypus", 100)
     assert sorted(d.path for d in indexed) == expected
@@ -73,7 +73,7 @@ async def test_index_search_and_grep_follow_the_ignore_files(
     write(docs / "build/new.md", "platypus again")
     write(docs / "sub/deeper/wanted.md", "platypus wanted")
     await coffer.reindexer.sync_paths(kb, {"build/new.md", "sub/deeper/wanted.md"})
-    indexed, _ = await coffer.stores.documents.list_documents(kb.name, q=None, limit=100, offset=0)
+    indexed, _ = await coffer.stores.catalog.list_documents(kb.name, q=None, limit=100, offset=0)
     assert sorted(d.path for d in indexed) == expected
 
 

@@ -292,7 +292,7 @@ async def test_an_unindexed_editor_save_still_blocks_reconversion(
     path = Path(result.document.path)
     path.write_text(path.read_text() + "\nmy own words\n")
     assert (
-        await coffer.stores.documents.get_document("race", result.document.document.id)
+        await coffer.stores.catalog.get_document("race", result.document.document.id)
     ).source_mode == ("converted")  # the index has not seen the edit
     with pytest.raises(ReconversionBlocked):
         await coffer.ingest.reconvert("race", result.document.document.id, actor="test")

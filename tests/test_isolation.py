@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
-from tests.helpers import bump_mtime, write
+from tests.helpers import bump_mtime, index_dump, write
 
 POISON = {
     # frontmatter escapes that decode to lone surrogates, which SQLite cannot encode
@@ -43,7 +43,7 @@ async def test_poison_documents_do_not_stop_their_batch(
     assert r.documents_skipped == len(POISON)
     assert [s["relative_path"] for s in r.skipped] == sorted(POISON)
     assert all("cannot be stored" in s["reason"] for s in r.skipped)
-    assert (await coffer.stores.documents.metrics(kb.name))["documents"] == 20
+    assert (await coffer.stores.index.metrics(kb.name))["documents"] == 20
     assert (await coffer.retrieval.search(kb.name, "number7")).passages
     assert not (await coffer.retrieval.search(kb.name, "body")).passages  # nothing half-written
     assert [s["relative_path"] for s in await coffer.reindexer.skipped(kb.name)] == sorted(POISON)
@@ -66,5 +66,5 @@ async def test_the_watcher_path_isolates_too(coffer: Coffer, kb: KnowledgeBase, 
     write(docs / "refused.md", POISON["refused.md"])
     r = await coffer.reindexer.sync_paths(kb, ["ok.md", "refused.md"])
     assert (r.documents_added, r.documents_skipped) == (1, 1)
-    dump = await coffer.stores.documents.dump(kb.name)
+    dump = await index_dump(coffer, kb.name)
     assert dump["orphan_fts_rows"] == 0 and len(dump["documents"]) == 1

@@ -11,7 +11,7 @@ from cofferd.domain.errors import KBExists, KBNotFound, ValidationFailed
 from cofferd.domain.models import KnowledgeBase
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
-from tests.helpers import write
+from tests.helpers import index_dump, write
 
 
 async def test_create_writes_folders_and_settings(coffer: Coffer, locations: Locations) -> None:
@@ -44,7 +44,7 @@ async def test_delete_cascades_rows_and_folder(
     await coffer.reindexer.reconcile(kb)
     await coffer.kbs.delete("notes")
     assert not coffer.locations.kb_dir("notes").exists()
-    dump = await coffer.stores.documents.dump("notes")
+    dump = await index_dump(coffer, "notes")
     assert dump["documents"] == [] and dump["chunks"] == [] and dump["orphan_fts_rows"] == 0
     with pytest.raises(KBNotFound):
         coffer.kbs.get("notes")
@@ -57,11 +57,11 @@ async def test_chunking_change_rechunks_the_corpus(
 ) -> None:
     write(docs / "long.md", "# Long\n\n" + "\n\n".join("para " + "w " * 60 for _ in range(20)))
     await coffer.reindexer.reconcile(kb)
-    before = (await coffer.stores.documents.metrics("notes"))["chunks"]
+    before = (await coffer.stores.index.metrics("notes"))["chunks"]
     update = await coffer.kbs.update_config("notes", {"chunk_size": 64, "chunk_overlap": 0})
     assert update.rechunked is True and update.warnings == []
     assert update.reindex is not None and update.reindex.documents_updated == 1
-    assert (await coffer.stores.documents.metrics("notes"))["chunks"] > before
+    assert (await coffer.stores.index.metrics("notes"))["chunks"] > before
     # a settings change that does not touch chunking does not re-chunk
     update = await coffer.kbs.update_config("notes", {"auto_update_sources": True})
     assert update.reindex is None and update.rechunked is False
@@ -126,9 +126,7 @@ async def test_a_docs_folder_without_settings_is_adopted_once(coffer: Coffer) ->
     assert coffer.kbs.get("plain").created_at == kb.created_at
 
 
-async def test_two_settings_changes_at_once_both_persist(
-    coffer: Coffer, kb: KnowledgeBase
-) -> None:
+async def test_two_settings_changes_at_once_both_persist(coffer: Coffer, kb: KnowledgeBase) -> None:
     await asyncio.gather(
         coffer.kbs.update_config("notes", {"default_mode": "grep"}),
         coffer.kbs.update_config("notes", {"chunk_overlap": 32}),

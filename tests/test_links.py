@@ -18,7 +18,7 @@ from cofferd.domain.links import DocumentIndexOfPaths, Link, links_of
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
 from tests.daemon import Daemon, wait_for
-from tests.helpers import rebuild_dump, write
+from tests.helpers import index_dump, rebuild_dump, write
 from tests.test_mcp import call as mcp_call
 from tests.test_mcp import error_of
 from tests.test_mcp import params as mcp_params
@@ -100,7 +100,7 @@ async def test_links_both_ways_renames_and_the_rebuild(
     await coffer.reindexer.reconcile(kb)
     moved = await coffer.graph.links("notes", "archive/budget.md")
     assert [b["relative_path"] for b in moved["backlinks"]] == ["projects/plan.md"]
-    assert await coffer.stores.documents.dump("notes") == await rebuild_dump(coffer, kb)
+    assert await index_dump(coffer, "notes") == await rebuild_dump(coffer, kb)
 
 
 async def test_documents_are_found_by_path_and_id_prefix(

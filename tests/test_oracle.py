@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
-from tests.helpers import bump_mtime, rebuild_dump, write
+from tests.helpers import bump_mtime, index_dump, rebuild_dump, total_changes, write
 
 NAMES = ["a.md", "b.md", "notes/c.md", "notes/deep/d.md", "e f.md", "东京.md", "x/y.md"]
 BODIES = [
@@ -69,13 +69,13 @@ async def test_index_equals_rebuild_after_any_edits(tmp_path: Path, ops: list[tu
             else:
                 apply(docs, action, a, b)
         await coffer.reindexer.reconcile(kb)
-        dump = await coffer.stores.documents.dump("kb")
+        dump = await index_dump(coffer, "kb")
         assert dump == await rebuild_dump(coffer, kb)
         assert dump["orphan_fts_rows"] == 0
-        before = await coffer.stores.documents.total_changes()
+        before = await total_changes(coffer)
         again = await coffer.reindexer.reconcile(kb)
         assert not again.changed
-        assert await coffer.stores.documents.total_changes() == before
+        assert await total_changes(coffer) == before
     finally:
         await coffer.close()
 
@@ -104,6 +104,6 @@ async def test_sync_paths_of_touched_paths_equals_rebuild(tmp_path: Path, ops: l
             if action == "rename" and b:
                 touched.add(b)
         await coffer.reindexer.sync_paths(kb, touched - {""})
-        assert await coffer.stores.documents.dump("kb") == await rebuild_dump(coffer, kb)
+        assert await index_dump(coffer, "kb") == await rebuild_dump(coffer, kb)
     finally:
         await coffer.close()

@@ -7,7 +7,7 @@ from cofferd.domain.models import KnowledgeBase
 from cofferd.domain.ports import TreeScan
 from cofferd.infrastructure.docs_tree import FileDocsTree
 from cofferd.surfaces.core import Coffer
-from tests.helpers import bump_mtime, write
+from tests.helpers import bump_mtime, total_changes, write
 
 
 async def test_reconcile_indexes_new_changed_and_removed_files(
@@ -22,7 +22,7 @@ async def test_reconcile_indexes_new_changed_and_removed_files(
     (docs / "projects" / "x.md").unlink()
     r = await coffer.reindexer.reconcile(kb)
     assert (r.documents_added, r.documents_updated, r.documents_removed) == (0, 1, 1)
-    docs_list, total = await coffer.stores.documents.list_documents(
+    docs_list, total = await coffer.stores.catalog.list_documents(
         kb.name, q=None, limit=10, offset=0
     )
     assert total == 1 and docs_list[0].path == "a.md"
@@ -37,10 +37,10 @@ async def test_unchanged_corpus_is_a_true_no_op(
     for i in range(30):
         write(docs / f"n{i}.md", f"# Note {i}\n\nbody {i}")
     await coffer.reindexer.reconcile(kb)
-    before = await coffer.stores.documents.total_changes()
+    before = await total_changes(coffer)
     r = await coffer.reindexer.reconcile(kb)
     assert r.documents_unchanged == 30 and not r.changed
-    assert await coffer.stores.documents.total_changes() == before
+    assert await total_changes(coffer) == before
 
 
 async def test_touched_file_with_same_content_is_not_reindexed(
@@ -52,9 +52,9 @@ async def test_touched_file_with_same_content_is_not_reindexed(
     r = await coffer.reindexer.reconcile(kb)
     assert r.documents_updated == 0 and r.documents_unchanged == 1
     # the new mtime was remembered: the next reconcile does not read the file at all
-    before = await coffer.stores.documents.total_changes()
+    before = await total_changes(coffer)
     await coffer.reindexer.reconcile(kb)
-    assert await coffer.stores.documents.total_changes() == before
+    assert await total_changes(coffer) == before
 
 
 async def test_same_size_same_mtime_edit_is_caught_by_sync_paths(
@@ -103,7 +103,7 @@ async def test_symlinks_leaving_the_tree_are_not_followed(
     (docs / "alias.md").symlink_to(docs / "inner" / "real.md")
     (docs / "loop").symlink_to(docs, target_is_directory=True)
     r = await coffer.reindexer.reconcile(kb)
-    listed, _ = await coffer.stores.documents.list_documents(kb.name, q=None, limit=10, offset=0)
+    listed, _ = await coffer.stores.catalog.list_documents(kb.name, q=None, limit=10, offset=0)
     # a link inside the tree is not a second copy of its target (found once, where it is)
     assert sorted(d.path for d in listed) == ["inner/real.md"]
     assert r.documents_added == 1
@@ -181,9 +181,7 @@ async def test_hand_made_ids_survive_restart_and_rebuild(
     await coffer.reindexer.reconcile(kb)
     first = {
         d.path: d.id
-        for d in (await coffer.stores.documents.list_documents(kb.name, q=None, limit=9, offset=0))[
-            0
-        ]
+        for d in (await coffer.stores.catalog.list_documents(kb.name, q=None, limit=9, offset=0))[0]
     }
     assert first["01JDQ3V6N4Z8T5Y2X7W9R1K0MB.md"] == "01JDQ3V6N4Z8T5Y2X7W9R1K0MB"
 
@@ -194,7 +192,7 @@ async def test_hand_made_ids_survive_restart_and_rebuild(
     again = await C.open(coffer.locations)
     try:
         await again.reindexer.reconcile(again.kbs.get(kb.name))
-        docs_again, _ = await again.stores.documents.list_documents(
+        docs_again, _ = await again.stores.catalog.list_documents(
             kb.name, q=None, limit=9, offset=0
         )
         assert {d.path: d.id for d in docs_again} == first
@@ -214,7 +212,7 @@ async def test_sync_paths_handles_files_and_folders(
     (docs / "dir").rename(docs / "moved")
     r = await coffer.reindexer.sync_paths(kb, ["dir", "moved"])
     assert (r.documents_added, r.documents_removed) == (2, 2)
-    listed, _ = await coffer.stores.documents.list_documents(kb.name, q=None, limit=9, offset=0)
+    listed, _ = await coffer.stores.catalog.list_documents(kb.name, q=None, limit=9, offset=0)
     assert sorted(d.path for d in listed) == ["moved/a.md", "moved/sub/b.md"]
 
 
@@ -228,7 +226,7 @@ async def test_decomposed_unicode_names_from_macos_are_indexed(
     write(docs / folder / name, "# Café\n\ncroissant notes")
     r = await coffer.reindexer.reconcile(kb)
     assert r.documents_added == 1
-    (doc,) = (await coffer.stores.documents.list_documents(kb.name, q=None, limit=5, offset=0))[0]
+    (doc,) = (await coffer.stores.catalog.list_documents(kb.name, q=None, limit=5, offset=0))[0]
     assert doc.path == unicodedata.normalize("NFC", "réunions/café.md")
     assert (await coffer.retrieval.search(kb.name, "croissant")).passages
     # an edit through the API writes the file that is there, under its own name

@@ -21,7 +21,7 @@ from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
 from tests.daemon import Daemon, wait_for
 from tests.fake_embeddings import FakeEmbeddings
-from tests.helpers import write
+from tests.helpers import index_dump, write
 from tests.test_mcp import call as mcp_call
 from tests.test_mcp import params as mcp_params
 
@@ -62,7 +62,7 @@ async def test_tags_aliases_and_titles_are_searchable(coffer: Coffer, notes: Kno
 
 
 async def test_documents_carry_their_tags(coffer: Coffer, notes: KnowledgeBase) -> None:
-    docs, _ = await coffer.stores.documents.list_documents("notes", q=None, limit=10, offset=0)
+    docs, _ = await coffer.stores.catalog.list_documents("notes", q=None, limit=10, offset=0)
     by_path = {d.path: d for d in docs}
     plan = by_path["projects/coffer/plan.md"]
     assert plan.tags == ("project/coffer", "Urgent") and plan.aliases == ("Roadmap",)
@@ -131,7 +131,7 @@ async def test_tags_follow_edits_and_deletes(
     assert await paths(coffer, "daemon", tags=["bug"]) == []
     assert await paths(coffer, "daemon", tags=["done"]) == ["projects/coffer/log.md"]
     assert await paths(coffer, "daemon", tags=["project/other"]) == []
-    dump = await coffer.stores.documents.dump("notes")
+    dump = await index_dump(coffer, "notes")
     assert all(doc_id != "" for doc_id, _ in dump["tags"])
     assert len({doc_id for doc_id, _ in dump["tags"]}) == len(
         [d for d in dump["documents"] if d[11] != "[]"]

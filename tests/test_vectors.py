@@ -23,7 +23,7 @@ from cofferd.infrastructure.embedders import LocalEmbedder, resolve_credential
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 from tests.fake_embeddings import FakeEmbeddings
-from tests.helpers import write
+from tests.helpers import index_dump, write
 
 CORPUS = {
     "cats.md": "# Cats\n\nCats purr and chase mice around the garden.",
@@ -62,12 +62,12 @@ async def test_keyword_first_then_vectors_in_the_background(
     coffer: Coffer, vkb: KnowledgeBase, server: FakeEmbeddings
 ) -> None:
     # searchable at once by keyword, before any vector exists
-    assert (await coffer.stores.documents.metrics("vec"))["embed_pending"] == 4
+    assert (await coffer.stores.index.metrics("vec"))["embed_pending"] == 4
     assert "cats.md" in await search(coffer, "purr")
     await coffer.embeddings.drain("vec")
-    metrics = await coffer.stores.documents.metrics("vec")
+    metrics = await coffer.stores.index.metrics("vec")
     assert metrics["embed_pending"] == 0 and metrics["documents_degraded"] == 0
-    assert len((await coffer.stores.documents.dump("vec"))["vectors"]) == metrics["chunks"]
+    assert len((await index_dump(coffer, "vec"))["vectors"]) == metrics["chunks"]
     assert server.keys == {"Bearer sk-test-secret"}
     result = await coffer.retrieval.search("vec", "cats purr")
     assert result.mode == "hybrid" and result.passages[0].path == "cats.md"
@@ -89,20 +89,20 @@ async def test_a_bad_provider_degrades_and_never_corrupts(
 ) -> None:
     server.mode = mode
     await coffer.embeddings.drain("vec")
-    metrics = await coffer.stores.documents.metrics("vec")
+    metrics = await coffer.stores.index.metrics("vec")
     assert metrics["documents_degraded"] == 4 and metrics["embed_pending"] == 4
-    assert (await coffer.stores.documents.dump("vec"))["vectors"] == []  # nothing stored
+    assert (await index_dump(coffer, "vec"))["vectors"] == []  # nothing stored
     result = await coffer.retrieval.search("vec", "bark")
     assert [p.path for p in result.passages] == ["dogs.md"]
     if mode == "down":
         assert result.fallback == "embedder_unavailable"  # the query could not be embedded either
     # provider back: a reconcile retries, only the vectors are written
     server.mode = "ok"
-    before = await coffer.stores.documents.dump("vec")
+    before = await index_dump(coffer, "vec")
     await coffer.embeddings.retry_now("vec")
     await coffer.embeddings.drain("vec")
-    after = await coffer.stores.documents.dump("vec")
-    metrics = await coffer.stores.documents.metrics("vec")
+    after = await index_dump(coffer, "vec")
+    metrics = await coffer.stores.index.metrics("vec")
     assert metrics["documents_degraded"] == 0 and metrics["embed_pending"] == 0
     assert after["chunks"] == before["chunks"]  # no chunk or FTS churn
     assert len(after["vectors"]) == metrics["chunks"]
@@ -163,9 +163,9 @@ async def test_model_change_reembeds_and_rebuilds_at_the_new_width(
         coffer.kbs.get("vec").config.embedding.identity(),  # type: ignore[union-attr]
         32,
     )
-    metrics = await coffer.stores.documents.metrics("vec")
+    metrics = await coffer.stores.index.metrics("vec")
     assert metrics["embed_pending"] == 0
-    assert len((await coffer.stores.documents.dump("vec"))["vectors"]) == metrics["chunks"]
+    assert len((await index_dump(coffer, "vec"))["vectors"]) == metrics["chunks"]
 
 
 async def test_oracle_with_vectors(
@@ -178,7 +178,7 @@ async def test_oracle_with_vectors(
     write(docs / "new" / "birds.md", "# Birds\n\n" + "\n\n".join("song " * 80 for _ in range(12)))
     await coffer.reindexer.reconcile(vkb)
     await coffer.embeddings.drain("vec")
-    dump = await coffer.stores.documents.dump("vec")
+    dump = await index_dump(coffer, "vec")
 
     home = tmp_path / uuid.uuid4().hex
     other = await Coffer.open(Locations(home=home, socket=home / "s"))
@@ -190,7 +190,7 @@ async def test_oracle_with_vectors(
         shutil.copy(coffer.locations.local_settings_path("vec"), home / "local")
         await other.reindexer.reconcile(await other.kbs.adopt("vec") or other.kbs.get("vec"))
         await other.embeddings.drain("vec")
-        assert dump == await other.stores.documents.dump("vec")
+        assert dump == await index_dump(other, "vec")
     finally:
         await other.close()
     chunk_ids = sorted(c[0] for c in dump["chunks"])
@@ -205,7 +205,7 @@ async def test_disabling_vectors_drops_them(
         "vec", {"enabled_modes": ["keyword", "grep"], "default_mode": "keyword", "embedding": None}
     )
     await coffer.embeddings.drain("vec")
-    assert (await coffer.stores.documents.dump("vec"))["vectors"] == []
+    assert (await index_dump(coffer, "vec"))["vectors"] == []
     assert await coffer.stores.vectors.vector_model("vec") is None
 
 
@@ -264,7 +264,7 @@ async def test_local_kb_end_to_end(coffer: Coffer) -> None:
     )
     await coffer.reindexer.reconcile(kb)
     await coffer.embeddings.drain("local")
-    assert (await coffer.stores.documents.metrics("local"))["embed_pending"] == 0
+    assert (await coffer.stores.index.metrics("local"))["embed_pending"] == 0
     result = await coffer.retrieval.search("local", "someone having a meal")
     assert result.mode == "hybrid" and result.passages[0].path == "food.md"
     # nothing relevant: an empty answer in every mode (the model's similarity floor)
@@ -327,6 +327,6 @@ async def test_vectors_are_written_under_the_knowledge_base_lock(
         assert server.requests > asked  # the vectors are computed meanwhile...
         await asyncio.sleep(0.2)
         assert not draining.done()  # ...but not written while the lock is held
-        assert (await coffer.stores.documents.metrics("vec"))["embed_pending"] == 1
+        assert (await coffer.stores.index.metrics("vec"))["embed_pending"] == 1
     await draining
-    assert (await coffer.stores.documents.metrics("vec"))["embed_pending"] == 0
+    assert (await coffer.stores.index.metrics("vec"))["embed_pending"] == 0

@@ -20,7 +20,7 @@ from cofferd.domain.errors import (
     ValidationFailed,
 )
 from cofferd.domain.models import Document
-from cofferd.domain.ports import DocsTree, DocumentIndex
+from cofferd.domain.ports import DocsTree, DocumentCatalog
 from cofferd.locations import normalize_relpath
 
 LIST_LIMIT_MAX = 500
@@ -37,7 +37,7 @@ class DocumentView:
 
 class Documents:
     def __init__(
-        self, kbs: KnowledgeBases, store: DocumentIndex, tree: DocsTree, reindexer: Reindexer
+        self, kbs: KnowledgeBases, store: DocumentCatalog, tree: DocsTree, reindexer: Reindexer
     ) -> None:
         self.kbs = kbs
         self.store = store

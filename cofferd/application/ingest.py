@@ -28,9 +28,10 @@ from cofferd.domain.models import Document, KnowledgeBase, utc_now
 from cofferd.domain.ports import (
     ConversionFailed,
     DocsTree,
+    DocumentCatalog,
     DocumentFormats,
-    DocumentIndex,
     MarkdownConverter,
+    TrackedSources,
 )
 
 Status = Literal["added", "updated", "unchanged"]
@@ -73,7 +74,8 @@ class Ingest:
     def __init__(
         self,
         kbs: KnowledgeBases,
-        store: DocumentIndex,
+        store: DocumentCatalog,
+        tracked: TrackedSources,
         tree: DocsTree,
         reindexer: Reindexer,
         documents: Documents,
@@ -86,6 +88,7 @@ class Ingest:
     ) -> None:
         self.kbs = kbs
         self.store = store
+        self.tracked = tracked
         self.tree = tree
         self.reindexer = reindexer
         self.documents = documents
@@ -256,7 +259,7 @@ class Ingest:
                 f"{filename!r} converted to Markdown that cannot be indexed: {reason}",
             )
         if source_path:
-            await self.store.track_source(kb.name, doc_id, source_path)
+            await self.tracked.track_source(kb.name, doc_id, source_path)
         view = await self.documents.get(kb.name, doc_id)
         if target:
             return IngestResult("updated", view, f"updated {view.document.title!r} in place")
@@ -322,7 +325,7 @@ class Ingest:
         filename = str(doc.metadata.get("original_filename") or original.name)
         converted = await self._to_markdown(original, filename)
         # only this machine's own tracking, never a source_path read from frontmatter
-        tracked = (await self.store.tracked_sources(kb.name)).get(doc.id)
+        tracked = (await self.tracked.tracked_sources(kb.name)).get(doc.id)
         digest = str(doc.metadata["source_sha256"])
         async with self.kbs.registry.lock(kb.name):
             return await self._write(kb, original, filename, digest, doc, tracked, converted, actor)
@@ -330,7 +333,7 @@ class Ingest:
     async def update_source(self, kb_name: str, doc_id: str, *, actor: str) -> IngestResult:
         """Ingest the tracked file at `source_path` again, in place."""
         kb, doc = await self._converted(kb_name, doc_id)
-        source_path = (await self.store.tracked_sources(kb.name)).get(doc.id)
+        source_path = (await self.tracked.tracked_sources(kb.name)).get(doc.id)
         if not source_path:
             raise ValidationFailed(f"{doc.title!r} does not track a source file on this machine")
         source = Path(source_path)
@@ -351,7 +354,7 @@ class Ingest:
     async def check_sources(self, kb_name: str, *, actor: str) -> SourceCheck:
         kb = self.kbs.get_enabled(kb_name)
         report = SourceCheck()
-        tracked = await self.store.tracked_sources(kb.name)
+        tracked = await self.tracked.tracked_sources(kb.name)
         for doc in await self.store.find_by_metadata(kb.name, "source_path"):
             if doc.id not in tracked:
                 continue  # added elsewhere (a synced KB): its source_path is not ours to read

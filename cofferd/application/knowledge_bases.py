@@ -18,7 +18,7 @@ from cofferd.domain.config import (
 )
 from cofferd.domain.errors import KBDisabled, KBExists, KBNotFound, ValidationFailed
 from cofferd.domain.models import KnowledgeBase, ReindexResult, utc_now
-from cofferd.domain.ports import ActivityLog, DocumentIndex, KBRepository
+from cofferd.domain.ports import ActivityLog, KBIndex, KBRepository
 
 DEFAULT_KB = "notes"
 
@@ -35,7 +35,7 @@ class KnowledgeBases:
         self,
         registry: KBRegistry,
         repo: KBRepository,
-        store: DocumentIndex,
+        store: KBIndex,
         activity: ActivityLog,
         reindexer: Reindexer,
     ) -> None:

@@ -20,7 +20,7 @@ from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.domain.errors import InvalidPattern, ModeDisabled, ValidationFailed
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, SearchResult
-from cofferd.domain.ports import DocsTree, DocumentIndex, Grepper, VectorStore
+from cofferd.domain.ports import DocsTree, DocumentCatalog, Grepper, KeywordSearch, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,8 @@ class Retrieval:
     def __init__(
         self,
         kbs: KnowledgeBases,
-        store: DocumentIndex,
+        catalog: DocumentCatalog,
+        keywords: KeywordSearch,
         vectors: VectorStore,
         grepper: Grepper,
         embeddings: Embeddings,
@@ -85,7 +86,8 @@ class Retrieval:
     ) -> None:
         self.tree = tree
         self.kbs = kbs
-        self.store = store
+        self.catalog = catalog
+        self.keywords = keywords
         self.vectors = vectors
         self.grepper = grepper
         self.embeddings = embeddings
@@ -116,7 +118,7 @@ class Retrieval:
                 f"max_matches must be between 1 and {MAX_MATCHES_MAX}", field="max_matches"
             )
         raw, truncated = await self.grepper.grep(kb.name, pattern, max_matches, ignore_case)
-        ids = await self.store.document_ids(kb.name, [h.path for h in raw])
+        ids = await self.catalog.document_ids(kb.name, [h.path for h in raw])
         hits = [
             GrepHit(ids.get(h.path), h.path, h.line_number, h.line, self._file(kb.name, h.path))
             for h in raw
@@ -200,7 +202,7 @@ class Retrieval:
         filters: SearchFilters | None,
         fallback: str | None = None,
     ) -> SearchResult:
-        passages = await self.store.keyword_search(kb.name, query, top_k, filters)
+        passages = await self.keywords.keyword_search(kb.name, query, top_k, filters)
         return SearchResult(mode="keyword", passages=passages, fallback=fallback)
 
     async def _with_vectors(
@@ -230,7 +232,7 @@ class Retrieval:
             return SearchResult(mode="vector", passages=passages)
         # the keyword list is read while the query is embedded
         keyword_task = asyncio.ensure_future(
-            self.store.keyword_search(kb.name, query, max(top_k, KEYWORD_CANDIDATES), filters)
+            self.keywords.keyword_search(kb.name, query, max(top_k, KEYWORD_CANDIDATES), filters)
         )
         try:
             vector = await self.embeddings.embed_query(kb, query)

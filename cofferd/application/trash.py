@@ -16,7 +16,7 @@ from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
 from cofferd.domain.errors import CofferError, DocumentNotFound, TrashEntryNotFound
 from cofferd.domain.models import Document, utc_now, utc_text
-from cofferd.domain.ports import DocsTree, DocumentIndex, TrashBin, TrashEntry
+from cofferd.domain.ports import DocsTree, DocumentRemoval, TrackedSources, TrashBin, TrashEntry
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,8 @@ class Trash:
     def __init__(
         self,
         kbs: KnowledgeBases,
-        store: DocumentIndex,
+        store: DocumentRemoval,
+        tracked: TrackedSources,
         tree: DocsTree,
         reindexer: Reindexer,
         documents: Documents,
@@ -44,6 +45,7 @@ class Trash:
     ) -> None:
         self.kbs = kbs
         self.store = store
+        self.tracked = tracked
         self.tree = tree
         self.reindexer = reindexer
         self.documents = documents
@@ -69,7 +71,7 @@ class Trash:
                 title=doc.title,
                 deleted_at=utc_now(),
                 original=original.name if original else None,
-                source_path=(await self.store.tracked_sources(kb)).get(doc.id),
+                source_path=(await self.tracked.tracked_sources(kb)).get(doc.id),
             )
             markdown = Path(self.tree.absolute(kb, doc.path))
             await asyncio.to_thread(self.bin.put, kb, entry, markdown, original)
@@ -96,7 +98,7 @@ class Trash:
             await self.reindexer.sync_paths_locked(kb, [entry.relative_path], actor=actor)
             view = await self.documents.get(kb_name, entry.relative_path)
             if entry.source_path:
-                await self.store.track_source(kb_name, view.document.id, entry.source_path)
+                await self.tracked.track_source(kb_name, view.document.id, entry.source_path)
         await self.kbs.activity.audit(
             "kb_document_restored",
             actor,

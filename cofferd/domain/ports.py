@@ -153,6 +153,8 @@ class WriteFailure:
 
 
 class DocumentIndex(Protocol):
+    """What is indexed of a KB's files, and the one write path (the Reindexer's)."""
+
     async def indexed_files(
         self, kb: str, paths: Sequence[str] | None = None
     ) -> dict[str, IndexedFile]: ...
@@ -166,6 +168,24 @@ class DocumentIndex(Protocol):
         actor: str,
     ) -> list[WriteFailure]: ...
 
+
+class DocumentRemoval(Protocol):
+    """A document's rows dropped at once (it went to the trash)."""
+
+    async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool: ...
+
+
+class KBIndex(Protocol):
+    """A knowledge base's index as a whole: its counts, and dropping it."""
+
+    async def metrics(self, kb: str) -> dict[str, int]: ...
+
+    async def delete_kb(self, kb: str) -> int: ...
+
+
+class DocumentCatalog(Protocol):
+    """Documents as indexed: by reference, by path, by metadata, listed."""
+
     async def find_documents(self, kb: str, ref: str) -> list[Document]: ...
 
     async def merge_conflicts(self, kb: str) -> list[Document]: ...
@@ -174,25 +194,25 @@ class DocumentIndex(Protocol):
         self, kb: str, *, q: str | None, limit: int, offset: int
     ) -> tuple[list[Document], int]: ...
 
-    async def keyword_search(
-        self, kb: str, query: str, top_k: int, filters: SearchFilters | None = None
-    ) -> list[Passage]: ...
-
-    async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool: ...
-
     async def document_ids(self, kb: str, paths: Sequence[str]) -> dict[str, str]: ...
 
     async def find_by_metadata(
         self, kb: str, key: str, value: str | None = None
     ) -> list[Document]: ...
 
+
+class KeywordSearch(Protocol):
+    async def keyword_search(
+        self, kb: str, query: str, top_k: int, filters: SearchFilters | None = None
+    ) -> list[Passage]: ...
+
+
+class TrackedSources(Protocol):
+    """The originals this machine tracks, by document id (path ingest's check-sources)."""
+
     async def track_source(self, kb: str, doc_id: str, source_path: str) -> None: ...
 
     async def tracked_sources(self, kb: str) -> dict[str, str]: ...
-
-    async def delete_kb(self, kb: str) -> int: ...
-
-    async def metrics(self, kb: str) -> dict[str, int]: ...
 
 
 class ActivityLog(Protocol):

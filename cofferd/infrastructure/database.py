@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from cofferd.domain.errors import StorageError
-from cofferd.infrastructure import schema
+from cofferd.infrastructure import schema, vec_index
 from cofferd.infrastructure.sqlite import (
     Connection,
     Error,
+    Extension,
     atomic,
     connect,
     damaged,
@@ -31,6 +32,7 @@ from cofferd.infrastructure.sqlite import (
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 READERS = 2
+EXTENSIONS: tuple[Extension, ...] = (vec_index.load,)  # every connection loads them
 
 
 class _Worker:
@@ -95,9 +97,11 @@ class Database:
                 os.chmod(f"{self.path}{suffix}", 0o600)
         if not self.path.exists():
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        self._writer = _Worker(lambda: connect(self.path), 1, "db-writer")
+        self._writer = _Worker(lambda: connect(self.path, extensions=EXTENSIONS), 1, "db-writer")
         await self._writer.run(schema.migrate)
-        self._readers = _Worker(lambda: connect(self.path, readonly=True), READERS, "db-reader")
+        self._readers = _Worker(
+            lambda: connect(self.path, readonly=True, extensions=EXTENSIONS), READERS, "db-reader"
+        )
 
     def _quarantine(self, reason: str) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%S")

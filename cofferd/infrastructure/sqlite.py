@@ -1,6 +1,6 @@
 """The SQLite driver and what every SQL helper shares: the typed connection, `connect()`
-with Coffer's pragmas, and `atomic()`, the one way to make changes atomic (a transaction
-at the outside, savepoints inside it).
+with Coffer's pragmas and the extensions it is given, and `atomic()`, the one way to make
+changes atomic (a transaction at the outside, savepoints inside it).
 
 The driver is ``sqlean`` (SQLite >= 3.50 with extension loading). Import ``Row`` and the
 exception classes from here: a sqlean ``OperationalError`` is not a ``sqlite3`` one.
@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import sqlean
-
-from cofferd.infrastructure import vec_index
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +56,12 @@ class Connection(Protocol):
     def enable_load_extension(self, enabled: bool, /) -> None: ...
 
 
-def connect(path: Path, *, readonly: bool = False) -> Connection:
+Extension = Callable[[Connection], object]  # loads an extension into a connection
+
+
+def connect(
+    path: Path, *, readonly: bool = False, extensions: Sequence[Extension] = ()
+) -> Connection:
     if readonly:
         conn: Any = sqlean.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
     else:
@@ -68,7 +71,8 @@ def connect(path: Path, *, readonly: bool = False) -> Connection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA cache_size = -16000")
-    vec_index.load(conn)
+    for load in extensions:
+        load(conn)
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")

@@ -1,21 +1,19 @@
 """Vectors of chunks and the state of the embedding queue: the VectorStore port over SQLite.
 
-The vector rows themselves are vec_index's; this module decides which documents owe
-vectors, stores them only for the chunking they were computed from, and answers KNN
-queries with passages.
+The vector rows themselves are vec_index's and the embed flags document_rows'; this module
+decides which documents owe vectors, stores them only for the chunking they were computed
+from, and answers KNN queries with passages.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from cofferd.domain.filters import SearchFilters
-from cofferd.domain.models import KB_KIND, Passage
+from cofferd.domain.models import Passage
 from cofferd.domain.ports import EmbedJob
-from cofferd.infrastructure import keyword_index, vec_index
+from cofferd.infrastructure import chunk_rows, document_rows, keyword_index, vec_index
 from cofferd.infrastructure.database import Database
-from cofferd.infrastructure.document_store import SCOPE, chunk_rows, passage_from_row
 from cofferd.infrastructure.search_filter import chunks_within
 from cofferd.infrastructure.sqlite import Connection
 
@@ -42,22 +40,12 @@ class SqliteVectors:
         """Documents that owe vectors and are due, with their chunks' text."""
 
         def run(conn: Connection) -> list[EmbedJob]:
-            docs = conn.execute(
-                f"SELECT id, content_sha256, chunking FROM documents WHERE {SCOPE}"
-                " AND embed_pending = 1 AND embed_retry_at <= ? ORDER BY embed_retry_at, id"
-                " LIMIT ?",
-                (KB_KIND, kb, now, limit),
-            ).fetchall()
             jobs = []
-            for doc_id, sha, chunking in docs:
-                chunks = conn.execute(
-                    f"SELECT seq, id, heading FROM chunks WHERE {SCOPE} AND document_id = ?"
-                    " ORDER BY position",
-                    (KB_KIND, kb, doc_id),
-                ).fetchall()
+            for doc_id, sha, chunking in document_rows.due_embeds(conn, kb, now, limit):
+                chunks = chunk_rows.of_document(conn, kb, doc_id)
                 texts = keyword_index.texts(conn, kb, [c[0] for c in chunks])
                 pieces = [
-                    (cid, embedding_text(json.loads(heading), texts[seq]))
+                    (cid, embedding_text(heading, texts[seq]))
                     for seq, cid, heading in chunks
                     if seq in texts
                 ]
@@ -80,20 +68,13 @@ class SqliteVectors:
             stored = 0
             vec_index.ensure(conn, kb, model, dimensions)
             for job, vectors in done:
-                current = conn.execute(
-                    f"SELECT content_sha256, chunking FROM documents WHERE {SCOPE} AND id = ?",
-                    (KB_KIND, kb, job.document_id),
-                ).fetchone()
-                if current is None or tuple(current) != (job.content_sha256, job.chunking):
+                current = document_rows.content_of(conn, kb, job.document_id)
+                if current != (job.content_sha256, job.chunking):
                     continue  # edited, re-chunked or deleted meanwhile: embedded again
                 ids = [cid for cid, _ in job.chunks]
                 vec_index.delete(conn, kb, ids)
                 vec_index.insert(conn, kb, list(zip(ids, vectors, strict=True)))
-                conn.execute(
-                    "UPDATE documents SET embed_pending = 0, embed_error = NULL,"
-                    f" embed_retry_at = 0 WHERE {SCOPE} AND id = ?",
-                    (KB_KIND, kb, job.document_id),
-                )
+                document_rows.embedded(conn, kb, job.document_id)
                 stored += 1
             return stored
 
@@ -103,11 +84,7 @@ class SqliteVectors:
         self, kb: str, doc_ids: Sequence[str], error: str, retry_at: float
     ) -> None:
         await self.db.transact(
-            lambda conn: conn.executemany(
-                f"UPDATE documents SET embed_error = ?, embed_retry_at = ? WHERE {SCOPE}"
-                " AND id = ?",
-                [(error[:500], retry_at, KB_KIND, kb, d) for d in doc_ids],
-            )
+            lambda conn: document_rows.embed_failed(conn, kb, doc_ids, error, retry_at)
         )
 
     async def reset_vectors(
@@ -120,22 +97,12 @@ class SqliteVectors:
             vec_index.drop(conn, kb)
             if model is not None and dims is not None:
                 vec_index.ensure(conn, kb, model, dims)
-            conn.execute(
-                "UPDATE documents SET embed_pending = ?, embed_error = NULL,"
-                f" embed_retry_at = 0 WHERE {SCOPE}",
-                (int(pending), KB_KIND, kb),
-            )
+            document_rows.owe_vectors(conn, kb, pending)
 
         await self.db.transact(run)
 
     async def retry_embeds_now(self, kb: str) -> None:
-        await self.db.transact(
-            lambda conn: conn.execute(
-                f"UPDATE documents SET embed_retry_at = 0 WHERE {SCOPE}"
-                " AND embed_pending = 1 AND embed_retry_at > 0",
-                (KB_KIND, kb),
-            )
-        )
+        await self.db.transact(lambda conn: document_rows.retry_embeds_now(conn, kb))
 
     async def vector_model(self, kb: str) -> tuple[str, int] | None:
         return await self.db.read(lambda conn: vec_index.recorded(conn, kb))
@@ -159,10 +126,10 @@ class SqliteVectors:
             ]
             if not hits:
                 return []
-            rows = chunk_rows(conn, "id", [chunk for chunk, _ in hits])
+            rows = chunk_rows.with_documents(conn, "id", [chunk for chunk, _ in hits])
             texts = keyword_index.texts(conn, kb, [r["seq"] for r in rows.values()])
             return [
-                passage_from_row(row, text, 1.0 - distance, text[:SNIPPET_CHARS])
+                chunk_rows.passage(row, text, 1.0 - distance, text[:SNIPPET_CHARS])
                 for chunk, distance in hits
                 if (row := rows.get(chunk)) is not None and (text := texts.get(row["seq"]))
             ]

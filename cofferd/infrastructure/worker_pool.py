@@ -242,6 +242,7 @@ class WorkerPool:
             return None
         job = min(ready, key=lambda j: (j.priority, j.served))
         job.served += 1
+        job.in_flight += 1  # taken: in flight until its replies are out (or it is put back)
         return job.pending.popleft()
 
     async def _next(self, express: bool, idle_s: float | None) -> _Unit[Any] | None:
@@ -270,6 +271,7 @@ class WorkerPool:
                     await worker.stop()
                 continue
             if index not in self._workers and not await self._start(index, unit.job):
+                unit.job.in_flight -= 1
                 unit.job.pending.appendleft(unit)
                 continue
             await self._work(index, unit)
@@ -288,12 +290,11 @@ class WorkerPool:
 
     async def _work(self, index: int, unit: _Unit[Any]) -> None:
         job, worker = unit.job, self._workers[index]
-        if job.closed:
-            return
-        job.in_flight += 1
         self.state.busy += 1
         done: list[tuple[Any, Any]] = []
         try:
+            if job.closed:
+                return
             await worker.send((job.head, list(unit.items)))
             for position, item in enumerate(unit.items):
                 limit = job.timeout_of(item)

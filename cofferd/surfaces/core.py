@@ -28,14 +28,17 @@ from cofferd.infrastructure.credentials import credential_problem
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.docs_tree import FileDocsTree
 from cofferd.infrastructure.document_policy import DocumentPolicy
-from cofferd.infrastructure.document_store import SqliteDocuments
+from cofferd.infrastructure.document_rows import SqliteDocumentCatalog
+from cofferd.infrastructure.document_store import SqliteDocumentIndex
 from cofferd.infrastructure.embedders import make_embedder
 from cofferd.infrastructure.graph_store import SqliteGraph
 from cofferd.infrastructure.grep import Ripgrep
 from cofferd.infrastructure.kb_files import KBFiles
+from cofferd.infrastructure.keyword_search import SqliteKeywordSearch
 from cofferd.infrastructure.preparer import ProcessPreparer
 from cofferd.infrastructure.sandbox import private_folders
 from cofferd.infrastructure.sqlite import SQLITE_VERSION
+from cofferd.infrastructure.tracked_sources import SqliteTrackedSources
 from cofferd.infrastructure.trash import FileTrash
 from cofferd.infrastructure.vector_store import SqliteVectors
 from cofferd.locations import Locations
@@ -66,7 +69,10 @@ class Stores:
     """The infrastructure behind the services (tests and benchmarks inspect it)."""
 
     db: Database
-    documents: SqliteDocuments
+    index: SqliteDocumentIndex
+    catalog: SqliteDocumentCatalog
+    keywords: SqliteKeywordSearch
+    tracked: SqliteTrackedSources
     vectors: SqliteVectors
     activity: SqliteActivity
 
@@ -75,8 +81,15 @@ class Coffer:
     def __init__(self, locations: Locations, db: Database, tuning: Tuning) -> None:
         self.locations = locations
         self.tuning = tuning
+        tracked = SqliteTrackedSources(db, locations)
         self.stores = stores = Stores(
-            db, SqliteDocuments(db, locations), SqliteVectors(db), SqliteActivity(db)
+            db,
+            SqliteDocumentIndex(db, tracked),
+            SqliteDocumentCatalog(db),
+            SqliteKeywordSearch(db),
+            tracked,
+            SqliteVectors(db),
+            SqliteActivity(db),
         )
         self.converter = WorkerConverter()
         self.policy = DocumentPolicy(locations, self.converter.formats())
@@ -85,7 +98,7 @@ class Coffer:
         self.progress = ProgressBoard()
         self.preparer = ProcessPreparer(locations, tuning.workers)
         self.reindexer = Reindexer(
-            stores.documents,
+            stores.index,
             stores.activity,
             tree,
             self.registry,
@@ -94,7 +107,7 @@ class Coffer:
             replace(DEFAULT_BUDGET, prepare_s=tuning.prepare_timeout_s),
         )
         self.kbs = KnowledgeBases(
-            self.registry, self.registry.repo, stores.documents, stores.activity, self.reindexer
+            self.registry, self.registry.repo, stores.index, stores.activity, self.reindexer
         )
         self.embeddings = Embeddings(
             self.kbs,
@@ -107,12 +120,19 @@ class Coffer:
         self.kbs.credential_problem = credential_problem
         grep = Ripgrep(locations, self.policy)
         self.retrieval = Retrieval(
-            self.kbs, stores.documents, stores.vectors, grep, self.embeddings, tree
+            self.kbs,
+            stores.catalog,
+            stores.keywords,
+            stores.vectors,
+            grep,
+            self.embeddings,
+            tree,
         )
-        self.documents = Documents(self.kbs, stores.documents, tree, self.reindexer)
+        self.documents = Documents(self.kbs, stores.catalog, tree, self.reindexer)
         self.trash = Trash(
             self.kbs,
-            stores.documents,
+            stores.index,
+            stores.tracked,
             tree,
             self.reindexer,
             self.documents,
@@ -122,7 +142,8 @@ class Coffer:
         self.graph = Graph(self.kbs, self.documents, SqliteGraph(db), tree)
         self.ingest = Ingest(
             self.kbs,
-            stores.documents,
+            stores.catalog,
+            stores.tracked,
             tree,
             self.reindexer,
             self.documents,
@@ -174,7 +195,7 @@ class Coffer:
     async def _restore(self) -> None:
         """What the index holds that files cannot tell: restored from the data home."""
         names = [kb.name for kb in self.registry.all()]
-        await self.stores.documents.restore_tracked(names)
+        await self.stores.tracked.restore(names)
 
     async def _rebuild(self, reason: str) -> None:
         """The database was damaged and replaced by an empty one: rebuild it from the files."""

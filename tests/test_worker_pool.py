@@ -1,0 +1,112 @@
+"""The worker pool with real processes (tests/pool_worker.py): every item answered once,
+budgets enforced by replacing the worker, saves ahead of bulk work."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cofferd.infrastructure.worker_pool import WorkerPool, WorkFailed
+
+MODULE = "tests.pool_worker"
+
+
+@pytest.fixture
+async def pool() -> AsyncIterator[WorkerPool]:
+    p = WorkerPool(MODULE, 2, idle_s=60)
+    p.start()
+    yield p
+    await p.close()
+
+
+async def run(
+    pool: WorkerPool, units: list[list[Any]], interactive: bool = False, timeout: float = 10
+) -> list[tuple[Any, Any]]:
+    return [
+        pair
+        async for pair in pool.run(
+            "head", units, interactive=interactive, timeout_of=lambda _: timeout
+        )
+    ]
+
+
+async def test_every_item_is_answered_exactly_once() -> None:
+    pool = WorkerPool(MODULE, 2, idle_s=0.05)  # bulk workers start afresh in every round
+    pool.start()
+    try:
+        for _ in range(3):
+            jobs = [
+                [[("echo", (j, u, i)) for i in range(n)] for u, n in enumerate((1, 7, 32, 3))]
+                for j in range(6)
+            ]
+            answers = await asyncio.gather(
+                *(run(pool, units, j % 2 == 0) for j, units in enumerate(jobs))
+            )
+            for units, pairs in zip(jobs, answers, strict=True):
+                asked = [item for unit in units for item in unit]
+                assert sorted(item for item, _ in pairs) == sorted(asked)
+                assert all(reply[0] == "done" and reply[1] == item for item, reply in pairs)
+            await asyncio.sleep(0.3)
+    finally:
+        await pool.close()
+
+
+async def test_an_item_over_its_time_fails_and_its_worker_is_replaced(pool: WorkerPool) -> None:
+    unit = [("echo", 1), ("sleep", 30), ("echo", 2), ("echo", 3)]
+    started = time.monotonic()
+    pairs = dict(await run(pool, [unit], timeout=0.5))
+    assert time.monotonic() - started < 10
+    assert isinstance(pairs[("sleep", 30)], WorkFailed)
+    assert "longer than 0.5 s" in pairs[("sleep", 30)].reason
+    assert pairs[("echo", 1)][2] != pairs[("echo", 3)][2]  # answered by a new process
+    assert pool.state.replaced_over_time == 1
+    assert [r[0] for i, r in pairs.items() if i != ("sleep", 30)] == ["done"] * 3
+
+
+async def test_a_worker_that_dies_is_replaced_and_its_item_tried_once_more(
+    pool: WorkerPool, tmp_path: Path
+) -> None:
+    marker = str(tmp_path / "died")
+    pairs = dict(await run(pool, [[("echo", 1), ("die-once", marker), ("echo", 2)]]))
+    assert pairs[("die-once", marker)][0] == "done"  # the second try worked
+    pairs = dict(await run(pool, [[("echo", 3), ("die", 0), ("echo", 4)]]))
+    assert isinstance(pairs[("die", 0)], WorkFailed) and "died" in pairs[("die", 0)].reason
+    assert pairs[("echo", 3)][0] == pairs[("echo", 4)][0] == "done"
+
+
+async def test_a_reply_that_names_code_is_refused(pool: WorkerPool) -> None:
+    pairs = dict(await run(pool, [[("hostile", 0), ("echo", 5)]]))
+    assert isinstance(pairs[("hostile", 0)], WorkFailed)
+    assert pairs[("echo", 5)][0] == "done"
+
+
+async def test_a_save_is_served_while_every_bulk_worker_is_busy(pool: WorkerPool) -> None:
+    bulk = asyncio.create_task(run(pool, [[("sleep", 2)], [("sleep", 2)], [("sleep", 2)]]))
+    await asyncio.sleep(0.5)  # both bulk workers are asleep now
+    started = time.monotonic()
+    (pair,) = await run(pool, [[("echo", "save")]], interactive=True)
+    assert pair[1][0] == "done" and time.monotonic() - started < 1.0
+    assert not bulk.done()
+    await bulk
+
+
+async def test_bulk_workers_stop_when_idle_and_one_stays() -> None:
+    pool = WorkerPool(MODULE, 2, idle_s=0.3)
+    pool.start()
+    try:
+        await run(pool, [[("sleep", 0.2)], [("sleep", 0.2)]])
+        assert pool.status()["running"] >= 2
+        deadline = time.monotonic() + 10
+        while pool.status()["running"] > 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        (pid,) = pool.status()["pids"]  # the express worker, kept for saves
+        os.kill(pid, 0)
+    finally:
+        await pool.close()
+    assert pool.status()["running"] == 0
