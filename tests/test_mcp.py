@@ -230,7 +230,7 @@ def test_the_rest_of_cofferctl_does_not_import(module: str) -> None:
 @pytest.mark.parametrize("module", ["mcp", "pydantic", "anyio", "asyncio"])
 def test_the_mcp_server_needs_no_heavy_import(module: str) -> None:
     code = (
-        "import sys, cofferctl.mcp_server; "
+        "import sys, cofferctl.mcp.server; "
         f"print(any(m == {module!r} or m.startswith({module!r} + '.') for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -11,9 +11,9 @@ from cofferctl.output import Output
 
 
 def cmd_mcp(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    from cofferctl import mcp_server  # loaded only for this command
+    from cofferctl.mcp import server  # loaded only for this command
 
-    mcp_server.run(c.socket_path)
+    server.run(c.socket_path)
     return None
 
 
