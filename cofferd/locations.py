@@ -47,8 +47,9 @@ SOCKET_NAME = "cofferd.sock"
 SOCKET_IN_RUNTIME_DIR = f"{APP_NAME}/{SOCKET_NAME}"  # the default socket, in the runtime dir
 
 
-class PathRefused(ValueError):
-    """A name or relative path that would lead outside where it belongs."""
+class InvalidTreePath(ValueError):
+    """A relative path or a folder name that names no place inside its tree: empty,
+    absolute, or leading out of it with `..`."""
 
 
 def default_home(env: Mapping[str, str]) -> Path:
@@ -98,7 +99,7 @@ def check_relpath(relpath: str) -> str:
     """A path inside a docs tree: relative, POSIX, no '..', no empty parts."""
     parts = PurePosixPath(relpath).parts
     if not parts or relpath.startswith("/") or any(p in ("..", ".", "") for p in parts):
-        raise PathRefused(f"invalid document path: {relpath[:200]!r}")
+        raise InvalidTreePath(f"invalid document path: {relpath[:200]!r}")
     return relpath
 
 
@@ -109,7 +110,7 @@ def normalize_relpath(relpath: str) -> str:
 
 def _folder_name(name: str) -> str:
     if not name or name in (".", "..") or "/" in name or "\0" in name:
-        raise PathRefused(f"invalid knowledge base folder name: {name[:200]!r}")
+        raise InvalidTreePath(f"invalid knowledge base folder name: {name[:200]!r}")
     return name
 
 
