@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("log", status.cmd_log, "show the audit trail and the MCP tool calls")
     completes(sp.add_argument("--kb", help="only this knowledge base"), COMPLETE_KB)
     sp.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
-    sp = add("completion", services.cmd_completion, "print a shell completion script")
+    sp = add("completion", services.completion(p), "print a shell completion script")
     sp.add_argument("shell", choices=services.SHELLS, help="bash, zsh or fish")
     return p
 

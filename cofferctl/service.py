@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cofferd.locations import APP_NAME, SOCKET_NAME, Locations, home_from_env
+from cofferd.locations import SOCKET_IN_RUNTIME_DIR, Locations, chosen_socket, home_from_env
 
 LABEL = "com.coffer.cofferd"
 UNIT = "cofferd.service"
@@ -36,20 +36,6 @@ def cofferd_path() -> str:
     if not found:
         raise FileNotFoundError("cofferd is not installed next to cofferctl or on PATH")
     return str(Path(found).absolute())
-
-
-def socket_override() -> Path | None:
-    """The socket the user chose with COFFER_SOCKET, if any (else the runtime default)."""
-    value = os.environ.get("COFFER_SOCKET")
-    return Path(value).expanduser().absolute() if value else None
-
-
-def attached_folders(home: Path) -> list[Path]:
-    """The folders attached as knowledge bases in this data home."""
-    locations = Locations(home=home, socket=home / SOCKET_NAME)
-    root = locations.knowledge_root
-    names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
-    return [f for name in names if (f := locations.attached_folder(name)) is not None]
 
 
 def _unit_path(path: Path, prefix: str = "") -> str:
@@ -96,7 +82,7 @@ WantedBy=default.target
 
 
 def systemd_socket(socket: Path | None) -> str:
-    listen = socket or f"%t/{APP_NAME}/{SOCKET_NAME}"
+    listen = socket or f"%t/{SOCKET_IN_RUNTIME_DIR}"  # %t: the user runtime directory
     return f"""\
 # Written by `cofferctl service install`: systemd holds the socket, so clients that
 # connect while cofferd starts (or restarts) wait instead of failing.
@@ -145,7 +131,7 @@ def plan(action: str, platform: str = sys.platform) -> Plan:
         if action == "install":
             logs = home_dir / "Library" / "Logs" / "coffer"
             return Plan(
-                {agent: launchd_plist(cofferd_path(), home_from_env(), socket_override(), logs)},
+                {agent: launchd_plist(cofferd_path(), home_from_env(), chosen_socket(), logs)},
                 [["launchctl", "bootout", f"{domain}/{LABEL}"],
                  ["launchctl", "bootstrap", domain, str(agent)]],
                 [],
@@ -159,7 +145,7 @@ def plan(action: str, platform: str = sys.platform) -> Plan:
         return Plan(
             {
                 units / UNIT: _service_unit(),
-                units / SOCKET_UNIT: systemd_socket(socket_override()).encode(),
+                units / SOCKET_UNIT: systemd_socket(chosen_socket()).encode(),
             },
             [[*ctl, "daemon-reload"], [*ctl, "enable", "--now", SOCKET_UNIT, UNIT]],
             [],
@@ -179,8 +165,10 @@ def _units_dir() -> Path:
 
 
 def _service_unit() -> bytes:
-    home = home_from_env()
-    return systemd_service(cofferd_path(), home, socket_override(), attached_folders(home)).encode()
+    locations = Locations.from_env()
+    return systemd_service(
+        cofferd_path(), locations.home, chosen_socket(), locations.attached_folders()
+    ).encode()
 
 
 def refresh(write: Callable[[str], None] = print) -> None:

@@ -25,8 +25,11 @@ Layout of the data home::
     knowledge/<kb>/docs -> DIR     ... or a link to a folder of the user's, attached where
                                    it lives (indexing never writes there)
     knowledge/<kb>/raw/            originals of converted documents
-    trash/<kb>/<trash id>/         deleted documents (and originals), kept for the
-                                   trash retention, then purged
+    trash/<kb>/<trash id>/         a deleted document, kept for the trash retention,
+                                   then purged:
+      manifest.json                  what the entry holds and where it came from
+      document.md                    its Markdown file
+      raw/<id>.<ext>                 its kept original, if it had one
 """
 
 from __future__ import annotations
@@ -41,10 +44,12 @@ from pathlib import Path, PurePosixPath
 
 APP_NAME = "coffer"
 SOCKET_NAME = "cofferd.sock"
+SOCKET_IN_RUNTIME_DIR = f"{APP_NAME}/{SOCKET_NAME}"  # the default socket, in the runtime dir
 
 
-class PathRefused(ValueError):
-    """A name or relative path that would lead outside where it belongs."""
+class InvalidTreePath(ValueError):
+    """A relative path or a folder name that names no place inside its tree: empty,
+    absolute, or leading out of it with `..`."""
 
 
 def default_home(env: Mapping[str, str]) -> Path:
@@ -69,14 +74,18 @@ def runtime_dir(env: Mapping[str, str]) -> Path:
 
 
 def default_socket(env: Mapping[str, str]) -> Path:
-    return runtime_dir(env) / APP_NAME / SOCKET_NAME
+    return runtime_dir(env) / SOCKET_IN_RUNTIME_DIR
+
+
+def chosen_socket(env: Mapping[str, str] | None = None) -> Path | None:
+    """The socket COFFER_SOCKET names, or None when the default is used."""
+    env = os.environ if env is None else env
+    return Path(env["COFFER_SOCKET"]).expanduser().absolute() if env.get("COFFER_SOCKET") else None
 
 
 def socket_from_env(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
-    if env.get("COFFER_SOCKET"):
-        return Path(env["COFFER_SOCKET"]).expanduser().absolute()
-    return default_socket(env)
+    return chosen_socket(env) or default_socket(env)
 
 
 def home_from_env(env: Mapping[str, str] | None = None) -> Path:
@@ -90,7 +99,7 @@ def check_relpath(relpath: str) -> str:
     """A path inside a docs tree: relative, POSIX, no '..', no empty parts."""
     parts = PurePosixPath(relpath).parts
     if not parts or relpath.startswith("/") or any(p in ("..", ".", "") for p in parts):
-        raise PathRefused(f"invalid document path: {relpath[:200]!r}")
+        raise InvalidTreePath(f"invalid document path: {relpath[:200]!r}")
     return relpath
 
 
@@ -101,8 +110,30 @@ def normalize_relpath(relpath: str) -> str:
 
 def _folder_name(name: str) -> str:
     if not name or name in (".", "..") or "/" in name or "\0" in name:
-        raise PathRefused(f"invalid knowledge base folder name: {name[:200]!r}")
+        raise InvalidTreePath(f"invalid knowledge base folder name: {name[:200]!r}")
     return name
+
+
+@dataclass(frozen=True)
+class TrashEntryFiles:
+    """The files of one entry of a KB's trash (`trash/<kb>/<trash id>/`)."""
+
+    folder: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.folder / "manifest.json"
+
+    @property
+    def document(self) -> Path:
+        return self.folder / "document.md"
+
+    @property
+    def originals(self) -> Path:
+        return self.folder / "raw"
+
+    def original(self, name: str) -> Path:
+        return self.originals / check_relpath(name)
 
 
 @dataclass(frozen=True)
@@ -164,6 +195,12 @@ class Locations:
         except OSError:  # not a link (or no folder at all)
             return None
 
+    def attached_folders(self) -> list[Path]:
+        """Every folder attached as a knowledge base, in the order of the KBs' names."""
+        root = self.knowledge_root
+        names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+        return [f for name in names if (f := self.attached_folder(name)) is not None]
+
     def docs_folder(self, kb: str) -> Path:
         """Where the KB's Markdown files really are, as people know the place."""
         return self.attached_folder(kb) or self.docs_dir(kb)
@@ -175,12 +212,18 @@ class Locations:
         """Deleted documents of a KB; in the data home, never in a folder of the user's."""
         return self.home / "trash" / _folder_name(kb)
 
+    def trash_entry(self, kb: str, trash_id: str) -> TrashEntryFiles:
+        return TrashEntryFiles(self.trash_dir(kb) / _folder_name(trash_id))
+
     def doc_path(self, kb: str, relpath: str) -> Path:
         """Absolute path of a document given its path relative to the KB's docs folder."""
         return self.docs_dir(kb) / check_relpath(relpath)
 
     def raw_path(self, kb: str, doc_id: str, ext: str) -> Path:
-        name = f"{doc_id}.{ext}" if ext else doc_id
+        return self.raw_file(kb, f"{doc_id}.{ext}" if ext else doc_id)
+
+    def raw_file(self, kb: str, name: str) -> Path:
+        """An original in raw/ by its file name (`<document id>.<ext>`)."""
         return self.raw_dir(kb) / check_relpath(name)
 
     def split(self, path: str | Path) -> tuple[str, str | None] | None:

@@ -133,10 +133,9 @@ def test_a_full_disk_answers_storage_error_and_indexing_resumes(
     try:
         d.start()
         filler = fill(small_disk)
-        try:
+        with pytest.raises(ApiError) as err:
             d.client.post(d.client.kb("notes", "/documents"), {"content": "# x\n\n" + "y " * 9999})
-        except ApiError as err:
-            assert (err.status, err.code) == (507, "STORAGE_ERROR")
+        assert (err.value.status, err.value.code) == (507, "STORAGE_ERROR")
         with pytest.raises(ApiError) as err:
             d.client.post("/api/v1/knowledge_bases", {"name": "while-full"})
         assert (err.value.status, err.value.code) == (507, "STORAGE_ERROR")

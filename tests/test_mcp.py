@@ -52,10 +52,23 @@ def new_kb(d: Daemon, prefix: str = "mcp") -> str:
 AGENT = Implementation(name="test-agent", version="1.0")
 
 
+def own_agent() -> Implementation:
+    """A client name no other test uses: what its calls recorded can be told apart."""
+    return Implementation(name=f"test-agent-{uuid.uuid4().hex[:6]}", version="1.0")
+
+
+def invocations(d: Daemon, agent: Implementation) -> list[tuple[str, str]]:
+    """(tool, outcome) of every call `agent` made, oldest first."""
+    calls = d.client.get("/api/v1/mcp_invocations", limit=1000)["invocations"]
+    mine = [(c["tool"], c["outcome"]) for c in calls if c["client"] == f"agent:{agent.name}"]
+    return mine[::-1]  # listed newest first
+
+
 async def test_an_agent_reads_and_writes_through_the_daemon(shared_daemon: Daemon) -> None:
     d = shared_daemon
     kb = new_kb(d)
-    async with Client(params(d.socket), client_info=AGENT) as client:
+    agent = own_agent()
+    async with Client(params(d.socket), client_info=agent) as client:
         kbs = await call(client, "list_knowledge_bases")
         mine = next(k for k in kbs["knowledge_bases"] if k["name"] == kb)
         assert mine["enabled"] and "enabled_modes" in mine["settings"]
@@ -111,19 +124,20 @@ async def test_an_agent_reads_and_writes_through_the_daemon(shared_daemon: Daemo
 
     events = d.client.get("/api/v1/audit", kb=kb)["events"]
     writes = [e for e in events if e["event"].startswith("kb_document")]
-    assert {e["actor"] for e in writes} == {"agent:test-agent"}
+    assert {e["actor"] for e in writes} == {f"agent:{agent.name}"}
     assert {e["event"] for e in writes} >= {"kb_document_ingested", "kb_document_updated"}
-    calls = d.client.get("/api/v1/mcp_invocations", limit=100)["invocations"]
-    mine_calls = [c for c in calls if c["client"] == "agent:test-agent"]
-    assert {c["tool"] for c in mine_calls} >= {"add_document", "search", "edit_document"}
-    assert {"ok", "KB_NOT_FOUND", "DOCUMENT_NOT_FOUND"} <= {c["outcome"] for c in mine_calls}
+    made = invocations(d, agent)
+    assert len(made) == 14 and {outcome for _, outcome in made[:-2]} == {"ok"}
+    assert {"add_document", "search", "edit_document"} <= {tool for tool, _ in made}
+    assert made[-2:] == [("search", "KB_NOT_FOUND"), ("get_document", "DOCUMENT_NOT_FOUND")]
 
 
 async def test_unknown_or_missing_arguments_are_refused_by_name(shared_daemon: Daemon) -> None:
     d = shared_daemon
     kb = new_kb(d)
     d.client.post(d.client.kb(kb, "/documents"), {"content": "# Bread\n\nsourdough"})
-    async with Client(params(d.socket), client_info=AGENT) as client:
+    agent = own_agent()
+    async with Client(params(d.socket), client_info=agent) as client:
         message = await error_of(client, "search", knowledge_base="nosuch", query="bread")
         assert "VALIDATION_ERROR" in message and "`knowledge_base`" in message
         assert "`kb` is required" in message  # no silent default knowledge base
@@ -136,8 +150,8 @@ async def test_unknown_or_missing_arguments_are_refused_by_name(shared_daemon: D
         assert "`content` must not be empty" in await error_of(
             client, "add_document", kb=kb, content=""
         )
-    outcomes = {c["outcome"] for c in d.client.get("/api/v1/mcp_invocations")["invocations"]}
-    assert "VALIDATION_ERROR" in outcomes
+    tools = ["search", "search", "list_documents", "add_document", "add_document"]
+    assert invocations(d, agent) == [(tool, "VALIDATION_ERROR") for tool in tools]
 
 
 async def test_edits_name_the_version_they_change(shared_daemon: Daemon) -> None:
@@ -230,7 +244,7 @@ def test_the_rest_of_cofferctl_does_not_import(module: str) -> None:
 @pytest.mark.parametrize("module", ["mcp", "pydantic", "anyio", "asyncio"])
 def test_the_mcp_server_needs_no_heavy_import(module: str) -> None:
     code = (
-        "import sys, cofferctl.mcp_server; "
+        "import sys, cofferctl.mcp.server; "
         f"print(any(m == {module!r} or m.startswith({module!r} + '.') for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

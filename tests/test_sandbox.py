@@ -19,6 +19,7 @@ import pytest
 
 from cofferctl import cli, service
 from cofferctl.client import ApiError
+from cofferd.locations import Locations
 from tests.daemon import BIN, REPO, ContractClient, wait_for
 from tests.helpers import write
 
@@ -64,10 +65,11 @@ def test_attached_folders_and_tmp_files_under_the_service_sandbox(place: Path) -
     # the data home as `kb create --path` leaves it, before the service is (re)written
     (home / "knowledge/vault").mkdir(parents=True)
     (home / "knowledge/vault/docs").symlink_to(vault, target_is_directory=True)
+    locations = Locations(home, socket_path)
     unit = place / "cofferd.service"
     unit.write_text(
         service.systemd_service(
-            str(BIN / "cofferd"), home, socket_path, service.attached_folders(home)
+            str(BIN / "cofferd"), home, socket_path, locations.attached_folders()
         )
     )
     assert f"ReadWritePaths=-{vault}\n" in unit.read_text()
@@ -99,7 +101,7 @@ def test_attached_folders_and_tmp_files_under_the_service_sandbox(place: Path) -
             client.request("PUT", client.kb("other", "/documents/note.md"), {"content": "x"})
         assert err.value.code == "STORAGE_ERROR" and "ead-only" in err.value.message
         assert (other / "note.md").read_text() != "x"
-        assert str(other) in [str(p) for p in service.attached_folders(home)]  # what refresh lists
+        assert str(other) in [str(p) for p in locations.attached_folders()]  # what refresh lists
 
         # a file in the user's /tmp reaches the daemon, whose /tmp is its own
         with tempfile.TemporaryDirectory() as tmp:

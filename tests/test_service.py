@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cofferctl import cli, service
+from cofferd.locations import Locations
 from tests.daemon import BIN, REPO, ContractClient, new_daemon
 
 needs_systemd = pytest.mark.skipif(
@@ -185,7 +186,7 @@ def test_attached_folders_are_writable_in_the_unit(
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("COFFER_HOME", str(home))
     monkeypatch.setattr(service.shutil, "which", lambda name: None)  # no systemctl to call
-    assert service.attached_folders(home) == [odd, tmp_path / "notes"]
+    assert Locations.from_env().attached_folders() == [odd, tmp_path / "notes"]
     unit = service._units_dir() / "cofferd.service"
     service.refresh()
     assert not unit.exists()  # not installed: nothing to refresh

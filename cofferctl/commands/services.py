@@ -6,14 +6,14 @@ import argparse
 from typing import Any
 
 from cofferctl.client import Client
-from cofferctl.command import RESULT_FAILED, UsageError
+from cofferctl.command import RESULT_FAILED, Command, UsageError
 from cofferctl.output import Output
 
 
 def cmd_mcp(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    from cofferctl import mcp_server  # loaded only for this command
+    from cofferctl.mcp import server  # loaded only for this command
 
-    mcp_server.run(c.socket_path)
+    server.run(c.socket_path)
     return None
 
 
@@ -30,9 +30,13 @@ def cmd_service(c: Client, a: argparse.Namespace, out: Output) -> Any:
 SHELLS = ("bash", "zsh", "fish")
 
 
-def cmd_completion(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    from cofferctl.cli import build_parser
-    from cofferctl.completion import script  # only this command pays for its templates
+def completion(parser: argparse.ArgumentParser) -> Command:
+    """`completion SHELL`: the script that completes the commands of `parser`."""
 
-    out.stream.write(script(a.shell, build_parser()))
-    return None
+    def run(c: Client, a: argparse.Namespace, out: Output) -> Any:
+        from cofferctl.completion import script  # only this command pays for its templates
+
+        out.stream.write(script(a.shell, parser))
+        return None
+
+    return run

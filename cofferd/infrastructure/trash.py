@@ -1,6 +1,6 @@
-"""The TrashBin port on disk: `trash/<kb>/<trash id>/` in the data home holds a deleted
-document's Markdown file (`document.md`), its kept original (`raw/<id>.<ext>`) and a
-`manifest.json` saying what they were and where they came from.
+"""The TrashBin port on disk: an entry of the data home's trash (`Locations.trash_entry`)
+holds a deleted document's Markdown file, its kept original and a manifest saying what they
+were and where they came from.
 
 Files are moved, never copied and left: a rename within one filesystem, else a durable copy
 and then the removal of the source. Nothing is ever moved over an existing file.
@@ -23,13 +23,10 @@ from typing import Any
 from cofferd.domain.errors import PathOccupied, StorageError
 from cofferd.domain.ports import TrashEntry
 from cofferd.infrastructure.fsutil import atomic_write, fsync_dir
-from cofferd.locations import Locations, check_relpath
+from cofferd.locations import Locations, TrashEntryFiles
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
-DOCUMENT = "document.md"
-ORIGINALS = "raw"
 TRASH_ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 # a filesystem that cannot hard-link (FAT, some network shares) says one of these
 NO_LINKS = {errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK}
@@ -40,31 +37,28 @@ class FileTrash:
     def __init__(self, locations: Locations) -> None:
         self.locations = locations
 
-    def _folder(self, kb: str, trash_id: str) -> Path:
-        return self.locations.trash_dir(kb) / trash_id
-
     def put(self, kb: str, entry: TrashEntry, markdown: Path, original: Path | None) -> None:
         """Move the document's files into a new entry; on failure, back where they were."""
-        folder = self._folder(kb, entry.id)
-        folder.mkdir(mode=0o700, parents=True)
-        moved = {DOCUMENT: str(markdown)}
+        files = self.locations.trash_entry(kb, entry.id)
+        files.folder.mkdir(mode=0o700, parents=True)
+        moved = {files.document: markdown}
         if original is not None:
-            moved[f"{ORIGINALS}/{original.name}"] = str(original)
+            moved[files.original(original.name)] = original
         try:
             # the manifest first: an entry interrupted half way still says what it holds
-            atomic_write(folder / MANIFEST, _manifest(entry, moved), mode=0o600)
-            move_file(markdown, folder / DOCUMENT)
+            atomic_write(files.manifest, _manifest(entry, files, moved), mode=0o600)
+            move_file(markdown, files.document)
         except OSError as exc:
-            shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(files.folder, ignore_errors=True)
             raise _refused(f"cannot move {markdown} to the trash", exc) from exc
         if original is None:
             return
         try:
-            (folder / ORIGINALS).mkdir(mode=0o700)
-            move_file(original, folder / ORIGINALS / original.name)
+            files.originals.mkdir(mode=0o700)
+            move_file(original, files.original(original.name))
         except OSError as exc:
-            move_file(folder / DOCUMENT, markdown)
-            shutil.rmtree(folder, ignore_errors=True)
+            move_file(files.document, markdown)
+            shutil.rmtree(files.folder, ignore_errors=True)
             raise _refused(f"cannot move {original} to the trash", exc) from exc
 
     def entries(self, kb: str) -> list[TrashEntry]:
@@ -80,7 +74,7 @@ class FileTrash:
     def get(self, kb: str, trash_id: str) -> TrashEntry | None:
         if not TRASH_ID.match(trash_id):
             return None
-        path = self._folder(kb, trash_id) / MANIFEST
+        path = self.locations.trash_entry(kb, trash_id).manifest
         try:
             data = json.loads(path.read_bytes())
             return TrashEntry(**{k: data[k] for k in TrashEntry.__dataclass_fields__})
@@ -92,45 +86,42 @@ class FileTrash:
 
     def restore(self, kb: str, entry: TrashEntry) -> None:
         """Move the files back where they were; PathOccupied when a file sits there."""
-        folder = self._folder(kb, entry.id)
+        files = self.locations.trash_entry(kb, entry.id)
         target = self._document_target(kb, entry.relative_path)
-        original_target = (
-            self.locations.raw_dir(kb) / check_relpath(entry.original) if entry.original else None
-        )
+        original_target = self.locations.raw_file(kb, entry.original) if entry.original else None
         for place in (target, original_target):
             if place is not None and os.path.lexists(place):
                 raise _occupied(place)
         try:
-            move_file(folder / DOCUMENT, target)
+            move_file(files.document, target)
         except FileExistsError:
             raise _occupied(target) from None
         except OSError as exc:
             raise _refused(f"cannot move the document back to {target}", exc) from exc
         if entry.original and original_target is not None:
-            kept = folder / ORIGINALS / entry.original
+            kept = files.original(entry.original)
             try:
                 original_target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 move_file(kept, original_target)
             except FileNotFoundError:
-                log.warning("trash entry %s lost its original %s", folder, kept)
+                log.warning("trash entry %s lost its original %s", files.folder, kept)
             except OSError as exc:
-                move_file(target, folder / DOCUMENT)  # all or nothing
+                move_file(target, files.document)  # all or nothing
                 if isinstance(exc, FileExistsError):
                     raise _occupied(original_target) from None
                 raise _refused(f"cannot move the original back to {original_target}", exc) from exc
-        shutil.rmtree(folder)
+        shutil.rmtree(files.folder)
 
     def purge(self, kb: str, trash_id: str) -> None:
         if TRASH_ID.match(trash_id):
             with contextlib.suppress(FileNotFoundError):
-                shutil.rmtree(self._folder(kb, trash_id))
+                shutil.rmtree(self.locations.trash_entry(kb, trash_id).folder)
 
     def _document_target(self, kb: str, relpath: str) -> Path:
         """Where the Markdown file goes back: inside the docs folder, its folders made again."""
-        docs = self.locations.docs_dir(kb)
-        target = docs / check_relpath(relpath)
+        target = self.locations.doc_path(kb, relpath)
         try:
-            root = docs.resolve(strict=True)
+            root = self.locations.docs_dir(kb).resolve(strict=True)
         except OSError as exc:
             raise _refused(f"the docs folder of {kb!r} is not there", exc) from exc
         existing = target.parent
@@ -189,8 +180,10 @@ def _copy(src: Path, dst: Path, st: os.stat_result) -> None:
             os.unlink(tmp)
 
 
-def _manifest(entry: TrashEntry, moved: dict[str, str]) -> bytes:
-    data: dict[str, Any] = {**entry.__dict__, "moved": moved}
+def _manifest(entry: TrashEntry, files: TrashEntryFiles, moved: dict[Path, Path]) -> bytes:
+    """The entry, and each file it holds (by its path in the entry) with where it was."""
+    inside = {kept.relative_to(files.folder).as_posix(): str(was) for kept, was in moved.items()}
+    data: dict[str, Any] = {**entry.__dict__, "moved": inside}
     return json.dumps(data, indent=1, ensure_ascii=False).encode()
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import urllib.parse
 
 from cofferctl.client import Client
-from cofferctl.mcp_schema import JSON, SHA256, ArgumentError, arguments, kb, string
-from cofferctl.mcp_shapes import (
+from cofferctl.mcp.schema import JSON, SHA256, ArgumentError, arguments, kb, string
+from cofferctl.mcp.shapes import (
     DOCUMENT,
     DOCUMENT_REF,
     INGESTED,
@@ -21,7 +21,7 @@ from cofferctl.mcp_shapes import (
     obj,
     summary,
 )
-from cofferctl.mcp_tool import Catalog, Hints
+from cofferctl.mcp.tool import Catalog, Hints
 
 WRITE = Catalog()
 

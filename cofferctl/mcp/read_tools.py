@@ -4,8 +4,8 @@ files, the trash, status and metrics. Each one that works on a knowledge base na
 from __future__ import annotations
 
 from cofferctl.client import Client
-from cofferctl.mcp_schema import JSON, arguments, array, boolean, integer, kb, string
-from cofferctl.mcp_shapes import (
+from cofferctl.mcp.schema import JSON, arguments, array, boolean, integer, kb, string
+from cofferctl.mcp.shapes import (
     ANY_OBJ,
     BOOL,
     DOCUMENT,
@@ -27,7 +27,7 @@ from cofferctl.mcp_shapes import (
     search_request,
     summary,
 )
-from cofferctl.mcp_tool import Catalog, Hints
+from cofferctl.mcp.tool import Catalog, Hints
 
 READS = Hints(read_only=True, destructive=False, idempotent=True, open_world=False)
 READ = Catalog()

@@ -5,8 +5,8 @@ the API paths of a call's knowledge base and document."""
 from __future__ import annotations
 
 from cofferctl.client import Client
-from cofferctl.mcp_schema import JSON, array, integer, string
-from cofferctl.mcp_uri import document_uri
+from cofferctl.mcp.schema import JSON, array, integer, string
+from cofferctl.mcp.uri import document_uri
 
 # --- output schemas --------------------------------------------------------------------
 

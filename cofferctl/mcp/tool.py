@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cofferctl.client import Client
-from cofferctl.mcp_schema import JSON
+from cofferctl.mcp.schema import JSON
 
 Run = Callable[[Client, dict[str, Any]], JSON]
 

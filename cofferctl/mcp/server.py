@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from cofferctl.client import ApiError, Client, DaemonUnreachable, ProtocolError
-from cofferctl.mcp_content import PROMPTS, TEMPLATES, get_prompt, list_resources, read_resource
-from cofferctl.mcp_protocol import (
+from cofferctl.mcp.prompts import PROMPTS, get_prompt
+from cofferctl.mcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     RpcError,
@@ -26,9 +26,10 @@ from cofferctl.mcp_protocol import (
     StdioServer,
     log,
 )
-from cofferctl.mcp_schema import JSON, ArgumentError, check
-from cofferctl.mcp_tool import Tool
-from cofferctl.mcp_tools import TOOLS
+from cofferctl.mcp.resources import TEMPLATES, list_resources, read_resource
+from cofferctl.mcp.schema import JSON, ArgumentError, check
+from cofferctl.mcp.tool import Tool
+from cofferctl.mcp.tools import TOOLS
 from cofferd import __version__
 
 INSTRUCTIONS = """\
