@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from cofferctl.client import ApiError, DaemonUnreachable
 
@@ -129,15 +129,19 @@ def run_in_repo(repo: Path) -> None:
     cofferd and cofferctl beside this checkout's bench, and exit with its status."""
     import cofferd
 
-    if Path(cofferd.__file__).resolve().parent.parent == repo:
+    loaded = Path(cofferd.__file__).resolve().parent.parent
+    if loaded == repo:
         return
+    if os.environ.get("COFFER_BENCH_CODE"):  # this is the child already
+        raise SystemExit(f"cofferd was imported from {loaded}, not from {repo}")
     main = sys.modules["__main__"].__spec__
     assert main is not None, "run the script as `python -m bench.<name>`"
     root = Path(tempfile.mkdtemp(prefix="coffer-bench-code-"))
     try:
         for package, checkout in (("cofferd", repo), ("cofferctl", repo), ("bench", REPO)):
             (root / package).symlink_to(checkout / package)
-        child = subprocess.run([sys.executable, "-m", main.name, *sys.argv[1:]], env=code_env(root))
+        env = code_env(root, COFFER_BENCH_CODE=str(repo))
+        child = subprocess.run([sys.executable, "-m", main.name, *sys.argv[1:]], env=env)
     finally:
         shutil.rmtree(root)
     sys.exit(child.returncode)
@@ -187,6 +191,22 @@ def wait(
             return value
         time.sleep(interval)
     raise TimeoutError("condition not met")
+
+
+def kb_status(status: dict[str, Any], name: str) -> dict[str, Any]:
+    """A KB's entry in `GET /api/v1/status`."""
+    entry: dict[str, Any] = next(k for k in status["knowledge_bases"] if k["name"] == name)
+    return entry
+
+
+def indexer_idle(status: dict[str, Any]) -> bool:
+    """From `GET /api/v1/status`: the start-up reconcile is done and nothing is queued or
+    being indexed."""
+    return bool(
+        status["startup_reconcile_done"]
+        and status["queue_depth"] == 0
+        and not status["watcher"]["busy"]
+    )
 
 
 # -- memory -------------------------------------------------------------------------------
