@@ -195,8 +195,10 @@ def wait(
 
 def kb_status(status: dict[str, Any], name: str) -> dict[str, Any]:
     """A KB's entry in `GET /api/v1/status`."""
-    entry: dict[str, Any] = next(k for k in status["knowledge_bases"] if k["name"] == name)
-    return entry
+    for entry in status["knowledge_bases"]:
+        if entry["name"] == name:
+            return dict(entry)
+    raise KeyError(f"no KB {name!r} in the daemon's status")
 
 
 def indexer_idle(status: dict[str, Any]) -> bool:
@@ -251,7 +253,8 @@ class DaemonMemory:
     def __str__(self) -> str:
         text = f"RSS {self.rss_mb:.0f} MB (peak {self.peak_mb:.0f} MB)"
         if self.children:
-            text += f" + {self.children} child processes {self.children_rss_mb:.0f} MB"
+            plural = "es" if self.children > 1 else ""
+            text += f" + {self.children} child process{plural} {self.children_rss_mb:.0f} MB"
         return text
 
 
