@@ -13,7 +13,11 @@ synchronous stages are timed directly, file by file: `markdown.parse`, `chunk_ma
 title, 512, 64)` and `fts.index_text` for each chunk (and its heading), in MB/s, once plain
 and once under cProfile. `--stages` runs only that stage timing.
 
+In-process (no daemon), with the code of `--repo` (default this checkout; another checkout
+is run by bench.common.run_in_repo).
+
     .venv/bin/python -m bench.cjk_index [--repeat N] [--target-mb 12.8] [--profile | --stages]
+        [--repo PATH]
 """
 
 from __future__ import annotations
@@ -32,7 +36,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench.common import DATA, machine, peak_rss_mb, scratch_home
+from bench.common import (
+    DATA,
+    add_repo_argument,
+    describe_code,
+    machine,
+    peak_rss_mb,
+    run_in_repo,
+    scratch_home,
+)
 from cofferd.application import markdown
 from cofferd.application.chunker import chunk_markdown
 from cofferd.application.reindexer import Reindexer
@@ -219,6 +231,7 @@ async def run(args: argparse.Namespace) -> None:
         files = build_corpus(source, args.repeat, args.target_mb)
         mb = sum(p.stat().st_size for p in files) / 1e6
         print(f"machine: {machine()}")
+        print(f"code: {describe_code(args.repo)}")
         print(
             f"corpus: {len(files)} files, {mb:.2f} MB (UTF-8), ~{1e6 * mb / len(files):,.0f} B each"
         )
@@ -246,7 +259,9 @@ def main() -> None:
     parser.add_argument("--target-mb", type=float, default=12.8, help="corpus size when auto")
     parser.add_argument("--profile", action="store_true", help="cProfile reconcile and stages")
     parser.add_argument("--stages", action="store_true", help="only time the stages")
+    add_repo_argument(parser)
     args = parser.parse_args()
+    run_in_repo(args.repo)
     asyncio.run(run(args))
 
 

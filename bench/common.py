@@ -1,17 +1,31 @@
-"""Helpers shared by the benchmark scripts: data locations, a scratch data home, stats."""
+"""Helpers shared by the benchmark scripts: data locations, a scratch data home, stats,
+running a checkout's code (`--repo`), a real daemon and what it holds in memory."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import platform
 import resource
+import shutil
+import signal
 import statistics
 import subprocess
+import sys
 import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
+
+from cofferctl.client import ApiError, DaemonUnreachable
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("COFFER_BENCH_DATA", REPO.parent / "shared" / "data"))
+BIN = Path(sys.executable).parent
+T = TypeVar("T")
 
 
 def scratch_home(prefix: str) -> Path:
@@ -58,3 +72,200 @@ def memory_mb(pid: int) -> tuple[float, float]:
         if key in ("VmRSS", "VmHWM"):
             values[key] = int(rest.split()[0]) / 1024
     return values["VmRSS"], values["VmHWM"]
+
+
+def count_documents(root: Path) -> int:
+    """Regular `.md` files, links neither counted nor followed (as the daemon scans)."""
+    count = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        count += sum(
+            1
+            for f in files
+            if f.lower().endswith(".md")
+            and not f.startswith(".")
+            and not os.path.islink(os.path.join(folder, f))
+        )
+    return count
+
+
+def database_mb(home: Path) -> float:
+    """coffer.db and its write-ahead log, in MB."""
+    files = (home / "coffer.db", home / "coffer.db-wal")
+    return sum(p.stat().st_size for p in files if p.exists()) / 1e6
+
+
+# -- whose code runs ----------------------------------------------------------------------
+
+
+def add_repo_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--repo",
+        type=lambda text: Path(text).resolve(),
+        default=REPO,
+        help="the checkout whose cofferd is measured (default: this one)",
+    )
+
+
+def code_env(root: Path, **extra: str) -> dict[str, str]:
+    """The environment of a Python process that imports cofferd and cofferctl from `root`:
+    first on the path, and the working folder not put before it (PYTHONSAFEPATH), in the
+    processes it starts too."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOTIFY_", "LISTEN_"))}
+    return {**env, "PYTHONPATH": str(root), "PYTHONSAFEPATH": "1", **extra}
+
+
+def describe_code(repo: Path) -> str:
+    found = subprocess.run(
+        ["git", "-C", str(repo), "describe", "--always", "--dirty"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return f"{repo} at {found.stdout.strip() or 'an unknown commit'}"
+
+
+def run_in_repo(repo: Path) -> None:
+    """Make the cofferd this script imports in-process `repo`'s: when it is another
+    checkout's, run the same command again in a child whose import path holds `repo`'s
+    cofferd and cofferctl beside this checkout's bench, and exit with its status."""
+    import cofferd
+
+    loaded = Path(cofferd.__file__).resolve().parent.parent
+    if loaded == repo:
+        return
+    if os.environ.get("COFFER_BENCH_CODE"):  # this is the child already
+        raise SystemExit(f"cofferd was imported from {loaded}, not from {repo}")
+    main = sys.modules["__main__"].__spec__
+    assert main is not None, "run the script as `python -m bench.<name>`"
+    root = Path(tempfile.mkdtemp(prefix="coffer-bench-code-"))
+    try:
+        for package, checkout in (("cofferd", repo), ("cofferctl", repo), ("bench", REPO)):
+            (root / package).symlink_to(checkout / package)
+        env = code_env(root, COFFER_BENCH_CODE=str(repo))
+        child = subprocess.run([sys.executable, "-m", main.name, *sys.argv[1:]], env=env)
+    finally:
+        shutil.rmtree(root)
+    sys.exit(child.returncode)
+
+
+# -- a real daemon ------------------------------------------------------------------------
+
+
+def start_daemon(repo: Path, home: Path, socket_path: Path) -> subprocess.Popen[bytes]:
+    """The venv's `cofferd` on `home`, running `repo`'s code."""
+    env = code_env(repo, COFFER_HOME=str(home), COFFER_SOCKET=str(socket_path))
+    return subprocess.Popen([str(BIN / "cofferd"), "--log-level", "WARNING"], env=env)
+
+
+def stop_daemon(daemon: subprocess.Popen[bytes], grace_s: float = 30) -> None:
+    """SIGTERM, then SIGKILL after `grace_s` (a daemon stuck on a file does not stop);
+    worker processes it leaves behind are killed too."""
+    children = descendants(daemon.pid) if daemon.poll() is None else []
+    daemon.terminate()
+    try:
+        daemon.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def wait(
+    condition: Callable[[], T | None],
+    daemon: subprocess.Popen[bytes],
+    timeout: float,
+    interval: float,
+) -> T:
+    """Poll `condition` until it is truthy (an unreachable or erring daemon counts as not
+    yet); raise TimeoutError after `timeout` s, RuntimeError if the daemon exits."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if daemon.poll() is not None:
+            raise RuntimeError(f"cofferd exited with status {daemon.returncode}")
+        try:
+            value = condition()
+        except (DaemonUnreachable, ApiError, OSError):
+            value = None
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError("condition not met")
+
+
+def kb_status(status: dict[str, Any], name: str) -> dict[str, Any]:
+    """A KB's entry in `GET /api/v1/status`."""
+    for entry in status["knowledge_bases"]:
+        if entry["name"] == name:
+            return dict(entry)
+    raise KeyError(f"no KB {name!r} in the daemon's status")
+
+
+def indexer_idle(status: dict[str, Any]) -> bool:
+    """From `GET /api/v1/status`: the start-up reconcile is done and nothing is queued or
+    being indexed."""
+    return bool(
+        status["startup_reconcile_done"]
+        and status["queue_depth"] == 0
+        and not status["watcher"]["busy"]
+    )
+
+
+# -- memory -------------------------------------------------------------------------------
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, their children, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # it ended meanwhile
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        below = children.get(todo.pop(), [])
+        found += below
+        todo += below
+    return found
+
+
+def pss_mb(pid: int) -> float:
+    """Proportional set size in MB (shared pages divided among their users)."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) / 1024
+    raise ValueError(f"no Pss in /proc/{pid}/smaps_rollup")
+
+
+@dataclass
+class DaemonMemory:
+    rss_mb: float
+    peak_mb: float  # VmHWM
+    children: int
+    children_rss_mb: float
+
+    def __str__(self) -> str:
+        text = f"RSS {self.rss_mb:.0f} MB (peak {self.peak_mb:.0f} MB)"
+        if self.children:
+            plural = "es" if self.children > 1 else ""
+            text += f" + {self.children} child process{plural} {self.children_rss_mb:.0f} MB"
+        return text
+
+
+def daemon_memory(pid: int) -> DaemonMemory:
+    rss, peak = memory_mb(pid)
+    children = 0
+    children_rss = 0.0
+    for child in descendants(pid):
+        try:
+            children_rss += memory_mb(child)[0]
+            children += 1
+        except (OSError, KeyError):  # ended meanwhile, or a zombie
+            pass
+    return DaemonMemory(rss, peak, children, children_rss)

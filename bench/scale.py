@@ -2,8 +2,8 @@
 
 tldr-pages (~38,400 Markdown files) is replicated into `copy000/`, `copy001/`, ... until
 `--documents` files exist; each copy of a file gets a line `uniq<copy>x<index>` so that no
-two files are equal. A real `cofferd` (from this venv) then starts on that KB, over a Unix
-socket, and we report:
+two files are equal. A real `cofferd` (this venv's, running the code of `--repo`, default
+this checkout) then starts on that KB, over a Unix socket, and we report:
 
 * (a) cold index: start-up until the KB's metrics count every file (and the status says
   the start-up reconcile is done), in files/s;
@@ -17,7 +17,7 @@ socket, and we report:
 
 Run it at 38,000 too to see how each cost grows:
 
-    .venv/bin/python -m bench.scale [--documents 250000] [--timeout 1800]
+    .venv/bin/python -m bench.scale [--documents 250000] [--timeout 1800] [--repo PATH]
 """
 
 from __future__ import annotations
@@ -26,19 +26,25 @@ import argparse
 import os
 import random
 import shutil
-import subprocess
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
-from bench.common import extract_tldr, machine, median, memory_mb, percentile, scratch_home
-from cofferctl.client import ApiError, Client, DaemonUnreachable
+from bench.common import (
+    add_repo_argument,
+    describe_code,
+    extract_tldr,
+    machine,
+    median,
+    memory_mb,
+    percentile,
+    scratch_home,
+    start_daemon,
+    stop_daemon,
+    wait,
+)
+from cofferctl.client import Client
 
-BIN = Path(sys.executable).parent
 KB = "big"
-T = TypeVar("T")
 STALL_S = 120  # the count has not moved for this long while the daemon is idle: give up
 
 QUERIES = [
@@ -49,26 +55,6 @@ QUERIES = [
     "git 提交", "docker 镜像",
 ]  # fmt: skip
 # ... plus one `uniq<copy>x7` identifier from the corpus, added at run time: 30 in all.
-
-
-def wait(
-    condition: Callable[[], T | None],
-    daemon: subprocess.Popen[bytes],
-    timeout: float,
-    interval: float,
-) -> T:
-    deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
-        if daemon.poll() is not None:
-            raise RuntimeError(f"cofferd exited with status {daemon.returncode}")
-        try:
-            value = condition()
-        except (DaemonUnreachable, ApiError, OSError):
-            value = None
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError("condition not met")
 
 
 def build_corpus(docs: Path, scratch: Path, documents: int) -> tuple[list[str], int]:
@@ -106,22 +92,21 @@ def target(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
-def run(documents: int, timeout: float, home: Path, socket_path: Path) -> None:
+def run(documents: int, timeout: float, home: Path, socket_path: Path, repo: Path) -> None:
     docs = home / "knowledge" / KB / "docs"
     docs.mkdir(parents=True)
     started = time.perf_counter()
     files, corpus_bytes = build_corpus(docs, home / "src", documents)
-    print(f"machine: {machine()}", flush=True)
+    print(f"machine: {machine()}; code: {describe_code(repo)}", flush=True)
     print(
         f"corpus: {len(files):,} files, {corpus_bytes / 1e6:.1f} MB, "
         f"written in {time.perf_counter() - started:.0f} s",
         flush=True,
     )
 
-    env = {**os.environ, "COFFER_HOME": str(home), "COFFER_SOCKET": str(socket_path)}
     client = Client(socket_path)
     started = time.perf_counter()
-    daemon = subprocess.Popen([str(BIN / "cofferd"), "--log-level", "WARNING"], env=env)
+    daemon = start_daemon(repo, home, socket_path)
     try:
         # (a) cold index; polls are 0.5 s apart so as not to slow the machine they measure
         status_done: list[float] = []
@@ -230,23 +215,19 @@ def run(documents: int, timeout: float, home: Path, socket_path: Path) -> None:
             flush=True,
         )
     finally:
-        daemon.terminate()
-        try:
-            daemon.wait(60)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+        stop_daemon(daemon, grace_s=60)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--documents", type=int, default=250_000)
     parser.add_argument("--timeout", type=float, default=1800, help="cold index limit, s")
+    add_repo_argument(parser)
     args = parser.parse_args()
     home = scratch_home("scale")
     socket_path = Path(f"/tmp/coffer-bench-scale-{os.getpid()}.sock")
     try:
-        run(args.documents, args.timeout, home, socket_path)
+        run(args.documents, args.timeout, home, socket_path, args.repo)
     finally:
         shutil.rmtree(home, ignore_errors=True)
         socket_path.unlink(missing_ok=True)

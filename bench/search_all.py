@@ -44,7 +44,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.common import extract_tldr, machine, memory_mb, percentile
+from bench.common import count_documents, extract_tldr, machine, memory_mb, percentile
 from bench.scifact_keyword import load_beir, write_beir
 
 BIN = Path(sys.executable).parent
@@ -139,21 +139,6 @@ def beir_queries(kb: str, n: int, seed: int) -> list[Query]:
 
 
 # -- the corpora --------------------------------------------------------------------------
-
-
-def count_documents(root: Path) -> int:
-    """Regular `.md` files, links neither counted nor followed (as the daemon scans)."""
-    count = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        count += sum(
-            1
-            for f in files
-            if f.lower().endswith(".md")
-            and not f.startswith(".")
-            and not os.path.islink(os.path.join(folder, f))
-        )
-    return count
 
 
 def stage_beir(kb: str, into: Path) -> Path:

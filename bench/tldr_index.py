@@ -1,14 +1,29 @@
 """(b) cold full reconcile, (c) no-op full reconcile, (d) keyword query latency, on tldr-pages.
 
-.venv/bin/python -m bench.tldr_index
+In-process (no daemon), with the code of `--repo` (default this checkout; another checkout
+is run by bench.common.run_in_repo).
+
+.venv/bin/python -m bench.tldr_index [--repo PATH]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
+from pathlib import Path
 
-from bench.common import extract_tldr, machine, median, peak_rss_mb, percentile, scratch_home
+from bench.common import (
+    add_repo_argument,
+    describe_code,
+    extract_tldr,
+    machine,
+    median,
+    peak_rss_mb,
+    percentile,
+    run_in_repo,
+    scratch_home,
+)
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
@@ -26,7 +41,7 @@ QUERIES = [
 ]  # fmt: skip
 
 
-async def main() -> None:
+async def run(repo: Path) -> None:
     home = scratch_home("tldr")
     locations = Locations(home=home, socket=home / "cofferd.sock")
     async with await Coffer.open(locations) as coffer:
@@ -60,6 +75,7 @@ async def main() -> None:
     db_mb = sum(p.stat().st_size for p in home.glob("coffer.db*") if p.is_file()) / 1e6
 
     print(f"machine: {machine()}")
+    print(f"code: {describe_code(repo)}")
     print(f"corpus: {len(files)} files, {total_bytes / 1e6:.1f} MB")
     print(
         f"(b) cold reconcile: {cold.documents_added} documents in {cold_s:.2f} s = "
@@ -77,5 +93,13 @@ async def main() -> None:
     )
 
 
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_repo_argument(parser)
+    args = parser.parse_args()
+    run_in_repo(args.repo)
+    asyncio.run(run(args.repo))
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()
