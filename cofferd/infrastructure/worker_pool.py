@@ -80,7 +80,10 @@ class _Job(Generic[Item]):
 class _Worker:
     """One worker process and its pipes."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(
+        self, transport: asyncio.SubprocessTransport, proc: asyncio.subprocess.Process
+    ) -> None:
+        self.transport = transport  # closed with the process, so no pipe outlives it
         self.proc = proc
         assert proc.stdin is not None and proc.stdout is not None
         self.stdin = proc.stdin
@@ -88,19 +91,23 @@ class _Worker:
 
     @classmethod
     async def start(cls, module: str) -> _Worker:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", module, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.subprocess_exec(
+            lambda: asyncio.subprocess.SubprocessStreamProtocol(limit=2**16, loop=loop),
+            sys.executable, "-m", module,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
         )  # fmt: skip
-        worker = cls(proc)
+        worker = cls(transport, asyncio.subprocess.Process(transport, protocol, loop))
         try:
             ready = await worker.receive(START_TIMEOUT_S)
-        except (TimeoutError, _WorkerGone, frames.BrokenStream) as exc:
+        except BaseException as exc:  # the pool closing, too: never leave a process behind
             await worker.kill()
-            raise EngineUnavailable(
-                f"a worker process ({module}) could not start: {type(exc).__name__}",
-                engine="workers",
-            ) from None
+            if isinstance(exc, TimeoutError | _WorkerGone | frames.BrokenStream):
+                raise EngineUnavailable(
+                    f"a worker process ({module}) could not start: {type(exc).__name__}",
+                    engine="workers",
+                ) from None
+            raise
         if ready != READY:
             await worker.kill()
             raise EngineUnavailable(f"a worker process ({module}) answered {ready!r}")
@@ -137,16 +144,19 @@ class _Worker:
                 await self.proc.wait()
         except TimeoutError:
             await self.kill()
+        self.transport.close()
 
     async def kill(self) -> int | None:
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
         try:  # a process stuck in the kernel (a dead network mount) dies when it returns
             async with asyncio.timeout(STOP_TIMEOUT_S):
-                return await self.proc.wait()
+                code = await self.proc.wait()
         except TimeoutError:
             log.warning("worker %d does not exit; left to the kernel", self.pid)
             return None
+        self.transport.close()
+        return code
 
 
 @dataclass
@@ -185,7 +195,8 @@ class WorkerPool:
         for task in self._slots:
             task.cancel()
         await asyncio.gather(*self._slots, return_exceptions=True)
-        await asyncio.gather(*(w.stop() for w in self._workers.values()))
+        # nothing of value is in a worker: what it was preparing is prepared again next time
+        await asyncio.gather(*(w.kill() for w in self._workers.values()))
         self._workers.clear()
 
     def status(self) -> dict[str, Any]:
@@ -266,9 +277,10 @@ class WorkerPool:
                 await self._start(index)
             unit = await self._next(express, None if express else self.idle_s)
             if unit is None:
-                worker = self._workers.pop(index, None)
+                worker = self._workers.get(index)
                 if worker is not None:
-                    await worker.stop()
+                    await worker.stop()  # (if the pool closes meanwhile, close() kills it)
+                    del self._workers[index]
                 continue
             if index not in self._workers and not await self._start(index, unit.job):
                 unit.job.in_flight -= 1
