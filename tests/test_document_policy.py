@@ -9,7 +9,9 @@ from watchfiles import Change
 
 from cofferctl import cli
 from cofferd.domain.models import KnowledgeBase
+from cofferd.infrastructure.document_policy import Kind
 from cofferd.surfaces.core import Coffer
+from cofferd.surfaces.watcher import Watcher
 from tests.daemon import Daemon, wait_for
 from tests.helpers import write
 
@@ -53,19 +55,27 @@ async def test_search_and_grep_see_the_same_files(
     assert all(h.document_id for h in grepped.hits)  # every grep hit is an indexed document
 
 
-def test_the_watch_filter_follows_the_same_rules(coffer: Coffer) -> None:
+def test_the_watcher_sorts_events_by_the_same_rules(coffer: Coffer) -> None:
     policy = coffer.policy
     docs = coffer.locations.docs_dir("notes")
+    watcher = Watcher(policy, coffer.indexing)
     noise = ["~$lock.md", ".hidden.md", "note.md.swp", "note.md~", "#note.md#", "4913", "a.tmp"]
     for name in noise:
-        assert not policy(Change.added, str(docs / name)), name
-        assert not policy.is_document(name), name
-    for name in ["plain.md", "UPPER.MD", "Mixed.Markdown", "deep/er/note.md"]:
-        assert policy(Change.added, str(docs / name)), name
-        assert policy.is_document(name), name
-    assert not policy(Change.added, str(docs / ".obsidian" / "config.md"))
-    assert policy(Change.modified, str(coffer.locations.kb_config_path("notes")))
-    assert not policy(Change.added, str(coffer.locations.raw_dir("notes") / "x.pdf"))
+        assert policy.classify("notes", name) is Kind.OTHER, name
+    documents = ["plain.md", "UPPER.MD", "Mixed.Markdown", "deep/er/note.md"]
+    for name in documents:
+        assert policy.is_document("notes", name), name
+    events = {
+        *((Change.added, str(docs / name)) for name in [*noise, *documents]),
+        (Change.added, str(docs / ".obsidian" / "config.md")),
+        (Change.added, str(docs / "deep" / "folder")),
+        (Change.modified, str(coffer.locations.kb_config_path("notes"))),
+        (Change.added, str(coffer.locations.raw_dir("notes") / "x.pdf")),
+        (Change.added, str(coffer.locations.kb_config_path(".trash"))),
+    }
+    count, whole, paths = watcher._sort(events)
+    assert count == len(events) and whole == {"notes"}
+    assert paths == {"notes": {*documents, "deep/folder"}}
 
 
 def test_cofferctl_takes_its_formats_from_the_daemon(shared_daemon: Daemon, tmp_path: Path) -> None:

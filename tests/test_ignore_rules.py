@@ -8,8 +8,10 @@ import pytest
 from watchfiles import Change
 
 from cofferd.domain.models import KnowledgeBase
+from cofferd.infrastructure.document_policy import Kind
 from cofferd.infrastructure.ignore_rules import IgnoreRules
 from cofferd.surfaces.core import Coffer
+from cofferd.surfaces.watcher import Watcher
 from tests.daemon import Daemon, wait_for
 from tests.helpers import write
 
@@ -78,12 +80,14 @@ async def test_index_search_and_grep_follow_the_ignore_files(
 
 
 def test_the_watcher_passes_ignore_files_on(coffer: Coffer) -> None:
-    docs = coffer.locations.docs_dir("notes")
     for name in (".gitignore", "sub/.ignore", ".cofferignore"):
-        assert coffer.policy(Change.modified, str(docs / name)), name
-        assert coffer.policy.is_ignore_file(name)
-    assert not coffer.policy(Change.modified, str(docs / ".git/.gitignore"))
-    assert not coffer.policy.is_document(".gitignore")
+        assert coffer.policy.classify("notes", name, is_dir=None) is Kind.IGNORE_FILE, name
+    assert coffer.policy.classify("notes", ".git/.gitignore") is Kind.OTHER
+    assert not coffer.policy.is_document("notes", ".gitignore")
+    docs = coffer.locations.docs_dir("notes")
+    watcher = Watcher(coffer.policy, coffer.indexing)
+    _, whole, paths = watcher._sort({(Change.modified, str(docs / "sub" / ".ignore"))})
+    assert whole == {"notes"} and not paths
 
 
 def test_changing_an_ignore_file_takes_effect_without_a_restart(daemon: Daemon) -> None:

@@ -7,18 +7,26 @@ import contextlib
 import logging
 import os
 import stat as stat_mod
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cofferd.domain.conflicts import ConflictCopy, conflict_copy
 from cofferd.domain.errors import StorageError
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
 from cofferd.infrastructure.doc_files import TreeReader, disk_path, inside, stat_of
-from cofferd.infrastructure.document_policy import DocumentPolicy
+from cofferd.infrastructure.document_policy import DocumentPolicy, Kind, has_markdown_suffix
 from cofferd.infrastructure.fsutil import atomic_write
-from cofferd.infrastructure.ignore_rules import IgnoreRules
 from cofferd.locations import Locations, normalize_relpath
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Found:
+    files: dict[str, FileStat] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+    unusable: dict[str, str] = field(default_factory=dict)  # path -> why it is skipped
+    conflicts: dict[str, ConflictCopy] = field(default_factory=dict)
 
 
 class FileDocsTree:
@@ -32,16 +40,16 @@ class FileDocsTree:
         """Every Markdown file in the docs tree, or in its folder `under` (relative).
 
         A folder that cannot be listed is reported in `failed_dirs`, never taken as empty.
+        A full scan reads the tree's ignore files afresh.
         """
         root = self.locations.docs_dir(kb)
-        rules = self.policy.ignore_rules(kb) if under else self.policy.fresh_ignore_rules(kb)
+        if not under:
+            self.policy.fresh_ignore_rules(kb)
         try:
             real_root = root.resolve(strict=True)
             start = self._disk_path(kb, under) if under else real_root
             if under and (
-                start.is_symlink()
-                or self.policy.in_noise(under)
-                or rules.excluded(under, is_dir=True)
+                start.is_symlink() or self.policy.classify(kb, under, True) is not Kind.FOLDER
             ):
                 return TreeScan(files={}, failed_dirs=[])  # a linked, noise or ignored folder
             if not start.is_dir():
@@ -54,23 +62,25 @@ class FileDocsTree:
             raise self._unreadable(kb, exc) from exc
         if not _inside(os.path.realpath(start), real_root):
             return TreeScan(files={}, failed_dirs=[])
-        files: dict[str, FileStat] = {}
-        failed: list[str] = []
-        unusable: dict[str, str] = {}
-        conflicts: dict[str, ConflictCopy] = {}
+        found = _Found()
         stack: list[tuple[str, str]] = [(under + "/" if under else "", str(start))]
         while stack:
             prefix, folder = stack.pop()
             try:
                 with os.scandir(folder) as entries:
                     for entry in entries:
-                        self._visit(entry, prefix, files, stack, unusable, rules, conflicts)
+                        self._visit(kb, entry, prefix, found, stack)
             except OSError as exc:
                 if not prefix and not under:
                     raise self._unreadable(kb, exc) from exc
                 log.warning("cannot list %s: %s", folder, exc)
-                failed.append(prefix.rstrip("/"))
-        return TreeScan(files=files, failed_dirs=failed, unusable=unusable, conflicts=conflicts)
+                found.failed.append(prefix.rstrip("/"))
+        return TreeScan(
+            files=found.files,
+            failed_dirs=found.failed,
+            unusable=found.unusable,
+            conflicts=found.conflicts,
+        )
 
     def _unreadable(self, kb: str, exc: OSError) -> StorageError:
         folder = self.locations.docs_folder(kb)
@@ -80,42 +90,36 @@ class FileDocsTree:
 
     def _visit(
         self,
+        kb: str,
         entry: os.DirEntry[str],
         prefix: str,
-        files: dict[str, FileStat],
+        found: _Found,
         stack: list[tuple[str, str]],
-        unusable: dict[str, str],
-        rules: IgnoreRules,
-        conflicts: dict[str, ConflictCopy],
     ) -> None:
         name = entry.name
-        if self.policy.is_noise(name):
-            return
         if name.isascii():  # the common case, and already NFC
             relpath = prefix + name
         elif not _utf8(name):  # undecodable bytes arrive as surrogates: no key can hold it
             shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-            if entry.is_dir(follow_symlinks=False) or self.policy.is_markdown(shown):
-                unusable[prefix + shown] = "the name is not valid UTF-8: rename it"
+            if not self.policy.is_noise(shown) and (
+                entry.is_dir(follow_symlinks=False) or has_markdown_suffix(shown)
+            ):
+                found.unusable[prefix + shown] = "the name is not valid UTF-8: rename it"
             return
         else:
             relpath = normalize_relpath(prefix + name)
         try:
             if entry.is_symlink():
                 return  # never a document, never followed: its target is indexed where it is
-            if entry.is_dir():
-                if not rules.decides(relpath.split("/"), True):
-                    stack.append((relpath + "/", entry.path))
-            elif (
-                self.policy.has_markdown_suffix(name)
-                and entry.is_file()
-                and not rules.decides(relpath.split("/"), False)
-            ):
+            kind = self.policy.classify(kb, relpath, entry.is_dir())
+            if kind is Kind.FOLDER:
+                stack.append((relpath + "/", entry.path))
+            elif kind is Kind.DOCUMENT and entry.is_file():
+                found.files[relpath] = stat_of(entry.stat())
+            elif kind is Kind.CONFLICT_COPY and entry.is_file():
                 copy = conflict_copy(relpath)
-                if copy is None:
-                    files[relpath] = stat_of(entry.stat())
-                else:
-                    conflicts[relpath] = copy
+                if copy is not None:
+                    found.conflicts[relpath] = copy
         except OSError as exc:  # vanished or unreadable between listing and stat
             log.debug("skipping %s: %s", entry.path, exc)
 
@@ -124,7 +128,7 @@ class FileDocsTree:
 
     def stat(self, kb: str, relpath: str) -> FileStat | None:
         """The file's size and mtime if it is a document, else None."""
-        if not self.policy.is_kb_document(kb, relpath):
+        if not self.policy.is_document(kb, relpath):
             return None
         path = self._disk_path(kb, relpath)
         try:

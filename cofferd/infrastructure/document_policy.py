@@ -1,12 +1,13 @@
-"""What is a document, decided once: the scanner, the watcher, grep and cofferctl all ask this.
+"""What is a document, decided once: the scanner, the watcher, grep and cofferctl all ask
+`classify(kb, relpath, is_dir)`.
 
 A document is a regular file (never a symlink: a linked file is indexed where it really is,
 so it is never found twice) whose name ends in `.md` or `.markdown` in any case, with no
 part of its path that is noise (hidden names, the droppings of editors and sync tools,
 `node_modules`) and that no ignore file of its tree excludes (`.gitignore`, `.ignore`,
-`.cofferignore`: ignore_rules). The same rules become a watchfiles filter and ripgrep's
-glob arguments plus a check of each hit, so what can be searched and what can be grepped
-are the same files.
+`.cofferignore`: ignore_rules). A sync tool's conflict copy of a document is listed, not
+indexed. The same rules become ripgrep's glob arguments, and each grep hit is classified
+too, so what can be searched and what can be grepped are the same files.
 
 The formats `add` accepts, and the aliases of their extensions, are kept here too; the
 daemon publishes them in `/api/v1/status` for cofferctl.
@@ -14,12 +15,11 @@ daemon publishes them in `/api/v1/status` for cofferctl.
 
 from __future__ import annotations
 
+import enum
 import fnmatch
 import re
 from collections.abc import Sequence
-from pathlib import PurePath
-
-import watchfiles
+from pathlib import Path, PurePath
 
 from cofferd.domain.conflicts import conflict_copy
 from cofferd.infrastructure.ignore_rules import IGNORE_FILES, IgnoreRules
@@ -37,51 +37,79 @@ PASSTHROUGH_FORMATS = ("md", "txt")  # added as they are, with provenance frontm
 ALIASES = {"markdown": "md", "htm": "html", "text": "txt"}
 
 
-class DocumentPolicy(watchfiles.BaseFilter):
-    """The rules, as one object. Called as a watchfiles filter over the knowledge root, it
-    lets through what may concern a document or a KB's settings, and nothing in raw/."""
+class Kind(enum.Enum):
+    DOCUMENT = "document"  # indexed
+    CONFLICT_COPY = "conflict_copy"  # a sync tool's copy of a document: listed, not indexed
+    IGNORE_FILE = "ignore_file"  # changes which files are documents
+    FOLDER = "folder"  # a folder (or, when it is not known, a path that may be one) to look in
+    OTHER = "other"  # noise, ignored, or not Markdown
+
+
+class DocumentPolicy:
+    """The rules, as one object."""
 
     def __init__(self, locations: Locations, converted_formats: Sequence[str] = ()) -> None:
-        super().__init__()
         self.locations = locations
         self._noise = re.compile(
             "|".join(fnmatch.translate(g) for g in NOISE_GLOBS), re.IGNORECASE | re.DOTALL
         )
         self.formats = sorted({*PASSTHROUGH_FORMATS, *converted_formats})
         self._rules: dict[str, IgnoreRules] = {}
+        # KB -> folder -> whether documents may be in it (its path is not noise or ignored)
+        self._folders: dict[str, dict[str, bool]] = {}
 
     # -- the rules ---------------------------------------------------------------------
 
+    def classify(self, kb: str, relpath: str, is_dir: bool | None = False) -> Kind:
+        """What a path inside a KB's docs tree is, by its name and the KB's ignore files
+        (the scanner also requires a document to be a regular file). `is_dir` None: not
+        known (a path that is gone); a Markdown name is taken for a file."""
+        folder, _, name = relpath.rpartition("/")
+        if folder and not self._open(kb, folder):
+            return Kind.OTHER
+        if name in IGNORE_FILES and not is_dir:
+            return Kind.IGNORE_FILE
+        if self.is_noise(name):
+            return Kind.OTHER
+        if is_dir is None:
+            is_dir = not has_markdown_suffix(name)
+        if self.ignore_rules(kb).decides(relpath.split("/"), is_dir):
+            return Kind.OTHER
+        if is_dir:
+            return Kind.FOLDER
+        if not has_markdown_suffix(name):
+            return Kind.OTHER
+        return Kind.DOCUMENT if conflict_copy(relpath) is None else Kind.CONFLICT_COPY
+
+    def is_document(self, kb: str, relpath: str) -> bool:
+        return self.classify(kb, relpath) is Kind.DOCUMENT
+
+    def _open(self, kb: str, folder: str) -> bool:
+        """Whether documents may be inside `folder`: no part of its path is noise or
+        ignored (remembered per folder until the rules change)."""
+        known = self._folders.setdefault(kb, {})
+        found = known.get(folder)
+        if found is not None:
+            return found
+        parts = folder.split("/")
+        judged, found = 0, True  # from the deepest folder above it already judged
+        for above in range(len(parts) - 1, 0, -1):
+            seen = known.get("/".join(parts[:above]))
+            if seen is not None:
+                judged, found = above, seen
+                break
+        rules = self.ignore_rules(kb)
+        for depth in range(judged + 1, len(parts) + 1):
+            found = (
+                found
+                and not self.is_noise(parts[depth - 1])
+                and not rules.decides(parts[:depth], True)
+            )
+            known["/".join(parts[:depth])] = found
+        return found
+
     def is_noise(self, name: str) -> bool:
         return self._noise.match(name) is not None
-
-    def is_markdown(self, name: str) -> bool:
-        return self.has_markdown_suffix(name) and not self.is_noise(name)
-
-    @staticmethod
-    def has_markdown_suffix(name: str) -> bool:
-        return name.lower().endswith(MARKDOWN_SUFFIXES)
-
-    def in_noise(self, relpath: str) -> bool:
-        """Whether any part of a path inside a docs tree is noise."""
-        return any(self.is_noise(part) for part in relpath.split("/"))
-
-    def is_document(self, relpath: str) -> bool:
-        """Whether a path inside a docs tree names a document (by name; the scanner also
-        requires a regular file). A sync tool's conflict copy is not one."""
-        return (
-            self.is_markdown(relpath.rsplit("/", 1)[-1])
-            and not self.in_noise(relpath)
-            and conflict_copy(relpath) is None
-        )
-
-    def is_kb_document(self, kb: str, relpath: str) -> bool:
-        """is_document, and no ignore file of the KB's tree excludes it."""
-        return self.is_document(relpath) and not self.ignore_rules(kb).excluded(relpath)
-
-    @staticmethod
-    def is_ignore_file(relpath: str) -> bool:
-        return relpath.rsplit("/", 1)[-1] in IGNORE_FILES
 
     def ignore_rules(self, kb: str) -> IgnoreRules:
         """The KB's ignore files as last read."""
@@ -91,7 +119,16 @@ class DocumentPolicy(watchfiles.BaseFilter):
     def fresh_ignore_rules(self, kb: str) -> IgnoreRules:
         """The KB's ignore files, read again as they are needed (a full scan starts so)."""
         rules = self._rules[kb] = IgnoreRules(lambda: self.locations.docs_dir(kb))
+        self._folders.pop(kb, None)
         return rules
+
+    def locate(self, path: str | Path) -> tuple[str, str | None] | None:
+        """(KB, path inside its docs tree, or None for the KB's own folder, docs/ or
+        settings) for a path under knowledge/; None for anything else, raw/ included."""
+        where = self.locations.split(path)
+        if where is None or self.is_noise(where[0]):
+            return None
+        return where
 
     # -- formats for `add` ---------------------------------------------------------------
 
@@ -111,23 +148,16 @@ class DocumentPolicy(watchfiles.BaseFilter):
 
     # -- the same rules for other tools ---------------------------------------------------
 
-    def __call__(self, change: watchfiles.Change, path: str) -> bool:
-        where = self.locations.split(path)
-        if where is None:
-            return False
-        kb, relpath = where
-        if self.is_noise(kb):
-            return False
-        if relpath is None or not self.in_noise(relpath):
-            return True
-        folder, _, name = relpath.rpartition("/")
-        return name in IGNORE_FILES and not self.in_noise(folder)
-
     def ripgrep_args(self) -> list[str]:
-        """ripgrep's glob arguments for documents (it never follows symlinks by default)."""
+        """ripgrep's glob arguments for documents (it never follows symlinks by default);
+        each hit is classified again, for the ignore files."""
         args = []
         for suffix in MARKDOWN_SUFFIXES:
             args += ["--iglob", f"*{suffix}"]
         for glob in NOISE_GLOBS:
             args += ["--iglob", f"!{glob}"]
         return args
+
+
+def has_markdown_suffix(name: str) -> bool:
+    return name.lower().endswith(MARKDOWN_SUFFIXES)

@@ -23,6 +23,8 @@ from cofferd.locations import Locations, normalize_relpath
 
 TIMEOUT_S = 5.0
 MAX_LINE_CHARS = 500
+BATCH_LINES = 256  # rg's lines parsed at once, off the loop
+BATCH_BYTES = 1024 * 1024
 
 
 def find_rg() -> str | None:
@@ -70,7 +72,7 @@ class Ripgrep:
         try:
             async with asyncio.timeout(self.timeout_s):
                 truncated = await _collect(
-                    proc, hits, max_matches, lambda path: self.policy.is_kb_document(kb, path)
+                    proc, hits, max_matches, lambda path: self.policy.is_document(kb, path)
                 )
                 if truncated:
                     proc.kill()  # enough: do not wait for rg to scan the rest
@@ -99,28 +101,39 @@ async def _collect(
     is_document: Callable[[str], bool],
 ) -> bool:
     """Read rg's JSON lines into `hits` (documents only); True when more matches exist
-    than `limit`."""
-    assert proc.stdout is not None
-    async for raw in proc.stdout:
+    than `limit`. Lines are parsed and judged in batches off the serving loop: one can be
+    megabytes long, and judging a path may read an ignore file."""
+    batch: list[bytes] = []
+    held = 0
+    async for raw in proc.stdout:  # type: ignore[union-attr]
+        batch.append(raw)
+        held += len(raw)
+        if len(batch) >= BATCH_LINES or held >= BATCH_BYTES:
+            hits += await asyncio.to_thread(_matches, batch, is_document)
+            batch, held = [], 0
+            if len(hits) > limit:
+                del hits[limit:]
+                return True
+    hits += await asyncio.to_thread(_matches, batch, is_document)
+    if len(hits) > limit:
+        del hits[limit:]
+        return True
+    return False
+
+
+def _matches(lines: list[bytes], is_document: Callable[[str], bool]) -> list[RawHit]:
+    found = []
+    for raw in lines:
         event = json.loads(raw)
         if event.get("type") != "match":
             continue
-        if len(hits) >= limit:
-            return True
         data = event["data"]
         path = _text(data["path"])
         path = normalize_relpath(path[2:] if path.startswith("./") else path)
-        if not is_document(path):
-            continue
-        line = _text(data["lines"]).rstrip("\n")
-        hits.append(
-            RawHit(
-                path=path,
-                line_number=int(data["line_number"]),
-                line=line[:MAX_LINE_CHARS],
-            )
-        )
-    return False
+        if is_document(path):
+            line = _text(data["lines"]).rstrip("\n")
+            found.append(RawHit(path, int(data["line_number"]), line[:MAX_LINE_CHARS]))
+    return found
 
 
 def _text(field: dict[str, str]) -> str:

@@ -5,8 +5,9 @@ An attached folder is reached through its KB's docs/ link, which the watch follo
 when it starts: when an attached folder comes or goes (attached, mounted, unmounted) the
 watch starts again, and a full reconcile covers the moment it was not watching.
 
-It only turns file events into paths for the indexing service; what is a document is the
-DocumentPolicy's to say (it is the watch filter), and what to do is the service's.
+It only turns file events into paths for the indexing service; what a path is is the
+DocumentPolicy's to say, and what to do is the service's. Events are sorted off the serving
+loop (a `git checkout` brings thousands at once, and ignore files may have to be read).
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ from typing import Any
 import watchfiles
 
 from cofferd.application.indexing import IndexingService
-from cofferd.domain.conflicts import conflict_copy
 from cofferd.domain.models import utc_now
-from cofferd.infrastructure.document_policy import DocumentPolicy
+from cofferd.infrastructure.document_policy import DocumentPolicy, Kind
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class Watcher:
                 self.state.running = True
                 async for changes in watchfiles.awatch(
                     self.root,
-                    watch_filter=self.policy,
+                    watch_filter=None,  # sorted in a thread: _sort
                     step=self.step_ms,
                     debounce=self.debounce_ms,
                     stop_event=self._cycle,
@@ -113,7 +113,7 @@ class Watcher:
                     force_polling=self.state.polling is not None,
                     poll_delay_ms=POLL_DELAY_MS,
                 ):
-                    self._hand_over(changes)
+                    self._hand_over(*await asyncio.to_thread(self._sort, changes))
                 self.state.last_error = None
                 if not self._stop.is_set():  # attached folders came or went
                     self.indexing.request_full()
@@ -164,19 +164,32 @@ class Watcher:
         log.info("attached folders changed; watching them afresh")
         cycle.set()
 
-    def _hand_over(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
-        self.state.last_event_at = utc_now()
-        self.state.events_seen += len(changes)
+    def _sort(
+        self, changes: set[tuple[watchfiles.Change, str]]
+    ) -> tuple[int, set[str], dict[str, set[str]]]:
+        """(events, KBs to reconcile whole, paths to sync by KB) from file events."""
+        whole: set[str] = set()
         paths: dict[str, set[str]] = {}
         for _, path in changes:
-            where = self.policy.locations.split(path)
+            where = self.policy.locate(path)
             if where is None:
                 continue
             kb, relpath = where
-            if relpath is None or self.policy.is_ignore_file(relpath) or conflict_copy(relpath):
-                self.indexing.request_full(kb)  # a full scan reads ignore files, finds copies
-            else:
+            if relpath is None:
+                whole.add(kb)  # its folder, docs/ or settings: read again, whole
+                continue
+            kind = self.policy.classify(kb, relpath, is_dir=None)
+            if kind in (Kind.IGNORE_FILE, Kind.CONFLICT_COPY):
+                whole.add(kb)  # a full scan reads ignore files, finds copies
+            elif kind in (Kind.DOCUMENT, Kind.FOLDER):
                 paths.setdefault(kb, set()).add(relpath)
+        return len(changes), whole, paths
+
+    def _hand_over(self, events: int, whole: set[str], paths: dict[str, set[str]]) -> None:
+        self.state.last_event_at = utc_now()
+        self.state.events_seen += events
+        for kb in whole:
+            self.indexing.request_full(kb)
         for kb, relpaths in paths.items():
             self.indexing.paths_changed(kb, relpaths)
 
