@@ -44,9 +44,12 @@ class Documents:
         self.tree = tree
         self.reindexer = reindexer
 
-    def _view(self, doc: Document, **extra: Any) -> DocumentView:
-        path = self.tree.absolute(doc.resource_name, doc.path)
-        return DocumentView(doc, path, posixpath.dirname(path), **extra)
+    async def _views(self, docs: Sequence[Document]) -> list[DocumentView]:
+        """Documents with where they are on disk (looked up off the serving loop)."""
+        if not docs:
+            return []
+        where = await places(self.tree, docs[0].resource_name, [d.path for d in docs])
+        return [DocumentView(d, where[d.path], posixpath.dirname(where[d.path])) for d in docs]
 
     async def list(
         self, kb: str, *, q: str | None = None, limit: int = 50, offset: int = 0
@@ -57,7 +60,7 @@ class Documents:
         if offset < 0:
             raise ValidationFailed("offset must not be negative", field="offset")
         docs, total = await self.store.list_documents(kb, q=q or None, limit=limit, offset=offset)
-        return [self._view(d) for d in docs], total
+        return await self._views(docs), total
 
     async def find(self, kb: str, ref: str) -> Document:
         """The document `ref` names: its id, its path in the KB (`notes/2024/plan.md`), or
@@ -79,12 +82,23 @@ class Documents:
 
     async def get(self, kb: str, doc_id: str) -> DocumentView:
         doc = await self.find(kb, doc_id)
-        content = await asyncio.to_thread(self.tree.read, kb, doc.path)
-        if content is None:
+        read = await asyncio.to_thread(self._read, kb, doc.path)  # YAML, decoding: off the loop
+        if read is None:
             raise DocumentNotFound(kb, doc.id)
-        text, _ = markdown.decode(content.data)
+        path, body, frontmatter = read
+        return DocumentView(doc, path, posixpath.dirname(path), body, frontmatter)
+
+    def _read(self, kb: str, relpath: str) -> tuple[str, str, dict[str, Any]] | None:
+        """(where it is, its body, its frontmatter) as the file says now."""
+        content = self.tree.read(kb, relpath)
+        if content is None:
+            return None
+        try:
+            text, _ = markdown.decode(content.data)
+        except markdown.NotText:
+            return None  # not a document any more
         frontmatter, body, _ = markdown.split_frontmatter(text)
-        return self._view(doc, body=body, frontmatter=_jsonable(frontmatter))
+        return self.tree.absolute(kb, relpath), body, _jsonable(frontmatter)
 
     async def edit(
         self,
@@ -109,39 +123,55 @@ class Documents:
             current = await asyncio.to_thread(self.tree.read, kb_name, doc.path)
             if current is None:
                 raise DocumentNotFound(kb_name, doc.id)
-            if expected_sha256 and markdown.content_hash(current.data) != expected_sha256:
+            if expected_sha256 and current.digest != expected_sha256:
                 raise DocumentChanged(
                     "the document changed since it was read; read it again and redo the edit",
                     id=doc.id,
                 )
-            new_text = _edited_text(current.data, body)
-            await asyncio.to_thread(self.tree.write, kb_name, doc.path, new_text.encode())
+            await asyncio.to_thread(self._write_edited, kb_name, doc.path, current.data, body)
             await self.reindexer.sync_paths_locked(kb, [doc.path], actor=actor)
         return await self.get(kb_name, doc.id)
+
+    def _write_edited(self, kb: str, relpath: str, current: bytes, body: str) -> None:
+        self.tree.write(kb, relpath, _edited_text(current, body).encode())
+
+    async def conflict_count(self, kb: str) -> int:
+        return len(self.reindexer.conflicts(kb)) + len(await self.store.merge_conflicts(kb))
 
     async def conflicts(self, kb: str) -> Sequence[dict[str, Any]]:
         """Sync tools' conflict copies (never indexed) with the document each copies, and
         documents that hold git's merge markers."""
         self.kbs.get(kb)
+        copies = sorted(self.reindexer.conflicts(kb).items())
+        merged = await self.store.merge_conflicts(kb)
+        where = await places(self.tree, kb, [p for p, _ in copies] + [d.path for d in merged])
         found = []
-        for relpath, copy in sorted(self.reindexer.conflicts(kb).items()):
+        for relpath, copy in copies:
             originals = await self.store.find_documents(kb, copy.original)
             original = next((d for d in originals if d.path == copy.original), None)
             found.append(
-                {"kind": "sync_copy", "tool": copy.tool, **place(self.tree, kb, relpath),
+                {"kind": "sync_copy", "tool": copy.tool, **place(where, relpath),
                  "conflicts_with": copy.original, "document_id": original.id if original else None}
             )  # fmt: skip
-        for doc in await self.store.merge_conflicts(kb):
+        for doc in merged:
             found.append(
-                {"kind": "merge_markers", "tool": "git", **place(self.tree, kb, doc.path),
+                {"kind": "merge_markers", "tool": "git", **place(where, doc.path),
                  "conflicts_with": doc.path, "document_id": doc.id}
             )  # fmt: skip
         return found
 
 
-def place(tree: DocsTree, kb: str, relpath: str) -> dict[str, str]:
+async def places(tree: DocsTree, kb: str, relpaths: Sequence[str]) -> dict[str, str]:
+    """Where files are on disk, by relative path: looked up in bulk, off the serving loop
+    (a result page can name thousands)."""
+    if not relpaths:
+        return {}
+    return await asyncio.to_thread(tree.places, kb, relpaths)
+
+
+def place(where: dict[str, str], relpath: str) -> dict[str, str]:
     """Where a file is, as the API names it: `path` (absolute) and `relative_path`."""
-    return {"path": tree.absolute(kb, relpath), "relative_path": relpath}
+    return {"path": where[relpath], "relative_path": relpath}
 
 
 def remove_files(tree: DocsTree, kb: str, relpath: str, doc_id: str) -> None:

@@ -7,12 +7,13 @@ when the link's name still fits.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from cofferd.application.documents import Documents, place
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.domain.links import DocumentIndexOfPaths, key_of
-from cofferd.domain.ports import DocsTree, GraphStore
+from cofferd.domain.ports import DocsTree, GraphStore, LinkRow
 
 
 class Graph:
@@ -24,18 +25,29 @@ class Graph:
         self.store = store
         self.tree = tree
 
-    async def _paths(self, kb: str) -> tuple[DocumentIndexOfPaths, dict[str, str]]:
-        ids = await self.store.document_paths(kb)
-        return DocumentIndexOfPaths(ids), ids
-
     async def links(self, kb: str, ref: str) -> dict[str, Any]:
         """What a document links to (resolved, or None when broken) and what links to it."""
         doc = await self.documents.find(kb, ref)
-        index, ids = await self._paths(kb)
-        outgoing = []
-        for _, _, link in await self.store.links_from(kb, doc.id):
+        ids = await self.store.document_paths(kb)
+        outgoing = await self.store.links_from(kb, doc.id)
+        incoming = await self.store.links_named(kb, key_of(doc.path).rsplit("/", 1)[-1])
+        # resolving is CPU work over every path of the KB: off the serving loop
+        return await asyncio.to_thread(self._links, kb, doc.id, doc.path, ids, outgoing, incoming)
+
+    def _links(
+        self,
+        kb: str,
+        doc_id: str,
+        doc_path: str,
+        ids: dict[str, str],
+        outgoing: list[LinkRow],
+        incoming: list[LinkRow],
+    ) -> dict[str, Any]:
+        index = DocumentIndexOfPaths(ids)
+        links = []
+        for _, _, link in outgoing:
             found = index.resolve(link)
-            outgoing.append(
+            links.append(
                 {
                     "target": link.target,
                     "type": link.type,
@@ -45,25 +57,30 @@ class Graph:
                     "ambiguous": found.ambiguous,
                 }
             )
+        back = [row for row in incoming if index.resolve(row[2]).path == doc_path]
+        where = self.tree.places(kb, [path for _, path, _ in back])
         backlinks = [
-            {"document_id": source_id, **place(self.tree, kb, source_path), "line": link.line,
+            {"document_id": source_id, **place(where, source_path), "line": link.line,
              "target": link.target}
-            for source_id, source_path, link in await self.store.links_named(
-                kb, key_of(doc.path).rsplit("/", 1)[-1]
-            )
-            if index.resolve(link).path == doc.path
+            for source_id, source_path, link in back
         ]  # fmt: skip
-        return {"document_id": doc.id, "outgoing": outgoing, "backlinks": backlinks}
+        return {"document_id": doc_id, "outgoing": links, "backlinks": backlinks}
 
     async def broken(self, kb: str) -> list[dict[str, Any]]:
         """Every link that leads to no document."""
         self.kbs.get(kb)
-        index, _ = await self._paths(kb)
+        ids = await self.store.document_paths(kb)
+        rows = await self.store.all_links(kb)
+        return await asyncio.to_thread(self._broken, kb, ids, rows)
+
+    def _broken(self, kb: str, ids: dict[str, str], rows: list[LinkRow]) -> list[dict[str, Any]]:
+        index = DocumentIndexOfPaths(ids)
+        broken = [row for row in rows if index.resolve(row[2]).path is None]
+        where = self.tree.places(kb, [path for _, path, _ in broken])
         return [
-            {"document_id": source_id, **place(self.tree, kb, source_path), "line": link.line,
+            {"document_id": source_id, **place(where, source_path), "line": link.line,
              "target": link.target, "type": link.type}
-            for source_id, source_path, link in await self.store.all_links(kb)
-            if index.resolve(link).path is None
+            for source_id, source_path, link in broken
         ]  # fmt: skip
 
     async def tags(self, kb: str) -> list[dict[str, Any]]:

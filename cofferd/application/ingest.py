@@ -27,6 +27,7 @@ from cofferd.domain.errors import (
 from cofferd.domain.models import Document, KnowledgeBase, utc_now
 from cofferd.domain.ports import (
     ConversionFailed,
+    Converted,
     DocsTree,
     DocumentCatalog,
     DocumentFormats,
@@ -131,7 +132,7 @@ class Ingest:
         `source_path` tracks it)."""
         kb = self.kbs.get_enabled(kb_name)
         filename = PurePath(filename).name or "document"
-        self._check_file(kb, source, filename)
+        await self._check_file(kb, source, filename)
         digest = await asyncio.to_thread(sha256_file, source)
         known = await self._match(kb, filename, digest, replace, source_path)
         if isinstance(known, IngestResult):
@@ -188,16 +189,16 @@ class Ingest:
         if len(content.encode()) > kb.config.max_document_bytes:
             raise IngestRejected("too_large", "the document is larger than max_document_bytes")
         doc_id = str(ULID())
-        frontmatter, body, _ = markdown.split_frontmatter(content)
-        if title:
-            frontmatter = {"title": title, **{k: v for k, v in frontmatter.items() if k != "title"}}
-        text = markdown.compose(frontmatter, body) if frontmatter else body
+        text = await asyncio.to_thread(_titled, content, title)  # YAML: off the serving loop
         async with self.kbs.registry.lock(kb.name):
             await asyncio.to_thread(self.tree.write, kb.name, f"{doc_id}.md", text.encode())
             await self.reindexer.sync_paths_locked(kb, [f"{doc_id}.md"], actor=actor)
         return IngestResult("added", await self.documents.get(kb.name, doc_id), "added")
 
-    def _check_file(self, kb: KnowledgeBase, source: Path, filename: str) -> None:
+    async def _check_file(self, kb: KnowledgeBase, source: Path, filename: str) -> None:
+        await asyncio.to_thread(self._check_source, kb, source, filename)  # it may be remote
+
+    def _check_source(self, kb: KnowledgeBase, source: Path, filename: str) -> None:
         if not source.is_file():
             raise ValidationFailed(f"{source} is not a file", field="path")
         size = source.stat().st_size
@@ -242,12 +243,11 @@ class Ingest:
                 "converter": "passthrough" if passthrough else self.converter.engine,
                 "converted_at": utc_now(),
                 "source_mode": "converted",
-                "body_sha256": markdown.body_hash(body),
             }
         )
         if source_path:
             frontmatter["source_path"] = source_path
-        text = markdown.compose(frontmatter, body)
+        text = await asyncio.to_thread(_with_provenance, frontmatter, body)
         await asyncio.to_thread(self.tree.keep_original, kb.name, doc_id, fmt, source)
         await asyncio.to_thread(self.tree.write, kb.name, f"{doc_id}.md", text.encode())
         result = await self.reindexer.sync_paths_locked(kb, [f"{doc_id}.md"], actor=actor)
@@ -269,24 +269,17 @@ class Ingest:
         """(frontmatter, body) of the converted document, its title set."""
         fmt = self.formats.file_format(filename)
         if self.formats.is_passthrough(fmt):
-            data = await asyncio.to_thread(source.read_bytes)
             try:
-                text, _ = markdown.decode(data)
+                return await asyncio.to_thread(_passthrough, source, filename)
             except markdown.NotText as exc:
                 raise IngestRejected("conversion_failed", f"{filename!r}: {exc}") from None
-            frontmatter, body, _ = markdown.split_frontmatter(text)
-            title = frontmatter.get("title") or markdown.first_heading(body)
-        else:
-            try:
-                converted = await self.converter.convert(source, fmt)
-            except ConversionFailed as exc:
-                raise IngestRejected(
-                    "conversion_failed", f"{filename!r} could not be converted: {exc}"
-                ) from None
-            frontmatter, body = {}, converted.markdown.strip("\n") + "\n"
-            title = converted_title(converted.title, body, filename)
-        frontmatter["title"] = str(title or PurePath(filename).stem)
-        return frontmatter, body
+        try:
+            converted = await self.converter.convert(source, fmt)
+        except ConversionFailed as exc:
+            raise IngestRejected(
+                "conversion_failed", f"{filename!r} could not be converted: {exc}"
+            ) from None
+        return await asyncio.to_thread(_titled_conversion, converted, filename)
 
     # -- keeping converted documents current -----------------------------------------------
 
@@ -308,11 +301,14 @@ class Ingest:
         yet must not be converted over."""
         if doc.source_mode == "edited":
             return True
-        content = await asyncio.to_thread(self.tree.read, kb.name, doc.path)
+        return await asyncio.to_thread(self._edited_on_disk, kb.name, doc.path)
+
+    def _edited_on_disk(self, kb: str, relpath: str) -> bool:
+        content = self.tree.read(kb, relpath)
         if content is None:
             return False
         try:
-            return markdown.parse(content.data, doc.path).source_mode == "edited"
+            return markdown.parse(content.data, relpath).source_mode == "edited"
         except markdown.NotText:
             return True  # not what Coffer wrote: leave it alone
 
@@ -340,7 +336,7 @@ class Ingest:
         if not source.is_file():
             raise SourceMissing(f"the source {source_path} is gone", source_path=source_path)
         filename = str(doc.metadata.get("original_filename") or source.name)
-        self._check_file(kb, source, filename)
+        await self._check_file(kb, source, filename)
         digest = await asyncio.to_thread(sha256_file, source)
         if digest == doc.metadata.get("source_sha256"):
             view = await self.documents.get(kb.name, doc.id)
@@ -391,3 +387,30 @@ class Ingest:
         counts = {key: len(value) for key, value in report.as_dict().items()}
         await self.kbs.activity.audit("kb_sources_checked", actor, kb.name, None, counts)
         return report
+
+
+# What follows parses or writes YAML and Markdown of any size: it runs in threads.
+
+
+def _titled(content: str, title: str | None) -> str:
+    """Markdown given directly, with `title` (when given) first in its frontmatter."""
+    frontmatter, body, _ = markdown.split_frontmatter(content)
+    if title:
+        frontmatter = {"title": title, **{k: v for k, v in frontmatter.items() if k != "title"}}
+    return markdown.compose(frontmatter, body) if frontmatter else body
+
+
+def _with_provenance(frontmatter: dict[str, Any], body: str) -> str:
+    return markdown.compose({**frontmatter, "body_sha256": markdown.body_hash(body)}, body)
+
+
+def _passthrough(source: Path, filename: str) -> tuple[dict[str, Any], str]:
+    text, _ = markdown.decode(source.read_bytes())
+    frontmatter, body, _ = markdown.split_frontmatter(text)
+    title = frontmatter.get("title") or markdown.first_heading(body)
+    return {**frontmatter, "title": str(title or PurePath(filename).stem)}, body
+
+
+def _titled_conversion(converted: Converted, filename: str) -> tuple[dict[str, Any], str]:
+    body = converted.markdown.strip("\n") + "\n"
+    return {"title": converted_title(converted.title, body, filename)}, body

@@ -131,9 +131,11 @@ class Reindexer:
         return await asyncio.to_thread(self._described, kb, found)
 
     def _described(self, kb: str, skipped: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
+        ordered = sorted(skipped)
+        where = self.tree.places(kb, [path for path, _ in ordered])
         return [
-            {"relative_path": path, "path": self.tree.absolute(kb, path), "reason": reason}
-            for path, reason in sorted(skipped)
+            {"relative_path": path, "path": where[path], "reason": reason}
+            for path, reason in ordered
         ]
 
     async def _finish(self, kb: str, result: ReindexResult) -> ReindexResult:

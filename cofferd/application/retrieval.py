@@ -15,6 +15,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
+from cofferd.application.documents import places
 from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.domain.errors import InvalidPattern, ModeDisabled, ValidationFailed
@@ -119,10 +120,8 @@ class Retrieval:
             )
         raw, truncated = await self.grepper.grep(kb.name, pattern, max_matches, ignore_case)
         ids = await self.catalog.document_ids(kb.name, [h.path for h in raw])
-        hits = [
-            GrepHit(ids.get(h.path), h.path, h.line_number, h.line, self._file(kb.name, h.path))
-            for h in raw
-        ]
+        where = await places(self.tree, kb.name, [h.path for h in raw])
+        hits = [GrepHit(ids.get(h.path), h.path, h.line_number, h.line, where[h.path]) for h in raw]
         return GrepResult(hits=hits, truncated=truncated)
 
     async def search_all(
@@ -161,14 +160,9 @@ class Retrieval:
         filters: SearchFilters | None = None,
     ) -> SearchResult:
         result = await self._search(kb_name, query, top_k, filters or None)
-        passages = [
-            replace(p, knowledge_base=kb_name, file=self._file(kb_name, p.path))
-            for p in result.passages
-        ]
+        where = await places(self.tree, kb_name, [p.path for p in result.passages])
+        passages = [replace(p, knowledge_base=kb_name, file=where[p.path]) for p in result.passages]
         return replace(result, passages=passages)
-
-    def _file(self, kb: str, relpath: str) -> str:
-        return self.tree.absolute(kb, relpath)
 
     async def _search(
         self, kb_name: str, query: str, top_k: int, filters: SearchFilters | None

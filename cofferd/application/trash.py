@@ -73,7 +73,7 @@ class Trash:
                 original=original.name if original else None,
                 source_path=(await self.tracked.tracked_sources(kb)).get(doc.id),
             )
-            markdown = Path(self.tree.absolute(kb, doc.path))
+            markdown = Path(await asyncio.to_thread(self.tree.absolute, kb, doc.path))
             await asyncio.to_thread(self.bin.put, kb, entry, markdown, original)
             await self.store.delete_document(kb, doc.id, actor)
         await self.kbs.activity.audit(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -90,6 +90,8 @@ class DocsTree(Protocol):
     def stat(self, kb: str, relpath: str) -> FileStat | None: ...
 
     def absolute(self, kb: str, relpath: str) -> str: ...
+
+    def places(self, kb: str, relpaths: Iterable[str]) -> dict[str, str]: ...
 
     def write(self, kb: str, relpath: str, data: bytes) -> None: ...
 

@@ -7,6 +7,8 @@ import contextlib
 import logging
 import os
 import stat as stat_mod
+import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,8 +147,21 @@ class FileDocsTree:
 
     def absolute(self, kb: str, relpath: str) -> str:
         """The file's path as people know it (in an attached folder, not through the link)."""
-        inside = self._disk_path(kb, relpath).relative_to(self.locations.docs_dir(kb))
-        return str(self.locations.docs_folder(kb) / inside)
+        return self.places(kb, [relpath])[relpath]
+
+    def places(self, kb: str, relpaths: Iterable[str]) -> dict[str, str]:
+        """`absolute` of many files of one KB at once: one look at where its folder is; a
+        file's own name is looked up on disk only when it could be stored decomposed."""
+        docs = self.locations.docs_dir(kb)
+        folder = str(self.locations.docs_folder(kb))
+        found = {}
+        for relpath in relpaths:
+            if not relpath.isascii() and not unicodedata.is_normalized("NFD", relpath):
+                relpath_on_disk = disk_path(docs, relpath).relative_to(docs).as_posix()
+            else:
+                relpath_on_disk = relpath
+            found[relpath] = f"{folder}{os.sep}{relpath_on_disk}"
+        return found
 
     def write(self, kb: str, relpath: str, data: bytes) -> None:
         path = self._disk_path(kb, relpath)

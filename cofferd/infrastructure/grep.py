@@ -74,8 +74,9 @@ class Ripgrep:
                 truncated = await _collect(
                     proc, hits, max_matches, lambda path: self.policy.is_document(kb, path)
                 )
-                if truncated:
-                    proc.kill()  # enough: do not wait for rg to scan the rest
+                if truncated:  # enough: do not wait for rg to scan the rest
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
                 stderr = await proc.stderr.read() if proc.stderr else b""
                 code = await proc.wait()
         except TimeoutError:

@@ -10,13 +10,13 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
 from typing import IO, Any
 
 from aiohttp import web
 
 from cofferd import __version__
 from cofferd.application.knowledge_bases import DEFAULT_KB
+from cofferd.infrastructure.fs_probe import FsProbe
 from cofferd.locations import Locations
 from cofferd.surfaces import systemd, unix_socket
 from cofferd.surfaces.core import Coffer, Tuning
@@ -63,6 +63,11 @@ class Daemon:
         self.started_at = time.time()
         self.socket_path = str(locations.socket)
         self._stop = asyncio.Event()
+        self._folders = FsProbe("status")
+
+    def _folder(self, kb: str) -> tuple[bool, str]:
+        """(whether its docs folder is there, where it is)."""
+        return self.locations.docs_dir(kb).is_dir(), str(self.locations.docs_folder(kb))
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -137,32 +142,38 @@ class Daemon:
         startup_done = coffer.indexing.startup_done()
         kbs = []
         problems = coffer.indexing.problems()
-        for kb in coffer.kbs.list():
+        known = coffer.kbs.list()
+        folders = await self._folders(lambda: {kb.name: self._folder(kb.name) for kb in known})
+        for kb in known:
             counts = await coffer.kbs.counts(kb.name)
-            docs = self.locations.docs_dir(kb.name)
             progress = coffer.progress.get(kb.name)
+            there, docs_path = (folders or {}).get(kb.name, (None, kb.attached or ""))
             entry: dict[str, Any] = {
                 "name": kb.name,
                 "enabled": kb.enabled,
-                "state": _state(kb.name in problems, docs),
+                "state": "failing" if kb.name in problems else "ok",
                 "documents": counts["documents"],
                 "documents_degraded": counts["documents_degraded"],
                 "skipped": coffer.reindexer.skipped_count(kb.name),
                 "progress": progress.as_dict() if progress else None,
                 "problems": [],
-                "docs_path": str(self.locations.docs_folder(kb.name)),
+                "docs_path": docs_path or str(self.locations.docs_dir(kb.name)),
             }
             if kb.attached:
                 entry["attached"] = True
-            conflicts = len(await coffer.documents.conflicts(kb.name))
+            conflicts = await coffer.documents.conflict_count(kb.name)
             if conflicts:
                 entry["conflicts"] = conflicts
             if kb.name in problems:
                 entry["problem"] = problems[kb.name]
                 entry["problems"].append(f"indexing fails: {problems[kb.name]}")
-            if not docs.is_dir():
+            if not there:  # what search finds may be stale
+                entry["state"] = "unavailable"
                 entry["problems"].append(
-                    f"its docs folder {entry['docs_path']} is missing (a disk not mounted?)"
+                    f"its docs folder {entry['docs_path']} does not answer (a network mount "
+                    "that went away?)"
+                    if there is None
+                    else f"its docs folder {entry['docs_path']} is missing (a disk not mounted?)"
                 )
             entry["problems"] += coffer.kbs.problems(kb)
             if kb.ignored_settings:
@@ -203,13 +214,6 @@ class Daemon:
             "queue_depth": indexing["queue_depth"],
             "startup_reconcile_done": startup_done,
         }
-
-
-def _state(failing: bool, docs: Path) -> str:
-    """ok; unavailable (its docs folder is gone: what search finds may be stale); failing."""
-    if not docs.is_dir():
-        return "unavailable"
-    return "failing" if failing else "ok"
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

@@ -24,6 +24,7 @@ import watchfiles
 from cofferd.application.indexing import IndexingService
 from cofferd.domain.models import utc_now
 from cofferd.infrastructure.document_policy import DocumentPolicy, Kind
+from cofferd.infrastructure.fs_probe import FsProbe
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ class Watcher:
         self._stop = asyncio.Event()
         self._cycle = asyncio.Event()  # ends one watch, to start the next
         self._task: asyncio.Task[None] | None = None
+        self._probe = FsProbe("attached folders")
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._watch_loop(), name="watcher")
@@ -158,9 +160,18 @@ class Watcher:
         return frozenset(found)
 
     async def _until_roots_change(self, cycle: asyncio.Event) -> None:
-        watched = self._attached_roots()
-        while self._attached_roots() == watched:
+        """Ends the watch when an attached folder comes or goes. The folders are looked at
+        in a thread with a time limit: one on a dead mount never holds the daemon up."""
+        watched = await self._probe(self._attached_roots)
+        while True:
             await asyncio.sleep(ROOTS_CHECK_S)
+            now = await self._probe(self._attached_roots)
+            if now is None:
+                continue  # not known now: looked at again next time
+            if watched is None:
+                watched = now
+            elif now != watched:
+                break
         log.info("attached folders changed; watching them afresh")
         cycle.set()
 
