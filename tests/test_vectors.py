@@ -124,7 +124,7 @@ async def test_a_slow_provider_never_blocks_search(
     coffer: Coffer, vkb: KnowledgeBase, server: FakeEmbeddings
 ) -> None:
     server.mode = "slow"
-    coffer.embeddings.start()
+    coffer.indexing.start(full_reconcile=False)  # the embedding queue among the rest
     try:
         await asyncio.sleep(0.1)  # the background embed is now waiting on the server
         started = time.monotonic()
@@ -132,7 +132,7 @@ async def test_a_slow_provider_never_blocks_search(
         assert time.monotonic() - started < 3.5  # the query embed times out (2 s)
         assert [p.path for p in result.passages] == ["dogs.md"]
     finally:
-        await coffer.embeddings.stop()
+        await coffer.indexing.stop()
 
 
 async def test_language_guard_keeps_keyword_results_for_scripts_the_model_cannot_read(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import watchfiles
 
+from cofferd.application import indexing as indexing_module
 from cofferd.application.indexing import IndexingService
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces import watcher as watcher_module
@@ -44,7 +45,7 @@ async def test_a_failing_backend_is_restarted_and_repaired(
         yield  # pragma: no cover
 
     monkeypatch.setattr(watcher_module.watchfiles, "awatch", flaky_awatch)
-    monkeypatch.setattr(watcher_module, "RESTART_DELAY_S", 0.01)
+    monkeypatch.setattr(indexing_module, "RESTART_S", (0.01,))
     indexing = coffer.indexing
     w = Watcher(coffer.policy, indexing)
     indexing.start(full_reconcile=False)

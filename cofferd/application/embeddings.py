@@ -1,4 +1,5 @@
-"""Vectors follow keyword rows in the background, so saving never waits on an embedder.
+"""Vectors follow keyword rows in the background, so saving never waits on an embedder
+(the indexing service runs the queue: `run_once` whenever there may be work).
 
 Documents written to a vector-enabled KB owe vectors (`embed_pending`); this queue embeds
 them in batches. A failure keeps the flag, records the error (the document is
@@ -54,24 +55,23 @@ class Embeddings:
         self._embedders: dict[str, tuple[str, Embedder]] = {}
         self._state: dict[str, KBEmbedState] = {}
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self.unavailable: str | None = None  # why vectors cannot work here at all
         self._available: bool | None = None
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="embeddings")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+    async def close(self) -> None:
         for _, embedder in self._embedders.values():
             await embedder.close()
         self._embedders.clear()
 
     def wake(self) -> None:
+        """There is work: new documents, a new model, retries asked for."""
         self._wake.set()
+
+    async def wanted(self, timeout_s: float) -> None:
+        """Until woken, or `timeout_s` (retries may have come due meanwhile)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout_s)
+        self._wake.clear()
 
     async def retry_now(self, kb: str) -> None:
         """A reconcile asks for another try of failed embeds, without waiting out backoff."""
@@ -81,22 +81,6 @@ class Embeddings:
         self.wake()
 
     # -- the work -------------------------------------------------------------------------
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                worked = await self.run_once()
-            except CofferError as exc:
-                log.error("embedding: %s", exc.message)
-                worked = False
-            except Exception:
-                # The queue must outlive any single failure; it is logged and retried.
-                log.exception("embedding queue failed; retrying shortly")
-                worked = False
-            if not worked:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), IDLE_RECHECK_S)
-                self._wake.clear()
 
     async def available(self) -> bool:
         """Whether vectors can work at all here (sqlite-vec loaded); checked once."""

@@ -1,5 +1,7 @@
 """Keeping every knowledge base current: the queue of changed paths, coalescing, adopting KB
-folders that appear, the start-up and periodic full reconciles, and embedding retries.
+folders that appear, the start-up and periodic full reconciles, and all the background work
+that must go on by itself: the embedding queue, the trash purge, and restarting whatever
+runs a session (the file watcher) when it ends. It owns every retry and its timing.
 
 File events are hints, never trusted: the watcher hands over paths, and the Reindexer
 stats every one of them (a folder that appeared is scanned whole, a vanished path is
@@ -16,20 +18,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
+from cofferd.application.trash import Trash
 from cofferd.domain.errors import CofferError, StorageError
 from cofferd.domain.models import utc_now
 
 log = logging.getLogger(__name__)
 
 RECONCILE_INTERVAL_S = 600.0
+PURGE_INTERVAL_S = 24 * 3600.0  # the trash: expired entries purged at start, then daily
+EMBED_RECHECK_S = 15.0  # the embedding queue looks for retries that came due this often
 RETRY_S = (2.0, 5.0, 15.0, 30.0, 60.0)  # after the storage failed: retried until it works
+RESTART_S = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0)  # a session that fails in a row
+STABLE_S = 60.0  # a session that ran this long before failing starts again at once
 
 
 @dataclass
@@ -49,12 +56,14 @@ class IndexingService:
         kbs: KnowledgeBases,
         reindexer: Reindexer,
         embeddings: Embeddings,
+        trash: Trash | None = None,
         *,
         reconcile_interval_s: float = RECONCILE_INTERVAL_S,
     ) -> None:
         self.kbs = kbs
         self.reindexer = reindexer
         self.embeddings = embeddings
+        self.trash = trash
         self.reconcile_interval_s = reconcile_interval_s
         self.state = IndexingState()
         self.pending: dict[str, set[str]] = {}
@@ -62,7 +71,7 @@ class IndexingService:
         self._runners: dict[str, asyncio.Task[None]] = {}
         self._started = False
         self._stopping = False
-        self._periodic: asyncio.Task[None] | None = None
+        self._background: list[asyncio.Task[None]] = []
 
     # -- what the watcher and the API tell it ---------------------------------------------
 
@@ -121,15 +130,85 @@ class IndexingService:
             self.request_full()
         for kb in {*self.pending, *self._full}:  # asked for before the start
             self._run(kb)
-        self._periodic = asyncio.create_task(self._periodic_loop(), name="periodic-reconcile")
+        self._every("periodic-reconcile", self.reconcile_interval_s, self.request_full, False)
+        if self.trash is not None:
+            self._every("trash-purge", PURGE_INTERVAL_S, self.trash.purge_all, True)
+        self._spawn("embeddings", self._embedding())
+
+    def supervise(
+        self,
+        name: str,
+        session: Callable[[], Awaitable[None]],
+        adapt: Callable[[BaseException], bool] = lambda exc: False,
+    ) -> None:
+        """Run `session` (a watch of the files, say) again and again until the service
+        stops. Each time it ends, a full reconcile covers what it may have missed. After a
+        failure it starts again a little later (at once when `adapt`, told of the failure,
+        says it changed how the session runs), later each time it fails in a row."""
+        self._spawn(name, self._supervised(name, session, adapt))
+
+    def _spawn(self, name: str, work: Awaitable[None]) -> None:
+        self._background.append(asyncio.ensure_future(work))
+        self._background[-1].set_name(name)
+
+    def _every(self, name: str, interval_s: float, job: Callable[[], Any], at_start: bool) -> None:
+        async def repeat() -> None:
+            if not at_start:
+                await asyncio.sleep(interval_s)
+            while not self._stopping:
+                try:
+                    outcome = job()
+                    if asyncio.iscoroutine(outcome):
+                        await outcome
+                except (CofferError, OSError) as exc:  # tried again next time; logged now
+                    log.error("%s failed: %s", name, exc)
+                await asyncio.sleep(interval_s)
+
+        self._spawn(name, repeat())
+
+    async def _supervised(
+        self,
+        name: str,
+        session: Callable[[], Awaitable[None]],
+        adapt: Callable[[BaseException], bool],
+    ) -> None:
+        failures = 0
+        while not self._stopping:
+            started = time.monotonic()
+            try:
+                await session()
+                failures = 0
+            except Exception as exc:  # noqa: BLE001 - whatever ends it, it must run again
+                if time.monotonic() - started > STABLE_S:
+                    failures = 0
+                if not adapt(exc):
+                    await asyncio.sleep(RESTART_S[min(failures, len(RESTART_S) - 1)])
+                    failures += 1
+            if not self._stopping:
+                self.request_full()
+
+    async def _embedding(self) -> None:
+        """The embedding queue: a batch per KB that owes vectors, then a wait until woken
+        (new documents, a new model) or until retries may have come due."""
+        while not self._stopping:
+            try:
+                worked = await self.embeddings.run_once()
+            except CofferError as exc:
+                log.error("embedding: %s", exc.message)
+                worked = False
+            except Exception:
+                log.exception("embedding queue failed; retrying shortly")
+                worked = False
+            if not worked:
+                await self.embeddings.wanted(EMBED_RECHECK_S)
 
     async def stop(self, grace_s: float = 1.0) -> None:
         """Stop; let the batches in flight finish (bounded by `grace_s`)."""
         self._stopping = True
         self.pending.clear()
         self._full.clear()
-        if self._periodic is not None:
-            self._periodic.cancel()
+        for task in self._background:
+            task.cancel()
         runners = [t for t in self._runners.values() if not t.done()]
         if runners:
             _, cut = await asyncio.wait(runners, timeout=grace_s)
@@ -137,8 +216,7 @@ class IndexingService:
                 log.warning("stopping in the middle of a reconcile; it resumes at next start")
                 for task in cut:
                     task.cancel()
-        tasks = [*self._runners.values(), *([self._periodic] if self._periodic else [])]
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*self._runners.values(), *self._background, return_exceptions=True)
 
     @property
     def queue_depth(self) -> int:
@@ -214,8 +292,3 @@ class IndexingService:
             # reconcile repairs what this pass missed.
             log.exception("%s: indexing failed", name)
             self.state.last_error = self.state.failing[name] = f"{type(exc).__name__}: {exc}"
-
-    async def _periodic_loop(self) -> None:
-        while not self._stopping:
-            await asyncio.sleep(self.reconcile_interval_s)
-            self.request_full()

@@ -21,7 +21,6 @@ from cofferd.domain.ports import DocsTree, DocumentRemoval, TrackedSources, Tras
 log = logging.getLogger(__name__)
 
 RETENTION_DAYS = 30
-PURGE_INTERVAL_S = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -124,15 +123,13 @@ class Trash:
             )  # fmt: skip
         return len(expired)
 
-    async def keep_purging(self) -> None:
-        """Purge every KB's expired entries now, then once a day."""
-        while True:
-            for kb in self.kbs.list():
-                try:
-                    purged = await self.purge_expired(kb.name)
-                except (OSError, CofferError) as exc:  # tried again tomorrow; the rest go on
-                    log.error("cannot purge the trash of %r: %s", kb.name, exc)
-                    continue
-                if purged:
-                    log.info("purged %d expired trash entries of %r", purged, kb.name)
-            await asyncio.sleep(PURGE_INTERVAL_S)
+    async def purge_all(self) -> None:
+        """Purge every KB's expired entries (the indexing service runs this daily)."""
+        for kb in self.kbs.list():
+            try:
+                purged = await self.purge_expired(kb.name)
+            except (OSError, CofferError) as exc:  # tried again tomorrow; the rest go on
+                log.error("cannot purge the trash of %r: %s", kb.name, exc)
+                continue
+            if purged:
+                log.info("purged %d expired trash entries of %r", purged, kb.name)

@@ -158,6 +158,7 @@ class Coffer:
             self.kbs,
             self.reindexer,
             self.embeddings,
+            self.trash,
             reconcile_interval_s=tuning.reconcile_interval_s,
         )
 
@@ -206,7 +207,7 @@ class Coffer:
 
     async def close(self) -> None:
         await self.indexing.stop()
-        await self.embeddings.stop()
+        await self.embeddings.close()
         await self.preparer.close()
         await self.converter.close()
         await self.stores.db.close()

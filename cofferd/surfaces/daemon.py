@@ -115,11 +115,8 @@ class Daemon:
             await web.SockSite(runner, bound.sock, shutdown_timeout=SHUTDOWN_S).start()
             watcher.start()
             coffer.indexing.start(full_reconcile=True)
-            coffer.embeddings.start()
             checking = asyncio.create_task(coffer.check_index(), name="quick-check")
             stack.push_async_callback(_cancel, checking)
-            purging = asyncio.create_task(coffer.trash.keep_purging(), name="trash-purge")
-            stack.push_async_callback(_cancel, purging)
             if sys.stderr.isatty():  # `make run` in the foreground; services log only
                 bar = asyncio.create_task(show_progress(coffer.progress, sys.stderr).run())
                 stack.push_async_callback(_cancel, bar)

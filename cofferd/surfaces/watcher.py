@@ -30,9 +30,6 @@ log = logging.getLogger(__name__)
 
 STEP_MS = 30  # quiet time that ends a batch: the main term of save-to-searchable latency
 DEBOUNCE_MS = 1000  # longest a burst is grouped before it is handed over
-RESTART_DELAY_S = 1.0  # doubled after each failure in a row, up to RESTART_DELAY_MAX_S
-RESTART_DELAY_MAX_S = 60.0
-STABLE_S = 60.0  # a watch that ran this long resets the delay
 POLL_DELAY_MS = 2000  # polling, when the OS has no watches left for us
 WATCH_LIMIT = "watch limit"  # in the OSError watchfiles raises when inotify watches run out
 ROOTS_CHECK_S = 2.0  # how often attached folders are checked for coming and going
@@ -68,18 +65,17 @@ class Watcher:
         self.state = WatcherState()
         self._stop = asyncio.Event()
         self._cycle = asyncio.Event()  # ends one watch, to start the next
-        self._task: asyncio.Task[None] | None = None
         self._probe = FsProbe("attached folders")
+        self._logged: set[str] = set()
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._watch_loop(), name="watcher")
+        """Watch until stopped; the indexing service restarts each watch that ends."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.indexing.supervise("file watcher", self.session, self.adapt)
 
     async def stop(self) -> None:
         self._stop.set()
         self._cycle.set()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
         self.state.running = False
 
     def status(self) -> dict[str, Any]:
@@ -95,58 +91,54 @@ class Watcher:
             "polling": s.polling,
         }
 
-    async def _watch_loop(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        delay = RESTART_DELAY_S
-        logged: set[str] = set()
-        while not self._stop.is_set():
-            started = asyncio.get_running_loop().time()
-            self._cycle = asyncio.Event()
-            roots = asyncio.create_task(self._until_roots_change(self._cycle))
-            try:
-                self.state.running = True
-                async for changes in watchfiles.awatch(
-                    self.root,
-                    watch_filter=None,  # sorted in a thread: _sort
-                    step=self.step_ms,
-                    debounce=self.debounce_ms,
-                    stop_event=self._cycle,
-                    ignore_permission_denied=self.state.skip_unreadable,
-                    force_polling=self.state.polling is not None,
-                    poll_delay_ms=POLL_DELAY_MS,
-                ):
-                    self._hand_over(*await asyncio.to_thread(self._sort, changes))
-                self.state.last_error = None
-                if not self._stop.is_set():  # attached folders came or went
-                    self.indexing.request_full()
-            except Exception as exc:
-                # The watcher must outlive its backend (a file name that is not UTF-8 ends
-                # the watch): start again, slower each time it fails at once, and let a
-                # full reconcile repair whatever was missed meanwhile.
-                message = f"{type(exc).__name__}: {exc}"[:500]
-                if _permission_denied(exc) and not self.state.skip_unreadable:
-                    log.warning("%s; folders that cannot be read are not watched", message)
-                    self.state.skip_unreadable = True
-                    continue
-                if WATCH_LIMIT in str(exc) and self.state.polling is None:
-                    self.state.polling = (
-                        "the OS has no file watches left (fs.inotify.max_user_watches); "
-                        f"polling every {POLL_DELAY_MS / 1000:g} s instead"
-                    )
-                    log.error("%s; %s", message, self.state.polling)
-                elif message not in logged:  # once each, not every second
-                    log.error("file watcher failed: %s; restarting", message, exc_info=exc)
-                    logged.add(message)
-                self.state.last_error = message
-                self.state.restarts += 1
-                self.state.running = False
-                if asyncio.get_running_loop().time() - started > STABLE_S:
-                    delay = RESTART_DELAY_S
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RESTART_DELAY_MAX_S)
-                self.indexing.request_full()
-            finally:
-                roots.cancel()
+    async def session(self) -> None:
+        """One watch of the knowledge root: until attached folders come or go, the watcher
+        is stopped, or the backend fails (raised: a file name that is not UTF-8 ends it)."""
+        if self._stop.is_set():
+            await asyncio.Event().wait()  # stopped: nothing to watch until the service stops
+        self._cycle = asyncio.Event()
+        roots = asyncio.create_task(self._until_roots_change(self._cycle))
+        try:
+            self.state.running = True
+            async for changes in watchfiles.awatch(
+                self.root,
+                watch_filter=None,  # sorted in a thread: _sort
+                step=self.step_ms,
+                debounce=self.debounce_ms,
+                stop_event=self._cycle,
+                ignore_permission_denied=self.state.skip_unreadable,
+                force_polling=self.state.polling is not None,
+                poll_delay_ms=POLL_DELAY_MS,
+            ):
+                self._hand_over(*await asyncio.to_thread(self._sort, changes))
+            self.state.last_error = None
+        finally:
+            roots.cancel()
+        if self._stop.is_set():
+            await asyncio.Event().wait()  # stopped: nothing more to hand over
+
+    def adapt(self, exc: BaseException) -> bool:
+        """What a failed watch says; True when the next one runs differently (folders
+        that cannot be read left out, polling instead of inotify) and may start at once."""
+        message = f"{type(exc).__name__}: {exc}"[:500]
+        self.state.last_error = message
+        self.state.restarts += 1
+        self.state.running = False
+        if _permission_denied(exc) and not self.state.skip_unreadable:
+            log.warning("%s; folders that cannot be read are not watched", message)
+            self.state.skip_unreadable = True
+            return True
+        if WATCH_LIMIT in str(exc) and self.state.polling is None:
+            self.state.polling = (
+                "the OS has no file watches left (fs.inotify.max_user_watches); "
+                f"polling every {POLL_DELAY_MS / 1000:g} s instead"
+            )
+            log.error("%s; %s", message, self.state.polling)
+            return True
+        if message not in self._logged:  # once each, not every second
+            log.error("file watcher failed: %s; restarting", message, exc_info=exc)
+            self._logged.add(message)
+        return False
 
     def _attached_roots(self) -> frozenset[tuple[str, int, int]]:
         """The attached folders there now, by identity (a remount is a new one)."""
