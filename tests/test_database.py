@@ -118,3 +118,44 @@ def test_upgrading_keeps_keyword_rows_until_the_reindex(
     assert [r[0] for r in keyword_index.search(conn, "notes", '"old"', 5)] == [7]
     columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
     assert {"tags", "aliases"} <= columns
+
+
+def _file_mb(path: Path) -> float:
+    return path.stat().st_size / 1e6
+
+
+async def _fill_and_empty(db: Database) -> None:
+    rows = [("t", "test", "filler", "x" * 2000) for _ in range(10_000)]  # ~20 MB
+    await db.transact(
+        lambda c: c.executemany(
+            "INSERT INTO audit (at, actor, event, details) VALUES (?, ?, ?, ?)", rows
+        )
+    )
+    await db.write(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+    await db.transact(lambda c: c.execute("DELETE FROM audit"))
+
+
+@pytest.mark.parametrize("made_before_incremental_vacuum", [False, True])
+async def test_the_space_of_deleted_rows_is_given_back(
+    tmp_path: Path, made_before_incremental_vacuum: bool
+) -> None:
+    path = tmp_path / "c.db"
+    if made_before_incremental_vacuum:  # as earlier versions made it: no auto_vacuum
+        conn = sqlite.sqlean.connect(str(path))
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("CREATE TABLE older (x)")
+        conn.close()
+    db = await Database(path).open()
+    try:
+        mode = await db.write(lambda c: c.execute("PRAGMA auto_vacuum").fetchone()[0])
+        assert mode == (0 if made_before_incremental_vacuum else 2)
+        await _fill_and_empty(db)
+        full = _file_mb(path)
+        assert full > 15
+        assert await db.reclaim() > 15e6
+        assert await db.reclaim() == 0  # nothing more worth giving back
+        await db.write(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+        assert _file_mb(path) < full / 4
+        assert await db.write(lambda c: c.execute("PRAGMA auto_vacuum").fetchone()[0]) == 2
+    finally:
+        await db.close()

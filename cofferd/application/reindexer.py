@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 # commit carries many documents.
 BATCH = 200
 BATCH_BYTES = 1024 * 1024
+# After this much text is indexed in one pass, memory is given back (Database.reclaim).
+LARGE_WORK = 4 * 1024 * 1024
 # Markdown made from a document can be larger than the original (tables, frontmatter);
 # a Markdown file is skipped only beyond this multiple of max_document_bytes.
 MARKDOWN_LIMIT_FACTOR = 4
@@ -253,10 +255,13 @@ class Reindexer:
                 todo.append(PrepareItem(path, stat.size, known))
                 self._skipped.pop((kb.name, path), None)  # read again: skipped again, or fixed
         result.documents_removed = len(removed)
+        todo_bytes = sum(item.size for item in todo)
         with self.progress.track(kb.name, "indexing", len(todo)) as progress:
             await self._index(kb, todo, observed, removed, result, actor, progress, interactive)
         if self.on_change is not None and (result.documents_added or result.documents_updated):
             self.on_change()
+        if result.documents_removed or result.documents_updated or todo_bytes >= LARGE_WORK:
+            await self.store.reclaim()  # old rows left space; large work left memory
         return result
 
     async def _index(

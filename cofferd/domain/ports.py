@@ -170,6 +170,11 @@ class DocumentIndex(Protocol):
         actor: str,
     ) -> list[WriteFailure]: ...
 
+    async def reclaim(self) -> int:
+        """Give the space of removed rows back to the file system (once there is enough of
+        it); bytes freed."""
+        ...
+
 
 class DocumentRemoval(Protocol):
     """A document's rows dropped at once (it went to the trash)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from cofferd.domain.errors import StorageError
-from cofferd.infrastructure import schema, vec_index
+from cofferd.infrastructure import memory, schema, vec_index
 from cofferd.infrastructure.sqlite import (
     Connection,
     Error,
@@ -32,6 +32,10 @@ from cofferd.infrastructure.sqlite import (
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 READERS = 2
+# Free pages are given back once there are this many and this share of the file.
+RECLAIM_MIN_PAGES = 2048
+RECLAIM_SHARE = 0.05
+RECLAIM_STEP_PAGES = 1024  # per write: the writer is free in between
 EXTENSIONS: tuple[Extension, ...] = (vec_index.load,)  # every connection loads them
 
 
@@ -157,6 +161,21 @@ class Database:
 
         return await self.write(run)
 
+    async def reclaim(self) -> int:
+        """Give the space of deleted rows back to the file system once there is enough of
+        it, a few MB per write so that other writes go on in between (a database made
+        before incremental vacuum is converted, VACUUM, the first time), and the memory
+        that large work left behind back to the OS. Bytes of the file freed."""
+        freed = 0
+        while step := await self.write(lambda conn: _reclaim_step(conn, bool(freed))):
+            freed += step
+        if freed:
+            log.info("gave %.1f MB of the index back to the file system", freed / 1e6)
+            # the file shrinks once the WAL is written back (without waiting for readers)
+            await self.write(lambda conn: conn.execute("PRAGMA wal_checkpoint(PASSIVE)"))
+        await self.write(_give_back_memory)
+        return freed
+
     async def read(self, fn: Callable[[Connection], T]) -> T:
         if self._readers is None:
             raise StorageError("the index is not open (being rebuilt?); try again shortly")
@@ -174,3 +193,27 @@ class Database:
             if storage_failed(exc):
                 raise StorageError(f"the index cannot be written: {exc}") from exc
             raise
+
+
+def _give_back_memory(conn: Connection) -> None:
+    conn.execute("PRAGMA shrink_memory")  # the writer's page cache
+    memory.trim()
+
+
+def _reclaim_step(conn: Connection, under_way: bool) -> int:
+    """Bytes given back by one step (0: nothing left, or, before it is under way, not enough
+    free to be worth it)."""
+    (free,) = conn.execute("PRAGMA freelist_count").fetchone()
+    (pages,) = conn.execute("PRAGMA page_count").fetchone()
+    if not free or (not under_way and free < max(RECLAIM_MIN_PAGES, pages * RECLAIM_SHARE)):
+        return 0
+    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+    (mode,) = conn.execute("PRAGMA auto_vacuum").fetchone()
+    if mode != 2:  # made before incremental vacuum: once, the whole file
+        log.info("converting the index to give space back as documents go (once)")
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        conn.execute("VACUUM")
+        return int(free * page_size)
+    conn.execute(f"PRAGMA incremental_vacuum({RECLAIM_STEP_PAGES})").fetchall()
+    (left,) = conn.execute("PRAGMA freelist_count").fetchone()
+    return int((free - left) * page_size)

@@ -111,15 +111,21 @@ class SqliteDocumentIndex:
 
         return await self.db.transact(run)
 
+    async def reclaim(self) -> int:
+        return await self.db.reclaim()
+
     async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool:
         removed = await self.db.transact(
             lambda conn: _remove_document(conn, kb, doc_id, actor, "deleted")
         )
         await self.tracked.save(kb)
+        await self.reclaim()
         return removed
 
     async def delete_kb(self, kb: str) -> int:
-        return await self.db.transact(lambda conn: _drop_kb(conn, kb))
+        dropped = await self.db.transact(lambda conn: _drop_kb(conn, kb))
+        await self.reclaim()
+        return dropped
 
     async def metrics(self, kb: str) -> dict[str, int]:
         def run(conn: Connection) -> dict[str, int]:

@@ -25,6 +25,7 @@ IntegrityError: type[Exception] = sqlean.IntegrityError
 SQLITE_VERSION: str = sqlean.sqlite_version
 
 BUSY_TIMEOUT_MS = 10_000
+JOURNAL_SIZE_LIMIT = 16 * 1024 * 1024
 
 
 class Cursor(Protocol):
@@ -74,8 +75,13 @@ def connect(
     for load in extensions:
         load(conn)
     if not readonly:
+        # before the WAL is set up: only a new, empty file takes it (Database.reclaim)
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
+        # after a checkpoint the WAL file shrinks back to this (a big batch once made it
+        # hundreds of MB, kept for ever)
+        conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
     connection: Connection = conn
     return connection
 

@@ -100,6 +100,7 @@ class SqliteVectors:
             document_rows.owe_vectors(conn, kb, pending)
 
         await self.db.transact(run)
+        await self.db.reclaim()
 
     async def retry_embeds_now(self, kb: str) -> None:
         await self.db.transact(lambda conn: document_rows.retry_embeds_now(conn, kb))

@@ -24,7 +24,7 @@ from typing import IO
 
 from cofferd.application import preparation
 from cofferd.domain.preparation import Gone, Outcome, PrepareItem, PrepareSettings, Skipped
-from cofferd.infrastructure import fts
+from cofferd.infrastructure import fts, memory
 from cofferd.infrastructure.doc_files import TreeReader
 from cofferd.infrastructure.frames import read, write
 
@@ -33,6 +33,7 @@ log = logging.getLogger("cofferd.prepare_worker")
 MEMORY_MB = 2048  # address space: a document that needs more fails with MemoryError
 NICE = 5  # serving requests and writing the index come first
 READY = "ready"
+LARGE_ITEM = 1024 * 1024
 
 
 def prepare_one(reader: TreeReader, item: PrepareItem, settings: PrepareSettings) -> Outcome:
@@ -64,6 +65,9 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
                 traceback.print_exc(file=sys.stderr)
                 outcome = Skipped(item.path, None, f"cannot be prepared: {type(exc).__name__}")
             write(replies, outcome)
+            if item.size >= LARGE_ITEM:
+                del outcome
+                memory.trim()  # a waiting worker holds no more than it needs
 
 
 def limit_resources() -> None:

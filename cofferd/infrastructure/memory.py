@@ -1,0 +1,25 @@
+"""Giving memory back to the operating system after large work.
+
+Freed memory stays in the C allocator's heap (glibc keeps it for the process), so after a
+document of many megabytes is indexed or deleted the daemon would keep its peak size for
+good. `trim()` asks glibc to return what is free; elsewhere it does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sys
+from collections.abc import Callable
+
+_trim: Callable[[int], int] | None = None
+if sys.platform.startswith("linux"):
+    try:
+        _trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        _trim = None
+
+
+def trim() -> None:
+    if _trim is not None:
+        _trim(0)
