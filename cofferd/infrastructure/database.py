@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -167,7 +168,7 @@ class Database:
         before incremental vacuum is converted, VACUUM, the first time), and the memory
         that large work left behind back to the OS. Bytes of the file freed."""
         freed = 0
-        while step := await self.write(lambda conn: _reclaim_step(conn, bool(freed))):
+        while step := await self.write(partial(_reclaim_step, under_way=bool(freed))):
             freed += step
         if freed:
             log.info("gave %.1f MB of the index back to the file system", freed / 1e6)
