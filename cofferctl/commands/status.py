@@ -84,9 +84,13 @@ def cmd_skipped(c: Client, a: argparse.Namespace, out: Output) -> Any:
     data = c.get(c.kb(a.kb, "/skipped"))
     if out.as_json:
         return data
+    degraded = [item for item in data["items"] if item.get("degraded")]
     for item in data["items"]:
-        out.line(f"{out.link(item['relative_path'], item['path'])}: {item['reason']}")
-    out.line(f"{len(data['items'])} files skipped")
+        how = " (indexed in a bounded form)" if item.get("degraded") else ""
+        out.line(f"{out.link(item['relative_path'], item['path'])}: {item['reason']}{how}")
+    out.line(f"{len(data['items']) - len(degraded)} files skipped")
+    if degraded:
+        out.line(f"{len(degraded)} documents indexed in a bounded form")
     return None
 
 

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from cofferd.application.progress import Progress, ProgressBoard
 from cofferd.application.registry import KBRegistry
@@ -125,14 +126,23 @@ class Reindexer:
     def skipped_count(self, kb: str) -> int:
         return sum(1 for name, _ in self._skipped if name == kb)
 
-    async def skipped(self, kb: str) -> list[dict[str, str]]:
-        """The files of `kb` that are not indexed, and why, by relative path."""
+    async def skipped(self, kb: str) -> list[dict[str, Any]]:
+        """The files of `kb` that are not indexed, and why, by relative path; with those
+        indexed in a bounded form (`degraded`: over a budget, and which)."""
         found = [
             (path, reason) for (name, path), (_, reason) in self._skipped.items() if name == kb
         ]
-        return await asyncio.to_thread(self._described, kb, found)
+        bounded = await self.store.degraded(kb)
+        listed = await asyncio.to_thread(self._described, kb, found)
+        listed += [
+            {**entry, "degraded": True}
+            for entry in await asyncio.to_thread(
+                self._described, kb, [(path, "; ".join(why)) for path, why in bounded]
+            )
+        ]
+        return sorted(listed, key=lambda entry: entry["relative_path"])
 
-    def _described(self, kb: str, skipped: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
+    def _described(self, kb: str, skipped: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
         ordered = sorted(skipped)
         where = self.tree.places(kb, [path for path, _ in ordered])
         return [

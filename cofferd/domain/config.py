@@ -32,7 +32,7 @@ _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])")
 
 
 # Raised when the way text is indexed changes: every document is indexed again, once.
-INDEX_FORMAT = "v4"
+INDEX_FORMAT = "v5"
 LOCAL_DEFAULT_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DEFAULT_DIMENSIONS = 384
 # Cosine similarity below which the bundled model's nearest chunk is not relevant

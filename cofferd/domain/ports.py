@@ -170,6 +170,10 @@ class DocumentIndex(Protocol):
         actor: str,
     ) -> list[WriteFailure]: ...
 
+    async def degraded(self, kb: str) -> list[tuple[str, list[str]]]:
+        """(path, why) of the documents indexed in a bounded form (over a budget)."""
+        ...
+
     async def reclaim(self) -> int:
         """Give the space of removed rows back to the file system (once there is enough of
         it); bytes freed."""

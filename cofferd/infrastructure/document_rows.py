@@ -14,7 +14,7 @@ from typing import Any
 from cofferd.domain.models import KB_KIND, WORKSPACE_GLOBAL, Document, utc_from_ns
 from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFile
 from cofferd.infrastructure.database import Database
-from cofferd.infrastructure.schema import MERGE_CONFLICT
+from cofferd.infrastructure.schema import DEGRADED, MERGE_CONFLICT
 from cofferd.infrastructure.sqlite import Connection
 
 SCOPE = "kind = ? AND resource_name = ?"
@@ -241,6 +241,16 @@ def merge_conflicts(conn: Connection, kb: str) -> list[Document]:
     return sorted((document_from_row(r) for r in rows), key=lambda d: d.path)
 
 
+def degraded(conn: Connection, kb: str) -> list[tuple[str, list[str]]]:
+    """(path, why) of the documents indexed in a bounded form, by path."""
+    rows = conn.execute(
+        f"SELECT path, json_extract(metadata, '$.degraded') FROM documents"
+        f" INDEXED BY idx_documents_degraded WHERE {SCOPE} AND {DEGRADED} ORDER BY path",
+        (KB_KIND, kb),
+    ).fetchall()
+    return [(path, json.loads(why)) for path, why in rows]
+
+
 def page(
     conn: Connection, kb: str, q: str | None, limit: int, offset: int
 ) -> tuple[list[Document], int]:
@@ -260,15 +270,22 @@ def page(
 
 
 def counts(conn: Connection, kb: str) -> dict[str, int]:
-    docs, pending, degraded, doc_bytes = conn.execute(
+    """`documents_degraded`: indexed in a bounded form (over a budget), or its last
+    embedding failed (keyword search and grep still find it)."""
+    docs, pending, embed_failed, doc_bytes = conn.execute(
         "SELECT count(*), coalesce(sum(embed_pending), 0),"
         " count(embed_error), coalesce(sum(file_size), 0)"
         f" FROM documents WHERE {SCOPE}",
         (KB_KIND, kb),
     ).fetchone()
+    (bounded,) = conn.execute(
+        f"SELECT count(*) FROM documents INDEXED BY idx_documents_degraded WHERE {SCOPE}"
+        f" AND {DEGRADED} AND embed_error IS NULL",
+        (KB_KIND, kb),
+    ).fetchone()
     return {
         "documents": docs,
-        "documents_degraded": degraded,
+        "documents_degraded": embed_failed + bounded,
         "embed_pending": pending,
         "document_bytes": doc_bytes,
     }

@@ -111,6 +111,9 @@ class SqliteDocumentIndex:
 
         return await self.db.transact(run)
 
+    async def degraded(self, kb: str) -> list[tuple[str, list[str]]]:
+        return await self.db.read(lambda conn: document_rows.degraded(conn, kb))
+
     async def reclaim(self) -> int:
         return await self.db.reclaim()
 

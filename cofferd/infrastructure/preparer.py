@@ -4,6 +4,7 @@ its time, off the serving loop (the worker is surfaces/prepare_worker)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
 
 from cofferd.domain.ports import DocumentWrite
 from cofferd.domain.preparation import (
@@ -36,6 +37,9 @@ class ProcessPreparer:
 
     async def close(self) -> None:
         await self.pool.close()
+
+    def status(self) -> dict[str, Any]:
+        return self.pool.status()
 
     async def prepare(
         self,

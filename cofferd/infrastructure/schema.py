@@ -11,6 +11,7 @@ from cofferd.infrastructure.sqlite import Connection, atomic
 # FTS rowid is its `chunks.seq`.
 Migration = str | Callable[[Connection], None]
 MERGE_CONFLICT = "json_extract(metadata, '$.conflict') IS NOT NULL"  # as queries write it
+DEGRADED = "json_extract(metadata, '$.degraded') IS NOT NULL"
 
 
 def _fts_table_per_kb(conn: Connection) -> None:
@@ -158,6 +159,9 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE chunks ADD COLUMN line_end INTEGER NOT NULL DEFAULT 0
     """,
     _tags_links_and_titles,
+    # 8: documents indexed in a bounded form (over a budget: metadata.degraded), counted and
+    # listed through their partial index
+    f"CREATE INDEX idx_documents_degraded ON documents(kind, resource_name) WHERE {DEGRADED}",
 ]
 
 

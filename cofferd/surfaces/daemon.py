@@ -209,6 +209,7 @@ class Daemon:
                 "last_error": watcher["last_error"] or indexing["last_error"],
             },
             "queue_depth": indexing["queue_depth"],
+            "workers": coffer.preparer.status(),
             "startup_reconcile_done": startup_done,
         }
 
