@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from functools import cache
 
+from cofferd.application.markdown import heading
 from cofferd.domain.models import Chunk
 from cofferd.domain.scripts import CJK_RANGES
 
@@ -18,7 +19,6 @@ _ONE_WORD = f"[{CJK_RANGES}]|[^\\s{CJK_RANGES}]+"
 _WORD = re.compile(_ONE_WORD)
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 _SPACED_WORD = re.compile(f"[^\\s{CJK_RANGES}]+")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
@@ -54,12 +54,12 @@ def _blocks(body: str) -> Iterator[tuple[int, str, str, int]]:
             para, start = [line], number
             fence = m.group(1)[0] * 3
             continue
-        h = _HEADING.match(line)
+        h = heading(line)
         if h:
             if para:
                 yield 0, "", "\n".join(para), start
                 para = []
-            yield len(h.group(1)), h.group(2).strip(), line, number
+            yield h[0], h[1].strip(), line, number
         elif line.strip():
             if not para:
                 start = number
