@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pathspec
+import re2
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +68,18 @@ class IgnoreRules:
 
     def spec(self, folder: str) -> _Spec | None:
         if folder not in self._specs:
-            lines = self._read(folder)
-            self._specs[folder] = _Spec(lines) if lines else None
+            self._specs[folder] = self._compile(folder)
         return self._specs[folder]
+
+    def _compile(self, folder: str) -> _Spec | None:
+        lines = self._read(folder)
+        if not lines:
+            return None
+        try:
+            return _Spec(lines)
+        except re2.error as exc:  # RE2 refuses patterns beyond its memory budget
+            log.warning("ignore files in %s skipped: too large to match (%s)", folder or ".", exc)
+            return None
 
     def _read(self, folder: str) -> list[str]:
         lines: list[str] = []
@@ -88,14 +98,18 @@ class IgnoreRules:
 
 
 class _Spec:
-    """One folder's patterns, for files and for folders (where `name/` means `name`)."""
+    """One folder's patterns, for files and for folders (where `name/` means `name`).
+
+    pathspec turns each pattern into a regular expression; RE2 runs them in time linear in
+    the path (Python's `re` takes seconds for `*a*a*a*a*a*a*b` against a long name)."""
 
     def __init__(self, lines: list[str]) -> None:
-        self.files = pathspec.GitIgnoreSpec.from_lines(lines)
+        self.files = pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
         folder_lines = [line.rstrip() for line in lines]
         self.folders = pathspec.GitIgnoreSpec.from_lines(
             [
                 line[:-1] if line.endswith("/") and line.strip("!/") else line
                 for line in folder_lines
-            ]
+            ],
+            backend="re2",
         )
