@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import pathspec
 import pytest
@@ -21,6 +22,7 @@ from cofferd.domain.conflicts import conflict_copy, has_merge_markers
 from cofferd.domain.links import markdown_targets
 from cofferd.domain.prose import blank_code_spans
 from cofferd.infrastructure import fts
+from cofferd.infrastructure.ignore_rules import IgnoreRules, _one_by_one, linear_spec
 from tests.adversarial import CASES, GROWTH_LIMIT, LARGE, SMALL, Case, best_time
 
 OLD_MARKDOWN_LINK = re.compile(
@@ -169,5 +171,14 @@ def test_re2_matches_ignore_patterns_as_python_re_did(
         simple = pathspec.GitIgnoreSpec.from_lines(lines, backend="simple")
     except ValueError:  # not a pattern (`!`, a lone `\`): refused whatever the backend
         reject()
-    re2 = pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
-    assert re2.check_file(path).include == simple.check_file(path).include
+    expected = simple.check_file(path).include
+    assert linear_spec(lines).check_file(path).include == expected  # one RE2 set
+    assert _one_by_one(lines).check_file(path).include == expected  # for thousands of patterns
+
+
+def test_an_ignore_file_too_large_for_re2_is_skipped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / ".gitignore").write_text("*a" * 10_000 + "*b\n")
+    assert not IgnoreRules(lambda: tmp_path).excluded("ab")
+    assert "too large to match" in caplog.text

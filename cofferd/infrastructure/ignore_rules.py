@@ -77,7 +77,7 @@ class IgnoreRules:
             return None
         try:
             return _Spec(lines)
-        except re2.error as exc:  # RE2 refuses patterns beyond its memory budget
+        except re2.error as exc:  # a pattern beyond RE2's memory: not one a person wrote
             log.warning("ignore files in %s skipped: too large to match (%s)", folder or ".", exc)
             return None
 
@@ -98,18 +98,37 @@ class IgnoreRules:
 
 
 class _Spec:
-    """One folder's patterns, for files and for folders (where `name/` means `name`).
-
-    pathspec turns each pattern into a regular expression; RE2 runs them in time linear in
-    the path (Python's `re` takes seconds for `*a*a*a*a*a*a*b` against a long name)."""
+    """One folder's patterns, for files and for folders (where `name/` means `name`)."""
 
     def __init__(self, lines: list[str]) -> None:
-        self.files = pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
+        self.files = linear_spec(lines)
         folder_lines = [line.rstrip() for line in lines]
-        self.folders = pathspec.GitIgnoreSpec.from_lines(
+        self.folders = linear_spec(
             [
                 line[:-1] if line.endswith("/") and line.strip("!/") else line
                 for line in folder_lines
-            ],
-            backend="re2",
+            ]
         )
+
+
+_RE2_QUIET = re2.Options()
+_RE2_QUIET.log_errors = False
+
+
+def linear_spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    """The patterns, matched by RE2 in time linear in the path (Python's `re`, pathspec's
+    default, takes seconds for `*a*a*a*a*a*a*b` against an 81-character name): all in one
+    set, or one by one when they are too many for one (thousands)."""
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
+    except re2.error:
+        return _one_by_one(lines)
+
+
+def _one_by_one(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    """pathspec's pattern-by-pattern matching, each pattern's expression run by RE2."""
+    spec = pathspec.GitIgnoreSpec.from_lines(lines, backend="simple")
+    for pattern in spec.patterns:
+        if isinstance(pattern, pathspec.RegexPattern) and pattern.regex is not None:
+            pattern.regex = re2.compile(pattern.regex.pattern, _RE2_QUIET)
+    return spec
