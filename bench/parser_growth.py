@@ -4,7 +4,7 @@ characters, and the worst ratio between one size and the next (2 when linear, 4 
 quadratic). Each case runs in its own process with the checkout's code first on
 PYTHONPATH, and is stopped after --timeout seconds: sizes it did not reach show `>N s`.
 
-    .venv/bin/python -m bench.parser_growth [--repo PATH] [--timeout SECONDS]
+    .venv/bin/python -m bench.parser_growth [--repo PATH] [--timeout SECONDS] [PARSER...]
 
 --repo measures another checkout (an older commit, say). What else is on PYTHONPATH stays
 there; pathspec uses RE2 whenever google-re2 can be imported, so measure a checkout that
@@ -58,12 +58,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", type=Path, default=REPO, help="checkout to measure")
     parser.add_argument("--timeout", type=float, default=60, help="seconds per case")
+    parser.add_argument("parsers", nargs="*", help="only these (`links`, `FTS phrase`, ...)")
     args = parser.parse_args()
     print(f"{args.repo.resolve()}; {machine()}\n")
     sizes = [f"{size // 1000}k" for size in SIZES]
     print("| parser | family | " + " | ".join(sizes) + " | worst doubling |")
     print("|---|---|" + "---:|" * (len(SIZES) + 1))
     for case in CASES:
+        if args.parsers and case.parser not in args.parsers:
+            continue
         times = measure(case.name, args.repo, args.timeout)
         cells = [shown(t, args.timeout) for t in times]
         row = [case.parser, case.family.replace("|", "\\|"), *cells, worst_doubling(times)]

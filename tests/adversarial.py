@@ -151,11 +151,20 @@ CASES = [
     Case("tags", "run of #", lambda n: repeat("#", n), _tags),
     Case("tags", "many tags", lambda n: repeat(" #a", n), _tags),
     Case("tags", "one long tag", lambda n: "#" + repeat("a/", n), _tags),
-    Case("prose", "run of backticks", lambda n: repeat("`", n), _prose),
-    Case("prose", "unclosed code spans", lambda n: repeat("``a", n), _prose),
+    Case("prose", "run of backticks", lambda n: "a" + repeat("`", n), _prose),
     Case(
-        "prose", "growing openers", lambda n: "a".join("`" * k for k in range(1, 600))[:n], _prose
+        "prose",
+        "long opener, short closers",
+        lambda n: "a" + "`" * (n // 2) + repeat("a`", n // 2),
+        _prose,
     ),
+    Case(
+        "prose",
+        "shrinking runs",
+        lambda n: "a" + "a".join("`" * k for k in range(int((2 * n) ** 0.5), 0, -1)),
+        _prose,
+    ),
+    Case("prose", "spans", lambda n: repeat("``a` b``", n), _prose),
     Case("prose", "fences", lambda n: repeat("```\n", n), _prose),
     Case(
         "merge markers",
@@ -212,8 +221,15 @@ CASES = [
     ),
     Case("FTS text", "CJK run", lambda n: repeat(CJK, n), _index_text),
     Case("FTS text", "CJK and Latin", lambda n: repeat("a東", n), _index_text),
-    Case("FTS query", "CJK run", lambda n: repeat(CJK, n), _query),
-    Case("FTS query", "many phrases", lambda n: repeat('"a b" ', n), _query),
+    Case(
+        "FTS query",
+        "CJK run",
+        lambda n: "".join(chr(0x4E00 + i % 20_000) for i in range(n)),
+        _query,
+    ),
+    Case(
+        "FTS query", "many phrases", lambda n: " ".join(f'"{i} x"' for i in range(n // 8)), _query
+    ),
     Case("FTS query", "many words", lambda n: " ".join(map(str, range(n // 6))), _query),
     Case("FTS query", "run of quotes", lambda n: repeat(' "', n), _query),
     Case(

@@ -116,9 +116,9 @@ _RE2_QUIET.log_errors = False
 
 
 def linear_spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
-    """The patterns, matched by RE2 in time linear in the path (Python's `re`, pathspec's
-    default, takes seconds for `*a*a*a*a*a*a*b` against an 81-character name): all in one
-    set, or one by one when they are too many for one (thousands)."""
+    """The patterns, matched by RE2 in time linear in the path (Python's `re` takes seconds
+    for `*a*a*a*a*a*a*b` against an 81-character name): all in one set, or one by one when
+    they are too many for one set (thousands)."""
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
     except re2.error:
