@@ -246,6 +246,12 @@ CASES = [
     ),
     Case(
         "FTS phrase",
+        "long first word",
+        lambda n: repeat("a" * 999 + " ", n),
+        _phrase('"' + "a" * 1000 + ' b"'),
+    ),
+    Case(
+        "FTS phrase",
         "prose",
         lambda n: repeat("the socket is activated by systemd. ", n),
         _phrase('"socket activation"'),

@@ -47,7 +47,7 @@ def test_time_grows_linearly(case: Case) -> None:
     parse = case.parse()
     small, large = case.make(SMALL), case.make(LARGE)
     ratios = []
-    for _ in range(3):  # a loaded machine can slow one measurement; a quadratic parser all
+    for _ in range(3):  # load can slow one measurement; a quadratic parser fails all three
         ratios.append(best_time(parse, large) / best_time(parse, small))
         if ratios[-1] < GROWTH_LIMIT:
             return

@@ -193,7 +193,8 @@ class _Phrase:
             bit <<= 1
         self._match = bit >> 1
         self._gaps &= ~self._match
-        self._first = re.compile(re.escape(tokens[0][0]), re.IGNORECASE)
+        word_start = r"(?<![^\W_])" if self._word_starts & 1 else ""  # one place tried per word
+        self._first = re.compile(word_start + re.escape(tokens[0]), re.IGNORECASE)
         self._by_key: dict[str, list[str]] = {}
         for ch in self._bits_of:
             for key in _case_keys(ch):
@@ -215,7 +216,7 @@ class _Phrase:
         state = 0  # the bits ready at `at`
         at = 0
         while at < len(text):
-            if not state:  # nothing under way: on to where the first character is
+            if not state:  # nothing under way: on to where the first token is
                 first = self._first.search(text, at)
                 if first is None:
                     return False
