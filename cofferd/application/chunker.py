@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from functools import cache
 
-from cofferd.domain.budgets import DEFAULT
+from cofferd.application.markdown import heading
 from cofferd.domain.models import Chunk
 from cofferd.domain.scripts import CJK_RANGES
 
@@ -19,20 +19,11 @@ _ONE_WORD = f"[{CJK_RANGES}]|[^\\s{CJK_RANGES}]+"
 _WORD = re.compile(_ONE_WORD)
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 _SPACED_WORD = re.compile(f"[^\\s{CJK_RANGES}]+")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 class TooManyChunks(Exception):
     """The document's structure would make more chunks than its budget allows."""
-
-
-def heading_of(line: str) -> tuple[int, str] | None:
-    """(level, text) when the line is an ATX heading; a line too long to be one is text."""
-    if len(line) > DEFAULT.heading_line_chars:
-        return None
-    h = _HEADING.match(line)
-    return (len(h.group(1)), h.group(2).strip()[: DEFAULT.heading_chars]) if h else None
 
 
 def count_words(text: str) -> int:
@@ -67,7 +58,7 @@ def _blocks(body: str) -> Iterator[tuple[int, str, str, int]]:
             para, start = [line], number
             fence = m.group(1)[0] * 3
             continue
-        h = heading_of(line)
+        h = heading(line)
         if h:
             if para:
                 yield 0, "", "\n".join(para), start
@@ -137,7 +128,7 @@ def chunk_markdown(
     chunks: list[Chunk] = []
     path: list[tuple[int, str]] = []
 
-    def heading() -> tuple[str, ...]:
+    def heading_path() -> tuple[str, ...]:
         names = [name for _, name in path]
         return tuple(names if names and names[0] == title else [title, *names])
 
@@ -156,7 +147,7 @@ def chunk_markdown(
             span = (first_line + min(lines), first_line + max(lines)) if lines else (0, 0)
             if max_chunks is not None and len(chunks) >= max_chunks:
                 raise TooManyChunks
-            chunks.append(Chunk(len(chunks), text, heading(), *span))
+            chunks.append(Chunk(len(chunks), text, heading_path(), *span))
             section_parts += 1
         section, section_words, lines = [], 0, []
 
@@ -170,12 +161,13 @@ def chunk_markdown(
         n = count_words(block)
         if n > size:
             flush()
-            cursor = 0
+            cursor, first = 0, start
             for piece in _split_large(block, size - overlap if section_parts else size):
                 at = block.find(piece, cursor)
+                first += block.count("\n", cursor, at)  # counted on from the last piece
                 cursor = at + len(piece)
-                first = start + block.count("\n", 0, at)
                 section, lines = [piece], [first, first + piece.count("\n")]
+                first += piece.count("\n")
                 flush()
             continue
         if section_words + n > size - (overlap if section_parts else 0):

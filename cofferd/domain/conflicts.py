@@ -16,13 +16,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# Linear: whatever follows the stem is tried only where its fixed start is (`.sync-`,
+# ` (`), and reads no further than the next `(`, `)` or `.`; Dropbox's phrase is looked for
+# once, ahead, not again from every place it occurs.
 _EXT = r"(?P<ext>\.[^./]+)?$"
 _COPIES = (
     ("syncthing", re.compile(r"^(?P<stem>.+?)\.sync-conflict-\d{8}-\d{6}(?:-[A-Z0-9]{7})?" + _EXT)),
-    ("dropbox", re.compile(r"^(?P<stem>.+?) \([^()]*'s conflicted copy[^()]*\)" + _EXT)),
+    ("dropbox", re.compile(r"^(?P<stem>.+?) \((?=[^()]*'s conflicted copy)[^()]*\)" + _EXT)),
     ("nextcloud", re.compile(r"^(?P<stem>.+?) \(conflicted copy[^()]*\)" + _EXT)),
 )
-_MARKERS = re.compile(r"^<{7}(?: .*)?\n(?:.*\n)*?={7}\n(?:.*\n)*?>{7}(?: .*)?$", re.MULTILINE)
+# A `<<<<<<<` line, then a `=======` line, then a `>>>>>>>` line, each searched once.
+_MARKER_START = re.compile(r"^<{7}(?: |$)", re.MULTILINE)
+_MARKER_MIDDLE = re.compile(r"^={7}$", re.MULTILINE)
+_MARKER_END = re.compile(r"^>{7}(?: |$)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -45,4 +51,6 @@ def conflict_copy(relpath: str) -> ConflictCopy | None:
 
 
 def has_merge_markers(text: str) -> bool:
-    return "<<<<<<<" in text and _MARKERS.search(text) is not None
+    start = _MARKER_START.search(text) if "<<<<<<<" in text else None
+    middle = start and _MARKER_MIDDLE.search(text, start.end())
+    return bool(middle and _MARKER_END.search(text, middle.end()))

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(`+).+?\1")
+_BACKTICKS = re.compile(r"`+")
 
 
 def prose_lines(body: str) -> Iterator[tuple[int, str]]:
@@ -28,4 +28,39 @@ def prose_lines(body: str) -> Iterator[tuple[int, str]]:
             continue
         if line.startswith(("    ", "\t")):  # indented code
             continue
-        yield number, _CODE_SPAN.sub(" ", line) if "`" in line else line
+        yield number, blank_code_spans(line) if "`" in line else line
+
+
+def blank_code_spans(line: str) -> str:
+    """The line with each code span replaced by one space, as ``(`+).+?\\1`` replaces them,
+    in one pass over the line's runs of backticks.
+
+    A span opens with a run of backticks and closes at the first later place that has as
+    many in a row; the opener is the longest that can be closed (a longer run closes it
+    with its first backticks; a run of 5 or more alone holds a short span, as in `` ` ``).
+    """
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(line)]
+    longest_after = [0] * (len(runs) + 1)  # the longest of runs[r:]
+    for r in range(len(runs) - 1, -1, -1):
+        longest_after[r] = max(longest_after[r + 1], runs[r][1] - runs[r][0])
+    pieces: list[str] = []
+    kept = 0  # line[kept:] is not replaced
+    r = 0
+    while r < len(runs):
+        start = max(runs[r][0], kept)
+        opener = runs[r][1] - start
+        size = max(min(opener, longest_after[r + 1]), (opener - 1) // 2)
+        if size <= 0:
+            r += 1
+            continue
+        if 2 * size + 1 <= opener:  # closed inside its own run
+            close = start + size + 1
+        else:
+            r += 1
+            while runs[r][1] - runs[r][0] < size:
+                r += 1
+            close = runs[r][0]
+        pieces += [line[kept:start], " "]
+        kept = close + size
+    pieces.append(line[kept:])
+    return "".join(pieces)

@@ -13,11 +13,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from cofferd.domain.budgets import DEFAULT
 from cofferd.domain.prose import prose_lines
 
-MAX_TAGS = 200
+MAX_TAGS = DEFAULT.tags
 MAX_TAG_CHARS = 100
-MAX_ALIASES = 50
+MAX_ALIASES = DEFAULT.aliases
 MAX_ALIAS_CHARS = 200
 
 _INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)")
@@ -64,14 +65,21 @@ def frontmatter_tags(frontmatter: dict[str, Any]) -> list[str]:
     return tags
 
 
-def inline_tags(body: str) -> list[str]:
+def inline_tags(body: str, limit: int = MAX_TAGS) -> list[str]:
+    """The body's tags, each once (first spelling kept); reading stops at `limit` of them."""
     if _MAYBE_TAG.search(body) is None:  # most notes: only headings, or no `#` at all
         return []
-    tags: list[str] = []
+    found: dict[str, str] = {}
     for _, line in prose_lines(body):
-        if "#" in line:
-            tags += [t for t in map(normalize_tag, _INLINE_TAG.findall(line)) if t]
-    return tags
+        if "#" not in line:
+            continue
+        for m in _INLINE_TAG.finditer(line):
+            tag = normalize_tag(m.group(1))
+            if tag:
+                found.setdefault(tag.casefold(), tag)
+                if len(found) >= limit:
+                    return list(found.values())
+    return list(found.values())
 
 
 def tags_of(frontmatter: dict[str, Any], body: str) -> tuple[str, ...]:

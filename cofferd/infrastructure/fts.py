@@ -61,9 +61,11 @@ def query_terms(query: str) -> list[list[str]]:
     Latin text against CJK is cut at the script boundary: `TiDB集群` -> [["tidb"]...].
     """
     terms: list[list[str]] = []
+    seen: set[tuple[str, ...]] = set()
 
     def add(term: list[str]) -> None:
-        if term and term not in terms:
+        if term and tuple(term) not in seen:
+            seen.add(tuple(term))
             terms.append(term)
 
     for piece in query.split():
@@ -127,7 +129,7 @@ class Query:
     def holds_phrases(self, text: str) -> bool:
         """Whether the text holds every quoted phrase word for word (the index stems, so
         `"socket activation"` also finds "sockets activate" there)."""
-        return all(_literal(p).search(text) for p in self.phrases)
+        return all(_Phrase(p).found_in(text) for p in self.phrases)
 
     def match(self, *, prefix: bool = False) -> str | None:
         """The FTS5 MATCH string, or None when nothing can match."""
@@ -147,11 +149,12 @@ class Query:
 def parse_query(text: str) -> Query:
     phrases: list[list[str]] = []
     excluded: list[list[str]] = []
+    seen: set[tuple[bool, tuple[str, ...]]] = set()
     for minus, inner in _QUOTED.findall(text):
         tokens = tokenize(inner)
-        target = excluded if minus else phrases
-        if tokens and tokens not in target:
-            target.append(tokens)
+        if tokens and (bool(minus), tuple(tokens)) not in seen:
+            seen.add((bool(minus), tuple(tokens)))
+            (excluded if minus else phrases).append(tokens)
     rest = _QUOTED.sub(" ", text).replace('"', " ")
     plain: list[str] = []
     for piece in rest.split():
@@ -166,12 +169,77 @@ def parse_query(text: str) -> Query:
     return Query(phrases, words, excluded)
 
 
-def _literal(tokens: list[str]) -> re.Pattern[str]:
-    parts = [
-        re.escape(t) if _CJK_ONE.match(t) else rf"(?<![^\W_]){re.escape(t)}(?![^\W_])"
-        for t in tokens
-    ]
-    return re.compile(r"\W*".join(parts), re.IGNORECASE)
+class _Phrase:
+    r"""Finds tokens word for word in a text as ``(?<![^\W_])t1(?![^\W_])\W*(?<![^\W_])t2...``
+    finds them (ignoring case; a CJK token without the lookarounds), in one pass over the
+    text, where that pattern can try the same places again for every place it starts from.
+
+    The pattern's states are the bits of an integer (shift-and): for each token, one bit per
+    character (ready to read it), then one bit for the token read (the last token's is the
+    match; the others' is the `\W*` gap, ready to start the next token)."""
+
+    def __init__(self, tokens: list[str]) -> None:
+        self._bits_of: dict[str, int] = {}  # a character of the tokens -> where it is read
+        self._gaps = self._word_ends = self._word_starts = 0
+        bit = 1
+        for token in tokens:
+            word = not _CJK_ONE.match(token)  # only a whole word matches it
+            self._word_starts |= bit if word else 0
+            for ch in token:
+                self._bits_of[ch] = self._bits_of.get(ch, 0) | bit
+                bit <<= 1
+            self._word_ends |= bit if word else 0
+            self._gaps |= bit
+            bit <<= 1
+        self._match = bit >> 1
+        self._gaps &= ~self._match
+        word_start = r"(?<![^\W_])" if self._word_starts & 1 else ""  # one place tried per word
+        self._first = re.compile(word_start + re.escape(tokens[0]), re.IGNORECASE)
+        self._by_key: dict[str, list[str]] = {}
+        for ch in self._bits_of:
+            for key in _case_keys(ch):
+                self._by_key.setdefault(key, []).append(ch)
+        self._reads: dict[str, int] = {}
+
+    def _read_by(self, ch: str) -> int:
+        """The bits whose character `ch` matches, case ignored as `re` ignores it."""
+        bits = self._reads.get(ch)
+        if bits is None:
+            bits = 0
+            for c in {c for key in _case_keys(ch) for c in self._by_key.get(key, ())}:
+                if re.fullmatch(re.escape(c), ch, re.IGNORECASE):
+                    bits |= self._bits_of[c]
+            self._reads[ch] = bits
+        return bits
+
+    def found_in(self, text: str) -> bool:
+        state = 0  # the bits ready at `at`
+        at = 0
+        while at < len(text):
+            if not state:  # nothing under way: on to where the first token is
+                first = self._first.search(text, at)
+                if first is None:
+                    return False
+                at = first.start()
+            if not (self._word_starts & 1 and at and text[at - 1].isalnum()):
+                state |= 1
+            ch = text[at]
+            read = (state & self._read_by(ch)) << 1
+            if at + 1 < len(text) and text[at + 1].isalnum():
+                read &= ~self._word_ends
+            if read & self._match:
+                return True
+            state = read | (0 if ch.isalnum() or ch == "_" else state & self._gaps)
+            state |= ((state & self._gaps) << 1) & ~(self._word_starts if ch.isalnum() else 0)
+            at += 1
+        return False
+
+
+def _case_keys(ch: str) -> set[str]:
+    """Strings that `ch` shares with every character that `re.IGNORECASE` matches it with
+    (checked for every character in tests/test_linear_time.py)."""
+    lower = "i" if ch == "\u0130" else ch.lower()  # re lowers İ to i
+    return {lower, lower.upper(), ch.upper(), ch.casefold()}
 
 
 def tokenize(text: str) -> list[str]:
