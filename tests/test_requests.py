@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from cofferctl.client import exchange
+from cofferd.infrastructure import sqlite
 from tests.daemon import Daemon
 
 KB = "/api/v1/knowledge_bases/notes"
@@ -58,12 +59,22 @@ def test_bad_bodies_are_refused_clearly(shared_daemon: Daemon, path: str, body: 
     assert set(reply) == {"error"} and reply["error"]["code"] and reply["error"]["message"]
 
 
-def test_no_stored_value_makes_a_listing_invalid_json(shared_daemon: Daemon) -> None:
-    post(shared_daemon, "/api/v1/mcp_invocations",
-         b'{"client": "c", "tool": "t", "duration_ms": 1e999, "outcome": "ok"}')  # fmt: skip
+def test_no_stored_value_makes_a_listing_invalid_json(daemon: Daemon) -> None:
+    # what the API refuses (1e999 above) can still reach the index another way
+    conn = sqlite.connect(daemon.home / "coffer.db")
+    with sqlite.atomic(conn):
+        conn.execute(
+            "INSERT INTO mcp_invocations (at, client, tool, duration_ms, outcome)"
+            " VALUES ('2026-12-03T00:00:00.000Z', 'c', 't', ?, 'ok')",
+            (float("inf"),),
+        )
+    conn.close()
     head = "GET /api/v1/mcp_invocations HTTP/1.1\nHost: cofferd\nConnection: close\n"
-    status, _, reply = raw(shared_daemon, head)
-    assert status == 200 and isinstance(reply["invocations"], list)
+    status, _, reply = raw(daemon, head)  # strict JSON: no Infinity, no NaN
+    if status == 200:
+        assert isinstance(reply["invocations"], list)
+    else:  # it fails loudly, in the envelope, rather than answering what no parser reads
+        assert status == 500 and set(reply) == {"error"} and reply["error"]["code"]
 
 
 @pytest.mark.parametrize(

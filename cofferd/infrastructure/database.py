@@ -172,8 +172,8 @@ class Database:
             freed += step
         if freed:
             log.info("gave %.1f MB of the index back to the file system", freed / 1e6)
-            # the file shrinks once the WAL is written back (without waiting for readers)
-            await self.write(lambda conn: conn.execute("PRAGMA wal_checkpoint(PASSIVE)"))
+        # the WAL written back now (without waiting for readers): the file shrinks at once
+        await self.write(lambda conn: conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall())
         await self.write(_give_back_memory)
         return freed
 

@@ -26,6 +26,8 @@ SQLITE_VERSION: str = sqlean.sqlite_version
 
 BUSY_TIMEOUT_MS = 10_000
 JOURNAL_SIZE_LIMIT = 16 * 1024 * 1024
+READER_CACHE_KB = 4000
+WRITER_CACHE_KB = 16000
 
 
 class Cursor(Protocol):
@@ -71,7 +73,9 @@ def connect(
     conn.row_factory = Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA temp_store = MEMORY")
-    conn.execute("PRAGMA cache_size = -16000")
+    # Pages stay in the OS's file cache anyway; a reader needs few of its own (they are
+    # memory the daemon keeps), the writer more (it rewrites FTS segments).
+    conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KB if readonly else WRITER_CACHE_KB}")
     for load in extensions:
         load(conn)
     if not readonly:
