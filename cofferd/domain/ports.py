@@ -18,6 +18,9 @@ class FileStat:
     size: int
     mtime_ns: int
 
+    def __reduce__(self) -> tuple[type[FileStat], tuple[int, int]]:
+        return FileStat, (self.size, self.mtime_ns)  # one call to unpickle: many cross
+
 
 @dataclass(frozen=True)
 class TreeScan:
@@ -114,7 +117,7 @@ class IndexedFile:
     chunking: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: unpickled (from a worker) twice as fast
 class IndexedChunk:
     """A chunk as stored: where it is, its heading path, and its text and heading path
     as FTS5 indexes them (fts.index_text)."""

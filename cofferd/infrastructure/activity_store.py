@@ -8,6 +8,7 @@ grow the database without bound.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from cofferd.domain.models import KB_KIND, utc_now
@@ -19,20 +20,18 @@ TRIM_EVERY = 1000
 WINDOWED_TABLES = ("audit", "mcp_invocations")
 
 
-def record(
-    conn: Connection,
-    event: str,
-    actor: str,
-    kb: str | None,
-    doc_id: str | None,
-    details: dict[str, Any],
-) -> None:
-    """One audit event, inside the caller's transaction."""
-    conn.execute(
+Event = tuple[str, str, str | None, str | None, dict[str, Any]]  # event, actor, kb, doc, details
+
+
+def record(conn: Connection, events: Sequence[Event]) -> None:
+    """Audit events, inside the caller's transaction."""
+    at = utc_now()
+    conn.executemany(
         "INSERT INTO audit (at, actor, event, kind, resource_name, document_id, details)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (utc_now(), actor, event, KB_KIND if kb else None, kb, doc_id, json.dumps(details)),
-    )
+        [(at, actor, event, KB_KIND if kb else None, kb, doc_id, json.dumps(details))
+         for event, actor, kb, doc_id, details in events],
+    )  # fmt: skip
 
 
 def _keep_window(conn: Connection, keep: int) -> None:
@@ -60,7 +59,7 @@ class SqliteActivity:
     async def audit(
         self, event: str, actor: str, kb: str | None, doc_id: str | None, details: dict[str, Any]
     ) -> None:
-        await self.db.transact(lambda conn: record(conn, event, actor, kb, doc_id, details))
+        await self.db.transact(lambda conn: record(conn, [(event, actor, kb, doc_id, details)]))
 
     async def audit_log(self, kb: str | None, limit: int) -> list[dict[str, Any]]:
         def run(conn: Connection) -> list[dict[str, Any]]:

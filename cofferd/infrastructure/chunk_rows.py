@@ -8,13 +8,15 @@ The functions take a connection and run inside the caller's transaction.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any
 
-from cofferd.domain.models import KB_KIND, Document, Passage
-from cofferd.domain.ports import IndexedChunk
+from cofferd.domain.models import KB_KIND, Passage
+from cofferd.domain.ports import DocumentWrite
 from cofferd.infrastructure import keyword_index, vec_index
 from cofferd.infrastructure.sqlite import Connection
 
@@ -22,8 +24,12 @@ SCOPE = "kind = ? AND resource_name = ?"
 
 
 def chunk_id(kb: str, doc_id: str, position: int) -> str:
-    scope = hashlib.sha256(f"{KB_KIND}\0{kb}".encode()).hexdigest()[:12]
-    return f"{scope}:{doc_id}:{position}"
+    return f"{_scope(kb)}:{doc_id}:{position}"
+
+
+@functools.lru_cache(maxsize=256)
+def _scope(kb: str) -> str:
+    return hashlib.sha256(f"{KB_KIND}\0{kb}".encode()).hexdigest()[:12]
 
 
 def prepare(conn: Connection, kb: str) -> None:
@@ -31,23 +37,29 @@ def prepare(conn: Connection, kb: str) -> None:
     keyword_index.ensure(conn, kb)
 
 
-def insert(
-    conn: Connection, kb: str, document: Document, chunks: Sequence[IndexedChunk], meta: str
-) -> None:
-    """A document's chunks with their text, and its title, aliases and tags to match on
-    (`meta`), the text as FTS5 indexes it."""
-    if not chunks:
-        return
+def insert(conn: Connection, kb: str, writes: Sequence[DocumentWrite]) -> None:
+    """The chunks of these documents, with their text and their document's title, aliases
+    and tags to match on (`fts_meta`), the text as FTS5 indexes it: a few statements for
+    the whole batch."""
     (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM chunks").fetchone()
-    numbered = list(enumerate(chunks, start=last + 1))
-    conn.executemany(
-        "INSERT INTO chunks (seq, id, document_id, kind, resource_name, position, heading,"
-        " line_start, line_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(seq, chunk_id(kb, document.id, c.position), document.id, KB_KIND, kb, c.position,
-          json.dumps(c.heading, ensure_ascii=False), c.line_start, c.line_end)
-         for seq, c in numbered],
-    )  # fmt: skip
-    keyword_index.insert(conn, kb, [(seq, c.fts_text, c.fts_heading) for seq, c in numbered], meta)
+    seqs = itertools.count(last + 1)
+    rows, texts = [], []
+    for w in writes:
+        doc_id = w.document.id
+        for c in w.chunks:
+            seq = next(seqs)
+            rows.append(
+                (seq, chunk_id(kb, doc_id, c.position), doc_id, KB_KIND, kb, c.position,
+                 json.dumps(c.heading, ensure_ascii=False), c.line_start, c.line_end)
+            )  # fmt: skip
+            texts.append((seq, c.fts_text, c.fts_heading, w.fts_meta))
+    if rows:
+        conn.executemany(
+            "INSERT INTO chunks (seq, id, document_id, kind, resource_name, position, heading,"
+            " line_start, line_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        keyword_index.insert(conn, kb, texts)
 
 
 def delete_of_document(conn: Connection, kb: str, doc_id: str) -> None:

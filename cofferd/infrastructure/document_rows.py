@@ -48,11 +48,10 @@ def _json(value: Any) -> str:
 # -- writes ---------------------------------------------------------------------------------
 
 
-def upsert(conn: Connection, kb: str, w: DocumentWrite) -> None:
-    """The document's row, inserted or replaced (a replaced row forgets its last embed
+def upsert(conn: Connection, kb: str, writes: Sequence[DocumentWrite]) -> None:
+    """The documents' rows, inserted or replaced (a replaced row forgets its last embed
     failure)."""
-    d = w.document
-    conn.execute(
+    conn.executemany(
         """
         INSERT INTO documents (id, kind, resource_name, project_id, path, title, description,
             content_sha256, embed_pending, source_mode, metadata, created_at, updated_at,
@@ -67,10 +66,11 @@ def upsert(conn: Connection, kb: str, w: DocumentWrite) -> None:
             tags = excluded.tags, aliases = excluded.aliases,
             embed_error = NULL, embed_retry_at = 0
         """,
-        (d.id, KB_KIND, kb, WORKSPACE_GLOBAL, d.path, d.title, d.description, d.content_sha256,
-         int(d.embed_pending), d.source_mode,
-         _json(d.metadata), d.created_at, d.updated_at,
-         w.stat.size, w.stat.mtime_ns, w.chunking, _json(d.tags), _json(d.aliases)),
+        [(d.id, KB_KIND, kb, WORKSPACE_GLOBAL, d.path, d.title, d.description,
+          d.content_sha256, int(d.embed_pending), d.source_mode,
+          _json(d.metadata), d.created_at, d.updated_at,
+          w.stat.size, w.stat.mtime_ns, w.chunking, _json(d.tags), _json(d.aliases))
+         for w in writes for d in (w.document,)],
     )  # fmt: skip
 
 

@@ -27,16 +27,26 @@ from cofferd.infrastructure.sqlite import Connection, Error, atomic, damaged, st
 from cofferd.infrastructure.tracked_sources import SqliteTrackedSources
 
 
+def _write_documents(
+    conn: Connection, kb: str, writes: Sequence[DocumentWrite], actor: str
+) -> None:
+    """Documents with nothing stored to replace (new ones, or cleared first): all of them
+    in a few statements (a cold reconcile writes thousands)."""
+    chunk_rows.insert(conn, kb, writes)
+    document_rows.upsert(conn, kb, writes)
+    graph_store.add(conn, kb, writes)
+    activity_store.record(
+        conn,
+        [(w.event, actor, kb, w.document.id, {"path": w.path, "chunks": len(w.chunks)})
+         for w in writes],
+    )  # fmt: skip
+
+
 def _write_document(conn: Connection, kb: str, w: DocumentWrite, actor: str) -> None:
-    d = w.document
-    new = w.event == "kb_document_ingested"  # a new document has nothing stored to replace
-    if not new:
-        chunk_rows.delete_of_document(conn, kb, d.id)
-    chunk_rows.insert(conn, kb, d, w.chunks, w.fts_meta)
-    document_rows.upsert(conn, kb, w)
-    graph_store.set_tags(conn, kb, d.id, d.tags, new=new)
-    graph_store.set_links(conn, kb, d.id, w.links, new=new)
-    activity_store.record(conn, w.event, actor, kb, d.id, {"path": d.path, "chunks": len(w.chunks)})
+    if w.event != "kb_document_ingested":  # replaces what is stored
+        chunk_rows.delete_of_document(conn, kb, w.document.id)
+        graph_store.clear(conn, kb, w.document.id)
+    _write_documents(conn, kb, [w], actor)
 
 
 def _remove_document(conn: Connection, kb: str, doc_id: str, actor: str, reason: str) -> bool:
@@ -44,14 +54,21 @@ def _remove_document(conn: Connection, kb: str, doc_id: str, actor: str, reason:
     if path is None:
         return False
     chunk_rows.delete_of_document(conn, kb, doc_id)
-    graph_store.set_tags(conn, kb, doc_id, ())
-    graph_store.set_links(conn, kb, doc_id, ())
+    graph_store.clear(conn, kb, doc_id)
     document_rows.delete(conn, kb, doc_id)
     if reason == "deleted":  # a file that vanished may come back (an unmounted disk)
         tracked_sources.forget(conn, kb, doc_id)
     details = {"path": path, "reason": reason}
-    activity_store.record(conn, "kb_document_deleted", actor, kb, doc_id, details)
+    activity_store.record(conn, [("kb_document_deleted", actor, kb, doc_id, details)])
     return True
+
+
+def _refused(exc: BaseException) -> str | None:
+    """Why the database or the encoder refused a write, or None when the storage failed
+    (not the document's doing: the batch is retried) and `exc` must go on."""
+    if storage_failed(exc) or damaged(exc):
+        return None
+    return f"cannot be stored: {type(exc).__name__}: {exc}"[:300]
 
 
 def _isolated(conn: Connection, write: DocumentWrite, kb: str, actor: str) -> str | None:
@@ -60,10 +77,35 @@ def _isolated(conn: Connection, write: DocumentWrite, kb: str, actor: str) -> st
         with atomic(conn):
             _write_document(conn, kb, write, actor)
     except (Error, ValueError, OverflowError) as exc:  # the database or the encoder refused it
-        if storage_failed(exc) or damaged(exc):
-            raise  # the storage failed, not this document: the batch is retried
-        return f"cannot be stored: {type(exc).__name__}: {exc}"[:300]
+        reason = _refused(exc)
+        if reason is None:
+            raise
+        return reason
     return None
+
+
+def _write_batch(
+    conn: Connection, kb: str, writes: Sequence[DocumentWrite], actor: str
+) -> list[WriteFailure]:
+    """New documents together in one savepoint; if the database refuses one of them, each
+    again in a savepoint of its own, so that only that one is left out. Changed documents
+    each in their own."""
+    new = [w for w in writes if w.event == "kb_document_ingested"]
+    one_by_one = [w for w in writes if w.event != "kb_document_ingested"]
+    if new:
+        try:
+            with atomic(conn):
+                _write_documents(conn, kb, new, actor)
+        except (Error, ValueError, OverflowError) as exc:
+            if _refused(exc) is None:
+                raise
+            one_by_one = new + one_by_one
+    failed = []
+    for w in one_by_one:
+        reason = _isolated(conn, w, kb, actor)
+        if reason is not None:
+            failed.append(WriteFailure(w.path, w.stat, reason))
+    return failed
 
 
 def _drop_kb(conn: Connection, kb: str) -> int:
@@ -102,12 +144,7 @@ class SqliteDocumentIndex:
                 _remove_document(conn, kb, doc_id, actor, "file_removed")
             if writes:
                 chunk_rows.prepare(conn, kb)
-            failed = []
-            for w in writes:
-                reason = _isolated(conn, w, kb, actor)
-                if reason is not None:
-                    failed.append(WriteFailure(w.document.path, w.stat, reason))
-            return failed
+            return _write_batch(conn, kb, writes, actor)
 
         return await self.db.transact(run)
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from cofferd.domain.links import Link
 from cofferd.domain.models import KB_KIND
-from cofferd.domain.ports import LinkRow
+from cofferd.domain.ports import DocumentWrite, LinkRow
 from cofferd.domain.tags import tag_key
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.sqlite import Connection
@@ -20,36 +20,37 @@ from cofferd.infrastructure.sqlite import Connection
 SCOPE = "kind = ? AND resource_name = ?"
 
 
-def set_tags(
-    conn: Connection, kb: str, doc_id: str, tags: Sequence[str], *, new: bool = False
-) -> None:
-    """The document's tags (`new`: it had none stored)."""
-    if not new:
-        conn.execute(
-            f"DELETE FROM document_tags WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id)
+def add(conn: Connection, kb: str, writes: Sequence[DocumentWrite]) -> None:
+    """The tags and links of documents that have none stored (new, or cleared)."""
+    tags = [
+        (KB_KIND, kb, w.document.id, key)
+        for w in writes
+        for key in dict.fromkeys(tag_key(t) for t in w.document.tags)
+    ]
+    links = [
+        (KB_KIND, kb, w.document.id, k.line, k.type, k.target, k.key, k.name)
+        for w in writes
+        for k in w.links
+    ]
+    if tags:
+        conn.executemany(
+            "INSERT INTO document_tags (kind, resource_name, document_id, tag) VALUES (?, ?, ?, ?)",
+            tags,
         )
-    if not tags:
-        return
-    conn.executemany(
-        "INSERT OR IGNORE INTO document_tags (kind, resource_name, document_id, tag)"
-        " VALUES (?, ?, ?, ?)",
-        [(KB_KIND, kb, doc_id, tag_key(t)) for t in tags],
-    )
+    if links:
+        conn.executemany(
+            "INSERT INTO links (kind, resource_name, document_id, line, type, target, key, name)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            links,
+        )
 
 
-def set_links(
-    conn: Connection, kb: str, doc_id: str, links: Sequence[Link], *, new: bool = False
-) -> None:
-    """The document's links (`new`: it had none stored)."""
-    if not new:
-        conn.execute(f"DELETE FROM links WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id))
-    if not links:
-        return
-    conn.executemany(
-        "INSERT INTO links (kind, resource_name, document_id, line, type, target, key, name)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [(KB_KIND, kb, doc_id, k.line, k.type, k.target, k.key, k.name) for k in links],
+def clear(conn: Connection, kb: str, doc_id: str) -> None:
+    """A document's tags and links."""
+    conn.execute(
+        f"DELETE FROM document_tags WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id)
     )
+    conn.execute(f"DELETE FROM links WHERE {SCOPE} AND document_id = ?", (KB_KIND, kb, doc_id))
 
 
 def drop_kb(conn: Connection, kb: str) -> None:

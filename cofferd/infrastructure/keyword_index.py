@@ -51,12 +51,11 @@ def drop(conn: Connection, kb: str) -> None:
         conn.execute("DELETE FROM fts_tables WHERE resource_name = ?", (kb,))
 
 
-def insert(conn: Connection, kb: str, rows: Sequence[tuple[int, str, str]], meta: str) -> None:
-    """One document's chunks as (rowid, text, heading path), with its title, aliases and
-    tags (`meta`), each already in the form FTS5 indexes (fts.index_text)."""
+def insert(conn: Connection, kb: str, rows: Sequence[tuple[int, str, str, str]]) -> None:
+    """Chunks as (rowid, text, heading path, meta: their document's title, aliases and
+    tags), each already in the form FTS5 indexes (fts.index_text)."""
     conn.executemany(
-        f"INSERT INTO {table_name(kb)} (rowid, text, heading, meta) VALUES (?, ?, ?, ?)",
-        [(rowid, text, heading, meta) for rowid, text, heading in rows],
+        f"INSERT INTO {table_name(kb)} (rowid, text, heading, meta) VALUES (?, ?, ?, ?)", rows
     )
 
 

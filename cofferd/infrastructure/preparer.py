@@ -22,8 +22,8 @@ from cofferd.locations import Locations
 WORKER_MODULE = "cofferd.surfaces.prepare_worker"
 # A unit (what one worker gets at once) ends at whichever comes first: small units keep
 # every worker busy and let a save in between.
-UNIT_FILES = 32
-UNIT_BYTES = 256 * 1024
+UNIT_FILES = 128
+UNIT_BYTES = 1024 * 1024
 OUTCOMES = (Gone, Unchanged, Skipped, DocumentWrite)
 
 

@@ -37,6 +37,7 @@ IDLE_S = 30.0  # a worker beyond the first stops after this long without work
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
 LARGE_REPLY = 1024 * 1024  # replies larger than this are unpickled off the serving loop
+READ_BLOCK = 256 * 1024
 WINDOW = 2  # units per worker a job may have in flight or waiting for its consumer
 EXPRESS = 0  # the slot that serves interactive jobs only
 READY = "ready"
@@ -88,6 +89,7 @@ class _Worker:
         assert proc.stdin is not None and proc.stdout is not None
         self.stdin = proc.stdin
         self.stdout = proc.stdout
+        self._buffer = bytearray()  # what has arrived of the next replies
 
     @classmethod
     async def start(cls, module: str) -> _Worker:
@@ -99,7 +101,7 @@ class _Worker:
         )  # fmt: skip
         worker = cls(transport, asyncio.subprocess.Process(transport, protocol, loop))
         try:
-            ready = await worker.receive(START_TIMEOUT_S)
+            ready = (await worker.receive(START_TIMEOUT_S))[0]
         except BaseException as exc:  # the pool closing, too: never leave a process behind
             await worker.kill()
             if isinstance(exc, TimeoutError | _WorkerGone | frames.BrokenStream):
@@ -124,16 +126,36 @@ class _Worker:
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise _WorkerGone from exc
 
-    async def receive(self, timeout: float) -> Any:
+    async def receive(self, timeout: float) -> list[Any]:
+        """The replies that have arrived, at least one, within `timeout`. Replies are read
+        in bulk (a unit's small ones arrive together): one wake of the loop for many."""
         try:
             async with asyncio.timeout(timeout):
-                header = await self.stdout.readexactly(frames.HEADER.size)
-                data = await self.stdout.readexactly(frames.frame_length(header))
-        except (asyncio.IncompleteReadError, ConnectionResetError) as exc:
+                while not (complete := self._complete()):
+                    block = await self.stdout.read(READ_BLOCK)
+                    if not block:
+                        raise _WorkerGone
+                    self._buffer += block
+        except ConnectionResetError as exc:
             raise _WorkerGone from exc
-        if len(data) > LARGE_REPLY:
-            return await asyncio.to_thread(frames.decode, data)
-        return frames.decode(data)
+        if sum(map(len, complete)) > LARGE_REPLY:
+            return await asyncio.to_thread(lambda: [frames.decode(f) for f in complete])
+        return [frames.decode(f) for f in complete]
+
+    def _complete(self) -> list[bytes]:
+        """The whole frames in the buffer, taken out of it."""
+        found, at = [], 0
+        buffer = self._buffer
+        while len(buffer) - at >= frames.HEADER.size:
+            length = frames.frame_length(bytes(buffer[at : at + frames.HEADER.size]))
+            end = at + frames.HEADER.size + length
+            if len(buffer) < end:
+                break
+            found.append(bytes(buffer[at + frames.HEADER.size : end]))
+            at = end
+        if at:
+            del buffer[:at]
+        return found
 
     async def stop(self) -> None:
         """Let it finish and exit (end of its input), or kill it."""
@@ -308,12 +330,14 @@ class WorkerPool:
             if job.closed:
                 return
             await worker.send((job.head, list(unit.items)))
-            for position, item in enumerate(unit.items):
-                limit = job.timeout_of(item)
+            position = 0
+            while position < len(unit.items):
+                limit = job.timeout_of(unit.items[position])
                 try:
-                    done.append((item, await worker.receive(limit)))
+                    replies = await worker.receive(limit)
                 except TimeoutError:
                     self.state.replaced_over_time += 1
+                    item = unit.items[position]
                     done.append((item, WorkFailed(f"took longer than {limit:g} s to prepare")))
                     self._again(job, unit.items[position + 1 :])
                     await self._drop(index)
@@ -321,6 +345,11 @@ class WorkerPool:
                 except (_WorkerGone, frames.BrokenStream):
                     await self._died(index, unit, position, done)
                     return
+                if position + len(replies) > len(unit.items):  # more than it was asked
+                    await self._died(index, unit, position, done)
+                    return
+                done += zip(unit.items[position : position + len(replies)], replies, strict=True)
+                position += len(replies)
         except _WorkerGone:
             await self._died(index, unit, 0, done)
         finally:
