@@ -271,7 +271,8 @@ class Reindexer:
         if self.on_change is not None and (result.documents_added or result.documents_updated):
             self.on_change()
         if result.documents_removed or result.documents_updated or todo_bytes >= LARGE_WORK:
-            await self.store.reclaim()  # old rows left space; large work left memory
+            # old rows left space; large work left memory
+            await self.store.reclaim(large_work=todo_bytes >= LARGE_WORK)
         return result
 
     async def _index(

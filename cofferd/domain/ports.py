@@ -177,9 +177,9 @@ class DocumentIndex(Protocol):
         """(path, why) of the documents indexed in a bounded form (over a budget)."""
         ...
 
-    async def reclaim(self) -> int:
+    async def reclaim(self, *, large_work: bool = False) -> int:
         """Give the space of removed rows back to the file system (once there is enough of
-        it); bytes freed."""
+        it), and after large work the memory it left; bytes freed."""
         ...
 
 

@@ -162,19 +162,18 @@ class Database:
 
         return await self.write(run)
 
-    async def reclaim(self) -> int:
+    async def reclaim(self, *, large_work: bool = False) -> int:
         """Give the space of deleted rows back to the file system once there is enough of
         it, a few MB per write so that other writes go on in between (a database made
-        before incremental vacuum is converted, VACUUM, the first time), and the memory
-        that large work left behind back to the OS. Bytes of the file freed."""
+        before incremental vacuum is converted, VACUUM, the first time); then, or after
+        `large_work`, the memory that work left behind back to the OS. Bytes freed."""
         freed = 0
         while step := await self.write(partial(_reclaim_step, under_way=bool(freed))):
             freed += step
         if freed:
             log.info("gave %.1f MB of the index back to the file system", freed / 1e6)
-        # the WAL written back now (without waiting for readers): the file shrinks at once
-        await self.write(lambda conn: conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall())
-        await self.write(_give_back_memory)
+        if freed or large_work:
+            await self.write(_give_back_memory)
         return freed
 
     async def read(self, fn: Callable[[Connection], T]) -> T:
@@ -197,6 +196,8 @@ class Database:
 
 
 def _give_back_memory(conn: Connection) -> None:
+    # the WAL written back now (without waiting for readers): the file shrinks at once
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
     conn.execute("PRAGMA shrink_memory")  # the writer's page cache
     memory.trim()
 

@@ -151,8 +151,8 @@ class SqliteDocumentIndex:
     async def degraded(self, kb: str) -> list[tuple[str, list[str]]]:
         return await self.db.read(lambda conn: document_rows.degraded(conn, kb))
 
-    async def reclaim(self) -> int:
-        return await self.db.reclaim()
+    async def reclaim(self, *, large_work: bool = False) -> int:
+        return await self.db.reclaim(large_work=large_work)
 
     async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool:
         removed = await self.db.transact(
