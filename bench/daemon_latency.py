@@ -6,7 +6,7 @@
 * daemon idle CPU over 60 s and RSS;
 * time from a 5,000-file burst to all of it searchable.
 
-    .venv/bin/python -m bench.daemon_latency [--idle-seconds 60]
+    .venv/bin/python -m bench.daemon_latency [--idle-seconds 60] [--repo PATH]
 """
 
 from __future__ import annotations
@@ -19,7 +19,19 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import extract_tldr, machine, median, memory_mb, percentile, scratch_home
+from bench.common import (
+    add_repo_argument,
+    code_env,
+    daemon_memory,
+    describe_code,
+    extract_tldr,
+    machine,
+    median,
+    percentile,
+    scratch_home,
+    start_daemon,
+    stop_daemon,
+)
 from cofferctl.client import Client, DaemonUnreachable
 
 BIN = Path(sys.executable).parent
@@ -48,6 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--idle-seconds", type=float, default=60)
     parser.add_argument("--edits", type=int, default=100)
+    add_repo_argument(parser)
     args = parser.parse_args()
 
     home = scratch_home("daemon")
@@ -55,9 +68,9 @@ def main() -> None:
     docs = home / "knowledge" / "tldr" / "docs"
     docs.parent.mkdir(parents=True)
     extract_tldr(home / "src").rename(docs)
-    env = {**os.environ, "COFFER_HOME": str(home), "COFFER_SOCKET": str(socket_path)}
+    env = code_env(args.repo, COFFER_HOME=str(home), COFFER_SOCKET=str(socket_path))
     started = time.perf_counter()
-    daemon = subprocess.Popen([str(BIN / "cofferd"), "--log-level", "WARNING"], env=env)
+    daemon = start_daemon(args.repo, home, socket_path)
     client = Client(socket_path)
     try:
         # polls are 0.1 s apart: polling harder would slow the 2-core machine it measures
@@ -69,6 +82,7 @@ def main() -> None:
         indexed_s = time.perf_counter() - started
         count = client.get(client.kb("tldr", "/metrics"))["documents"]
         print(f"machine: {machine()}")
+        print(f"code: {describe_code(args.repo)}")
         print(f"start-up with {count} documents to index: searchable after {indexed_s:.1f} s")
 
         def found(token: str) -> bool:
@@ -113,8 +127,7 @@ def main() -> None:
         time.sleep(args.idle_seconds)
         cpu = cpu_seconds(daemon.pid) - cpu0
         wall = time.perf_counter() - t0
-        rss, peak = memory_mb(daemon.pid)
-        print(f"idle over {wall:.0f} s: CPU {100 * cpu / wall:.2f} %; RSS {rss:.0f} MB")
+        print(f"idle over {wall:.0f} s: CPU {100 * cpu / wall:.2f} %; {daemon_memory(daemon.pid)}")
 
         # burst
         burst = docs / "burst"
@@ -130,15 +143,13 @@ def main() -> None:
         )
         done = time.perf_counter()
         assert found("q4999z")
-        rss, peak = memory_mb(daemon.pid)
         print(
             f"5,000-file burst: all searchable {done - t0:.2f} s after the first write "
             f"({done - written:.2f} s after the last; writing took {written - t0:.2f} s); "
-            f"RSS {rss:.0f} MB (peak {peak:.0f} MB)"
+            f"{daemon_memory(daemon.pid)}"
         )
     finally:
-        daemon.terminate()
-        daemon.wait(30)
+        stop_daemon(daemon)
 
 
 if __name__ == "__main__":
