@@ -145,7 +145,7 @@ class IndexingService:
         stops. Each time it ends, a full reconcile covers what it may have missed. After a
         failure it starts again a little later (at once when `adapt`, told of the failure,
         says it changed how the session runs), later each time it fails in a row."""
-        self._spawn(name, self._supervised(name, session, adapt))
+        self._spawn(name, self._supervised(session, adapt))
 
     def _spawn(self, name: str, work: Awaitable[None]) -> None:
         self._background.append(asyncio.ensure_future(work))
@@ -167,10 +167,7 @@ class IndexingService:
         self._spawn(name, repeat())
 
     async def _supervised(
-        self,
-        name: str,
-        session: Callable[[], Awaitable[None]],
-        adapt: Callable[[BaseException], bool],
+        self, session: Callable[[], Awaitable[None]], adapt: Callable[[BaseException], bool]
     ) -> None:
         failures = 0
         while not self._stopping:

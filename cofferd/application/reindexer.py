@@ -129,18 +129,16 @@ class Reindexer:
     async def skipped(self, kb: str) -> list[dict[str, Any]]:
         """The files of `kb` that are not indexed, and why, by relative path; with those
         indexed in a bounded form (`degraded`: over a budget, and which)."""
-        found = [
-            (path, reason) for (name, path), (_, reason) in self._skipped.items() if name == kb
-        ]
-        bounded = await self.store.degraded(kb)
-        listed = await asyncio.to_thread(self._described, kb, found)
-        listed += [
-            {**entry, "degraded": True}
-            for entry in await asyncio.to_thread(
-                self._described, kb, [(path, "; ".join(why)) for path, why in bounded]
-            )
-        ]
-        return sorted(listed, key=lambda entry: entry["relative_path"])
+        bounded = {path: "; ".join(why) for path, why in await self.store.degraded(kb)}
+        reasons = {
+            **bounded,
+            **{p: why for (name, p), (_, why) in self._skipped.items() if name == kb},
+        }
+        listed = await asyncio.to_thread(self._described, kb, reasons.items())
+        for entry in listed:
+            if bounded.get(entry["relative_path"]) == entry["reason"]:
+                entry["degraded"] = True
+        return listed
 
     def _described(self, kb: str, skipped: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
         ordered = sorted(skipped)
