@@ -31,8 +31,8 @@ HOSTILE: dict[str, str] = {
     "marker-run.md": "<<<<<<<\n" * 5_000 + "=======\n" * 5_000,
     "hashes.md": "#" * 50_000,
     "heading-hashes.md": "# " + "# " * 30_000 + "x",
-    "backticks.md": "`" * 50_000,
-    "code-spans.md": "``" + "`a" * 20_000,
+    "backticks.md": "[[x]] #tag " + "`" * 50_000,  # a link and a tag: the line is read
+    "code-spans.md": "[[x]] #tag ``" + "`a" * 20_000,
     "fences.md": "```\n" * 20_000,
     "cjk-run.md": "東京大学" * 250_000,
     "long-line.md": "x" * 3_000_000,

@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 # commit carries many documents.
 BATCH = 200
 BATCH_BYTES = 1024 * 1024
+# A path sync of at most this many files to prepare goes before bulk work (a save, an
+# API write, a few files synced in); a larger one is bulk work itself.
+INTERACTIVE_FILES = 64
 # After this much text is indexed in one pass, memory is given back (Database.reclaim).
 LARGE_WORK = 4 * 1024 * 1024
 # Markdown made from a document can be larger than the original (tables, frontmatter);
@@ -264,6 +267,8 @@ class Reindexer:
                 self._skipped.pop((kb.name, path), None)  # read again: skipped again, or fixed
         result.documents_removed = len(removed)
         todo_bytes = sum(item.size for item in todo)
+        # a folder moved in or a checkout brings thousands of files: that is bulk work
+        interactive = interactive and len(todo) <= INTERACTIVE_FILES
         with self.progress.track(kb.name, "indexing", len(todo)) as progress:
             await self._index(kb, todo, observed, removed, result, actor, progress, interactive)
         if self.on_change is not None and (result.documents_added or result.documents_updated):

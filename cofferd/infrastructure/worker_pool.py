@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -40,6 +41,7 @@ LARGE_REPLY = 1024 * 1024  # replies larger than this are unpickled off the serv
 READ_BLOCK = 256 * 1024
 WINDOW = 2  # units per worker a job may have in flight or waiting for its consumer
 EXPRESS = 0  # the slot that serves interactive jobs only
+BULK_NICE = 10  # bulk workers yield the CPU to serving, writing and the express worker
 READY = "ready"
 
 
@@ -92,7 +94,7 @@ class _Worker:
         self._buffer = bytearray()  # what has arrived of the next replies
 
     @classmethod
-    async def start(cls, module: str) -> _Worker:
+    async def start(cls, module: str, nice: int = 0) -> _Worker:
         loop = asyncio.get_running_loop()
         transport, protocol = await loop.subprocess_exec(
             lambda: asyncio.subprocess.SubprocessStreamProtocol(limit=2**16, loop=loop),
@@ -100,6 +102,9 @@ class _Worker:
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
         )  # fmt: skip
         worker = cls(transport, asyncio.subprocess.Process(transport, protocol, loop))
+        if nice:
+            with contextlib.suppress(OSError, AttributeError):  # a lower priority: always allowed
+                os.setpriority(os.PRIO_PROCESS, worker.pid, nice)
         try:
             ready = (await worker.receive(START_TIMEOUT_S))[0]
         except BaseException as exc:  # the pool closing, too: never leave a process behind
@@ -312,7 +317,9 @@ class WorkerPool:
 
     async def _start(self, index: int, job: _Job[Any] | None = None) -> bool:
         try:
-            self._workers[index] = await _Worker.start(self.module)
+            self._workers[index] = await _Worker.start(
+                self.module, 0 if index == EXPRESS else BULK_NICE
+            )
         except EngineUnavailable as exc:
             log.error("%s", exc.message)
             if job is not None:

@@ -31,7 +31,6 @@ from cofferd.infrastructure.frames import read, write
 log = logging.getLogger("cofferd.prepare_worker")
 
 MEMORY_MB = 2048  # address space: a document that needs more fails with MemoryError
-NICE = 5  # serving requests and writing the index come first
 READY = "ready"
 LARGE_ITEM = 1024 * 1024
 
@@ -74,8 +73,6 @@ def limit_resources() -> None:
     with contextlib.suppress(ValueError, OSError):  # not every OS has RLIMIT_AS
         limit = MEMORY_MB * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    with contextlib.suppress(OSError):
-        os.nice(NICE)
 
 
 def main() -> None:
