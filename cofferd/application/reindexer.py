@@ -77,6 +77,16 @@ class _Batch:
         return bool(self.writes or self.removed or self.restat)
 
 
+@dataclass
+class _Plan:
+    observed: Mapping[str, FileStat | None]  # files found, and indexed files proved gone
+    result: ReindexResult
+    todo: list[PrepareItem] = field(default_factory=list)
+    known: dict[str, IndexedFile | None] = field(default_factory=dict)  # of those to prepare
+    removed: list[str] = field(default_factory=list)  # documents whose files are gone
+    forget: list[tuple[str, str]] = field(default_factory=list)  # skipped files to read again
+
+
 class Reindexer:
     def __init__(
         self,
@@ -174,7 +184,7 @@ class Reindexer:
         )
         for key in [k for k, v in self._skipped.items() if k[0] == kb.name and v[0] == RECHECK]:
             del self._skipped[key]  # unreadable files and unusable names: seen afresh
-        result = await self._sync(kb, _observed(scan, indexed), indexed, actor, interactive=False)
+        result = await self._sync(kb, scan, indexed, actor, interactive=False)
         self._conflicts[kb.name] = scan.conflicts
         self._forget_gone(kb.name, scan, lambda path: True)
         self._note_unusable(kb.name, scan, result)
@@ -197,7 +207,7 @@ class Reindexer:
         paths = sorted(set(relpaths))
         indexed = await self.store.indexed_files(kb.name, paths)
         scan = await asyncio.to_thread(self._observe, kb.name, paths)
-        result = await self._sync(kb, _observed(scan, indexed), indexed, actor, interactive=True)
+        result = await self._sync(kb, scan, indexed, actor, interactive=True)
         self._forget_gone(kb.name, scan, lambda path: _under(path, paths))
         self._note_unusable(kb.name, scan, result)
         return await self._finish(kb.name, result)
@@ -241,36 +251,23 @@ class Reindexer:
     async def _sync(
         self,
         kb: KnowledgeBase,
-        observed: Mapping[str, FileStat | None],
+        scan: TreeScan,
         indexed: Mapping[str, IndexedFile],
         actor: str,
         *,
         interactive: bool,
     ) -> ReindexResult:
-        result = ReindexResult(scanned=sum(1 for s in observed.values() if s is not None))
-        chunking = kb.config.chunking_key()
-        removed: list[str] = []
-        todo: list[PrepareItem] = []
-        for path, stat in observed.items():
-            known = indexed.get(path)
-            if stat is None:
-                if known is not None:
-                    removed.append(known.document_id)
-                self._skipped.pop((kb.name, path), None)
-            elif known and known.stat == stat and known.chunking == chunking:
-                result.documents_unchanged += 1
-            elif (skip := self._skipped.get((kb.name, path))) and skip[0] == stat:
-                result.documents_skipped += 1
-                result.skipped.append({"relative_path": path, "reason": skip[1]})
-            else:
-                todo.append(PrepareItem(path, stat.size, known))
-                self._skipped.pop((kb.name, path), None)  # read again: skipped again, or fixed
-        result.documents_removed = len(removed)
+        # a full pass plans over every file of the KB: off the serving loop
+        plan = await asyncio.to_thread(self._plan, kb, scan, indexed)
+        for key in plan.forget:
+            self._skipped.pop(key, None)  # gone, or read again: skipped again, or fixed
+        result = plan.result
+        todo = plan.todo
         todo_bytes = sum(item.size for item in todo)
         # a folder moved in or a checkout brings thousands of files: that is bulk work
         interactive = interactive and len(todo) <= INTERACTIVE_FILES
         with self.progress.track(kb.name, "indexing", len(todo)) as progress:
-            await self._index(kb, todo, observed, removed, result, actor, progress, interactive)
+            await self._index(kb, plan, result, actor, progress, interactive)
         if self.on_change is not None and (result.documents_added or result.documents_updated):
             self.on_change()
         if result.documents_removed or result.documents_updated or todo_bytes >= LARGE_WORK:
@@ -278,12 +275,34 @@ class Reindexer:
             await self.store.reclaim(large_work=todo_bytes >= LARGE_WORK)
         return result
 
+    def _plan(self, kb: KnowledgeBase, scan: TreeScan, indexed: Mapping[str, IndexedFile]) -> _Plan:
+        """What a pass must do: the files to prepare, the documents whose files are gone,
+        the counts of those left as they are."""
+        observed = _observed(scan, indexed)
+        plan = _Plan(observed, ReindexResult(sum(1 for s in observed.values() if s is not None)))
+        chunking = kb.config.chunking_key()
+        for path, stat in observed.items():
+            known = indexed.get(path)
+            if stat is None:
+                if known is not None:
+                    plan.removed.append(known.document_id)
+                plan.forget.append((kb.name, path))
+            elif known and known.stat == stat and known.chunking == chunking:
+                plan.result.documents_unchanged += 1
+            elif (skip := self._skipped.get((kb.name, path))) and skip[0] == stat:
+                plan.result.documents_skipped += 1
+                plan.result.skipped.append({"relative_path": path, "reason": skip[1]})
+            else:
+                plan.todo.append(PrepareItem(path, stat.size, known))
+                plan.known[path] = known
+                plan.forget.append((kb.name, path))
+        plan.result.documents_removed = len(plan.removed)
+        return plan
+
     async def _index(
         self,
         kb: KnowledgeBase,
-        todo: list[PrepareItem],
-        observed: Mapping[str, FileStat | None],
-        removed: list[str],
+        plan: _Plan,
         result: ReindexResult,
         actor: str,
         progress: Progress,
@@ -291,7 +310,7 @@ class Reindexer:
     ) -> None:
         """Prepare the files in worker processes; write what they answer batch by batch,
         each batch while the next is prepared."""
-        batch = _Batch(removed=removed)
+        batch = _Batch(removed=plan.removed)
         pending: asyncio.Task[None] | None = None
 
         async def flush() -> None:
@@ -304,13 +323,12 @@ class Reindexer:
             batch = _Batch()
 
         try:
-            if todo:
+            if plan.todo:
                 outcomes = self.preparer.prepare(
-                    kb.name, self.settings(kb), todo, interactive=interactive
+                    kb.name, self.settings(kb), plan.todo, interactive=interactive
                 )
-                known = {item.path: item.known for item in todo}
                 async for outcome in outcomes:
-                    self._take(kb.name, outcome, known, observed, batch, result)
+                    self._take(kb.name, outcome, plan.known, plan.observed, batch, result)
                     progress.advance(1)
                     if batch.full():
                         await flush()

@@ -3,6 +3,7 @@ its time, off the serving loop (the worker is surfaces/prepare_worker)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -51,8 +52,9 @@ class ProcessPreparer:
     ) -> AsyncIterator[Outcome]:
         head = (str(self.locations.docs_dir(kb)), settings)
         budget = settings.budget.prepare_s
+        units = list(_units(items)) if interactive else await asyncio.to_thread(list, _units(items))
         async for item, reply in self.pool.run(
-            head, list(_units(items)), interactive=interactive, timeout_of=lambda _: budget
+            head, units, interactive=interactive, timeout_of=lambda _: budget
         ):
             if isinstance(reply, WorkFailed):
                 yield Failed(item.path, reply.reason)

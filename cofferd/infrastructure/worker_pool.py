@@ -37,6 +37,7 @@ Item = TypeVar("Item")
 IDLE_S = 30.0  # a worker beyond the first stops after this long without work
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
+RESTART_S = 1.0  # after a worker could not start
 LARGE_REPLY = 1024 * 1024  # replies larger than this are unpickled off the serving loop
 READ_BLOCK = 256 * 1024
 WINDOW = 2  # units per worker a job may have in flight or waiting for its consumer
@@ -189,6 +190,7 @@ class _Worker:
 @dataclass
 class PoolState:
     started: int = 0
+    start_error: str | None = None  # why the last worker could not start
     replaced_over_time: int = 0
     replaced_after_death: int = 0
     busy: int = 0
@@ -321,12 +323,15 @@ class WorkerPool:
                 self.module, 0 if index == EXPRESS else BULK_NICE
             )
         except EngineUnavailable as exc:
-            log.error("%s", exc.message)
+            if exc.message != self.state.start_error:  # once, not every second
+                log.error("%s", exc.message)
+            self.state.start_error = exc.message
             if job is not None:
                 job.out.put_nowait(exc)
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(RESTART_S)
             return False
         self.state.started += 1
+        self.state.start_error = None
         return True
 
     async def _work(self, index: int, unit: _Unit[Any]) -> None:
