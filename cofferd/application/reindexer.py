@@ -45,8 +45,8 @@ log = logging.getLogger(__name__)
 # A write batch ends at whichever comes first. Small batches keep the one writer free for
 # the other knowledge bases (a save waits for at most one batch), large enough that each
 # commit carries many documents.
-BATCH = 200
-BATCH_BYTES = 1024 * 1024
+BATCH = 100
+BATCH_BYTES = 512 * 1024
 # A path sync of at most this many files to prepare goes before bulk work (a save, an
 # API write, a few files synced in); a larger one is bulk work itself.
 INTERACTIVE_FILES = 64

@@ -14,7 +14,7 @@ the API on a Unix socket. Settings come from flags, else from the environment:
 * ``COFFER_TRASH_RETENTION_DAYS``: days a deleted document stays in its knowledge base's
   trash before it is purged (default 30; 0 purges at the next look).
 * ``COFFER_WORKERS``: worker processes that prepare documents for the index (default: one
-  per core but one, at least one; one more, kept for saves, serves interactive work only).
+  per core, at a lower CPU priority; one more, kept for saves, serves interactive work only).
 * ``COFFER_PREPARE_TIMEOUT``: seconds one document may take to prepare (default 30); a
   worker over it is replaced and the document skipped with its reason.
 * ``NOTIFY_SOCKET``, ``LISTEN_FDS``/``LISTEN_PID``: set by systemd for readiness and
@@ -117,8 +117,7 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=int(os.environ.get("COFFER_WORKERS") or default_workers()),
         metavar="N",
-        help="worker processes preparing documents (env COFFER_WORKERS; default: one per "
-        "core but one)",
+        help="worker processes preparing documents (env COFFER_WORKERS; default: one per core)",
     )
     p.add_argument(
         "--prepare-timeout",
