@@ -11,7 +11,9 @@ reconcile reads/parses/chunks in a worker thread (asyncio.to_thread) and writes 
 database thread, so those calls get a profiler of their own and all are merged; then the
 synchronous stages are timed directly, file by file: `markdown.parse`, `chunk_markdown(body,
 title, 512, 64)` and `fts.index_text` for each chunk (and its heading), in MB/s, once plain
-and once under cProfile. `--stages` runs only that stage timing.
+and once under cProfile, then the writer's floor: the prepared rows inserted into an FTS5
+table with Coffer's tokenizer, alone, in one transaction. `--stages` runs only that stage
+timing.
 
 In-process (no daemon), with the code of `--repo` (default this checkout; another checkout
 is run by bench.common.run_in_repo).
@@ -36,6 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import sqlean as sqlite3
+
 from bench.common import (
     DATA,
     add_repo_argument,
@@ -48,7 +52,7 @@ from bench.common import (
 from cofferd.application import markdown
 from cofferd.application.chunker import chunk_markdown
 from cofferd.application.reindexer import Reindexer
-from cofferd.infrastructure import fts
+from cofferd.infrastructure import fts, keyword_index
 from cofferd.infrastructure.database import Database
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
@@ -201,6 +205,29 @@ def stage_pass(datas: list[tuple[bytes, str]]) -> dict[str, float]:
     return spent
 
 
+def fts_insert(datas: list[tuple[bytes, str]]) -> float:
+    """Seconds FTS5 alone takes to index the prepared chunks: the floor of one writer."""
+    rows = []
+    for data, relpath in datas:
+        parsed = markdown.parse(data, relpath)
+        for chunk in chunk_markdown(parsed.body, parsed.title, 512, 64):
+            rows.append((fts.index_text(chunk.text), fts.index_text(" / ".join(chunk.heading))))
+    home = scratch_home("cjk-fts")
+    conn = sqlite3.connect(home / "fts.db")
+    try:
+        conn.execute(
+            "CREATE VIRTUAL TABLE t USING fts5(text, heading, meta, "
+            f"tokenize = '{keyword_index.TOKENIZER}')"
+        )
+        started = time.perf_counter()
+        with conn:
+            conn.executemany("INSERT INTO t (text, heading, meta) VALUES (?, ?, '')", rows)
+        return time.perf_counter() - started
+    finally:
+        conn.close()
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def stages(files: list[Path], root: Path, profile: bool) -> None:
     datas = [(p.read_bytes(), p.relative_to(root).as_posix()) for p in files]
     mb = sum(len(d) for d, _ in datas) / 1e6
@@ -216,6 +243,8 @@ def stages(files: list[Path], root: Path, profile: bool) -> None:
             f"  ({100 * seconds / total:4.1f} % of stage time)"
         )
     print(f"  {'all':<10} {total:6.2f} s  {mb / total:7.1f} MB/s")
+    seconds = fts_insert(datas)
+    print(f"  {'fts insert':<10} {seconds:6.2f} s  {mb / seconds:7.1f} MB/s  (one writer, alone)")
     if profile:
         prof = cProfile.Profile()
         prof.enable()
