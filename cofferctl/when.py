@@ -16,18 +16,26 @@ _AGO = re.compile(r"(\d+)\s*([mhdw])")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
+FIRST = "0001-01-01T00:00:00Z"  # what a time too far back or ahead to represent becomes
+LAST = "9999-12-31T23:59:59Z"
+
+
 def parse_when(text: str, *, end_of_day: bool = False, now: datetime | None = None) -> str:
     """The UTC time `text` names; ValueError with a hint when it names none."""
-    now = now or datetime.now(UTC)
     text = text.strip()
+    try:
+        moment = _moment(text, end_of_day, now or datetime.now(UTC))
+        return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    except OverflowError:  # before year 1 or after 9999: before or after every note
+        return FIRST if _AGO.fullmatch(text) or text.startswith("0001-") else LAST
+
+
+def _moment(text: str, end_of_day: bool, now: datetime) -> datetime:
     ago = _AGO.fullmatch(text)
     if ago:
-        moment = now - timedelta(**{_UNITS[ago.group(2)]: int(ago.group(1))})
-    elif len(text) == 10:
+        return now - timedelta(**{_UNITS[ago.group(2)]: int(ago.group(1))})
+    if len(text) == 10:
         day = date.fromisoformat(text) + timedelta(days=1 if end_of_day else 0)
-        moment = datetime(day.year, day.month, day.day).astimezone()  # local midnight
-    else:
-        moment = datetime.fromisoformat(text)
-        if moment.tzinfo is None:
-            moment = moment.astimezone()  # a local time
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        return datetime(day.year, day.month, day.day).astimezone()  # local midnight
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.astimezone()  # a local time

@@ -200,6 +200,18 @@ async def test_filters_through_the_api_cofferctl_and_mcp(
 
     assert found({"folder": "projects/coffer", "tags": ["bug"]}) == {"projects/coffer/log.md"}
     assert found({"updated_before": "2021-01-01"}) == {"journal/2020.md"}
+    # times an offset carries beyond year 1 or 9999 in UTC: before or after every note
+    far = {
+        "updated_after": "0001-01-01T00:00:00+01:00",
+        "updated_before": "9999-12-31T23:59:59-01:00",
+    }
+    assert found(far) == set(NOTES)
+    assert found({"updated_before": "0001-01-01T00:59:00+01:00"}) == set()
+    assert found({"updated_after": "9999-12-31T23:00:00-01:00"}) == set()
+    everything = d.client.post("/api/v1/search", {"query": "daemon", "filters": far})
+    assert {p["relative_path"] for p in everything["passages"] if p["knowledge_base"] == kb} == set(
+        NOTES
+    )
     every = d.client.post("/api/v1/search", {"query": "daemon", "filters": {"tags": ["journal"]}})
     assert [(p["knowledge_base"], p["relative_path"]) for p in every["passages"]] == [
         (kb, "journal/2020.md")
@@ -221,6 +233,8 @@ async def test_filters_through_the_api_cofferctl_and_mcp(
     assert cli_paths("--until", "2020-06-01") == ["journal/2020.md"]  # the whole day
     assert "journal/2020.md" not in cli_paths("--since", "30d")
     assert cli_paths("--source-mode", "converted") == ["converted.md"]
+    assert cli_paths("--since", "99999999999d", "--until", "9999-12-31") == sorted(NOTES)
+    assert cli_paths("--until", "0001-01-01T00:30+01:00") == []
     args = ["--socket", str(d.socket), "search", kb, "daemon", "--since", "last tuesday"]
     assert cli.main(args, stdout=io.StringIO()) == cli.EXIT_USAGE
     assert "--since takes a date" in capsys.readouterr().err

@@ -133,7 +133,11 @@ def _time(value: Any, name: str) -> str | None:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return utc_text(moment)
+    try:
+        return utc_text(moment)
+    except OverflowError:  # its offset carries it past year 1 or 9999 in UTC
+        edge = datetime.min if moment.year == datetime.min.year else datetime.max
+        return utc_text(edge.replace(tzinfo=UTC))
 
 
 def _source_mode(value: Any) -> str | None:
