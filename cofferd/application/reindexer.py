@@ -270,9 +270,11 @@ class Reindexer:
             await self._index(kb, plan, result, actor, progress, interactive)
         if self.on_change is not None and (result.documents_added or result.documents_updated):
             self.on_change()
-        if result.documents_removed or result.documents_updated or todo_bytes >= LARGE_WORK:
-            # old rows left space; large work left memory
-            await self.store.reclaim(large_work=todo_bytes >= LARGE_WORK)
+        large = todo_bytes >= LARGE_WORK
+        # Removed and replaced rows leave free pages, large work memory: looked at after a
+        # removal, large work or a bulk pass; a save or an API edit waits for no such look.
+        if result.documents_removed or large or not interactive:
+            await self.store.reclaim(large_work=large)
         return result
 
     def _plan(self, kb: KnowledgeBase, scan: TreeScan, indexed: Mapping[str, IndexedFile]) -> _Plan:

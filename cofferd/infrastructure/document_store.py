@@ -12,7 +12,8 @@ and is retried once writing works again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
 from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFile, WriteFailure
 from cofferd.infrastructure import (
@@ -63,24 +64,17 @@ def _remove_document(conn: Connection, kb: str, doc_id: str, actor: str, reason:
     return True
 
 
-def _refused(exc: BaseException) -> str | None:
-    """Why the database or the encoder refused a write, or None when the storage failed
-    (not the document's doing: the batch is retried) and `exc` must go on."""
-    if storage_failed(exc) or damaged(exc):
-        return None
-    return f"cannot be stored: {type(exc).__name__}: {exc}"[:300]
-
-
-def _isolated(conn: Connection, write: DocumentWrite, kb: str, actor: str) -> str | None:
-    """Write one document in its own savepoint; the reason it could not be, or None."""
+def _attempt(conn: Connection, write: Callable[[], None]) -> str | None:
+    """`write` in a savepoint of its own: None when it was written, else why the database
+    or the encoder refused it. A failure of the storage (not the documents' doing) goes on
+    up: the batch is retried."""
     try:
         with atomic(conn):
-            _write_document(conn, kb, write, actor)
-    except (Error, ValueError, OverflowError) as exc:  # the database or the encoder refused it
-        reason = _refused(exc)
-        if reason is None:
+            write()
+    except (Error, ValueError, OverflowError) as exc:
+        if storage_failed(exc) or damaged(exc):
             raise
-        return reason
+        return f"cannot be stored: {type(exc).__name__}: {exc}"[:300]
     return None
 
 
@@ -92,17 +86,11 @@ def _write_batch(
     each in their own."""
     new = [w for w in writes if w.event == "kb_document_ingested"]
     one_by_one = [w for w in writes if w.event != "kb_document_ingested"]
-    if new:
-        try:
-            with atomic(conn):
-                _write_documents(conn, kb, new, actor)
-        except (Error, ValueError, OverflowError) as exc:
-            if _refused(exc) is None:
-                raise
-            one_by_one = new + one_by_one
+    if new and _attempt(conn, partial(_write_documents, conn, kb, new, actor)) is not None:
+        one_by_one = new + one_by_one
     failed = []
     for w in one_by_one:
-        reason = _isolated(conn, w, kb, actor)
+        reason = _attempt(conn, partial(_write_document, conn, kb, w, actor))
         if reason is not None:
             failed.append(WriteFailure(w.path, w.stat, reason))
     return failed
