@@ -3,6 +3,7 @@
 Exit codes: 0 success, 1 the daemon reported an error (or the command failed: an editor,
 grep finding nothing), 2 usage error, 3 the daemon is not reachable. `--json` prints the
 API's JSON body unchanged. Colour only on a terminal and never when NO_COLOR is set.
+Control characters in names and text are shown escaped (cofferctl.output).
 Environment: COFFER_SOCKET (socket path).
 """
 
@@ -34,7 +35,7 @@ from cofferctl.commands import (
     status,
     trash,
 )
-from cofferctl.output import Output
+from cofferctl.output import Output, complain
 from cofferctl.parser_help import COMPLETE_DIR, COMPLETE_FILE, COMPLETE_KB, Parser, completes
 from cofferd import __version__
 from cofferd.locations import socket_from_env
@@ -269,18 +270,18 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
             out.json(result)
         return EXIT_OK
     except DaemonUnreachable:
-        print(f"cofferctl: cofferd is not running on {socket_path}; {START_HINT}", file=sys.stderr)
+        complain(f"cofferd is not running on {socket_path}; {START_HINT}")
         return EXIT_UNREACHABLE
     except ApiError as exc:
         if out.as_json:
             out.json({"error": {"code": exc.code, "message": exc.message, "details": exc.details}})
-        print(f"cofferctl: {exc.message} ({exc.code})", file=sys.stderr)
+        complain(f"{exc.message} ({exc.code})")
         return EXIT_FAILED
     except CommandFailed as exc:
-        print(f"cofferctl: {exc}", file=sys.stderr)
+        complain(str(exc))
         return EXIT_FAILED
     except UsageError as exc:
-        print(f"cofferctl: {exc}", file=sys.stderr)
+        complain(str(exc))
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cofferctl.client import Client
-from cofferctl.output import Output
+from cofferctl.output import Output, visible
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 RESULT_FAILED = object()  # a command's result when it printed its own failures
@@ -32,5 +32,5 @@ def quote(value: str) -> str:
 def ask(question: str) -> bool:
     """A yes/no question on the terminal (stderr: stdout may be a pipe); no is the default,
     and so is the end of input."""
-    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    print(f"{visible(question)} [y/N] ", end="", file=sys.stderr, flush=True)
     return sys.stdin.readline().strip().lower() in ("y", "yes")

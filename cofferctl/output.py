@@ -2,6 +2,17 @@
 
 Colour and progress only on a terminal, never when NO_COLOR is set (colour) or when the
 output is JSON or piped (progress).
+
+Names and text come from files anyone can name (a sync brings them): none of them may
+drive the terminal. Every line is printed through `visible()`, which shows each control
+character escaped as Python and git write them (`\\x1b`, `\\n`, `\\u202e`): C0 and C1
+controls, DEL, the bidi controls that reorder what is shown, the line and paragraph
+separators, and lone surrogates (names that are not UTF-8). Only cofferctl's own sequences,
+made by style() and link(), reach the terminal: they travel in a line as a mark no data can
+hold, turned into ESC once the rest is escaped. JSON escapes the same characters as
+`\\u007f`, keeping other text readable. `show` prints a document's own text into a pipe as
+it is (what `cat` does and scripts expect), on a terminal with its controls escaped but the
+newline and the tab.
 """
 
 from __future__ import annotations
@@ -15,6 +26,38 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+_UNSAFE = r"\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_CONTROLS = re.compile(rf"[\x00-\x1f{_UNSAFE}]")
+_TEXT_CONTROLS = re.compile(rf"[\x00-\x08\x0b-\x1f{_UNSAFE}]")  # the newline and tab kept
+_JSON_UNSAFE = re.compile(rf"[{_UNSAFE}]")  # json.dumps escapes C0 itself
+_SURROGATES = re.compile(r"[\ud800-\udfff]")  # no UTF-8 for them: escaped even in a pipe
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# stands for ESC in our own sequences: random for each run, so no name can forge one
+_ESC = f"\ufdd0{os.urandom(8).hex()}\ufdd1"
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match[0]
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def visible(text: str) -> str:
+    """`text` with every character that could drive a terminal shown escaped."""
+    return _CONTROLS.sub(_escaped, text)
+
+
+def json_text(data: Any) -> str:
+    """`data` as JSON: readable non-ASCII text, but DEL, C1 and bidi controls and lone
+    surrogates as `\\u` escapes (json.dumps leaves them raw) and C0 as json.dumps escapes it."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+
+
+def complain(message: str) -> None:
+    """`cofferctl: message` on stderr, escaped: messages echo names and paths."""
+    print(f"cofferctl: {visible(message)}", file=sys.stderr)
+
 
 def colour_wanted(stream: TextIO) -> bool:
     return stream.isatty() and not os.environ.get("NO_COLOR")
@@ -27,16 +70,22 @@ class Output:
         self.color = colour_wanted(stream)
 
     def line(self, text: str = "") -> None:
-        print(text, file=self.stream)
+        """`text` on a line of its own, escaped but for the sequences we made."""
+        print("\x1b".join(visible(part) for part in text.split(_ESC)), file=self.stream)
 
     def json(self, data: Any) -> None:
-        print(json.dumps(data, indent=2, ensure_ascii=False), file=self.stream)
+        print(json_text(data), file=self.stream)
+
+    def document(self, text: str) -> None:
+        """A document's own text: as it is into a pipe, its controls escaped on a terminal."""
+        controls = _TEXT_CONTROLS if self.stream.isatty() else _SURROGATES
+        self.stream.write(controls.sub(_escaped, text))
 
     def style(self, text: str, code: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+        return f"{_ESC}[{code}m{text}{_ESC}[0m" if self.color else text
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        cells = [[str(c) for c in row] for row in rows]
+        cells = [[visible(str(c)) for c in row] for row in rows]  # widths as shown
         widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
         heading = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
         self.line(self.style(heading.rstrip(), "1"))
@@ -47,7 +96,11 @@ class Output:
         """`text` as a terminal hyperlink to the file (OSC 8) on a terminal."""
         if not self.color:
             return text
-        return f"\x1b]8;;file://{urllib.parse.quote(path)}\x1b\\{text}\x1b]8;;\x1b\\"
+        try:  # percent-encoded: printable ASCII; a name that was not UTF-8 as its bytes
+            target = urllib.parse.quote(path, errors="surrogateescape")
+        except UnicodeEncodeError:  # a surrogate no file name holds
+            return text
+        return f"{_ESC}]8;;file://{target}{_ESC}\\{text}{_ESC}]8;;{_ESC}\\"
 
     def highlight(self, text: str, spans: Sequence[Sequence[int]], code: str = "1;33") -> str:
         if not self.color or not spans:
@@ -91,7 +144,7 @@ class Progress:
             rate = done / elapsed if elapsed > 0 else 0.0
         filled = min(self.WIDTH, int(self.WIDTH * done / total))
         bar = "#" * filled + " " * (self.WIDTH - filled)
-        text = f"\r{self.what} [{bar}] {done}/{total} {rate:.1f}/s {note[:40]:<40}"
+        text = f"\r{self.what} [{bar}] {done}/{total} {rate:.1f}/s {visible(note)[:40]:<40}"
         print(text, end="", file=self.stream, flush=True)
         self.drawn = True
 

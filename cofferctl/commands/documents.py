@@ -35,7 +35,7 @@ def cmd_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
     if doc.get("tags"):
         out.line(out.style(" ".join(f"#{t}" for t in doc["tags"]), "36"))
     out.line()
-    out.stream.write(doc["content"])
+    out.document(doc["content"])
     return None
 
 

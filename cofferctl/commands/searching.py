@@ -99,9 +99,9 @@ def cmd_grep(c: Client, a: argparse.Namespace, out: Output) -> Any:
             out.line(f"{path}:{number}:{line}")
             continue
         if h["path"] != current:  # on a terminal, a heading per file with its document id
-            out.line(
-                ("\n" if current else "") + f"{path}  {out.style(h['document_id'] or '', '2')}"
-            )
+            if current:
+                out.line()
+            out.line(f"{path}  {out.style(h['document_id'] or '', '2')}")
             current = h["path"]
         out.line(f"{number}:{line}")
     if data["truncated"]:

@@ -20,8 +20,12 @@ def cmd_mcp(c: Client, a: argparse.Namespace, out: Output) -> Any:
 def cmd_service(c: Client, a: argparse.Namespace, out: Output) -> Any:
     from cofferctl import service
 
+    def write(text: str) -> None:  # a unit file of --dry-run: its lines, each escaped
+        for piece in text.split("\n"):
+            out.line(piece)
+
     try:
-        code = service.execute(a.action, a.dry_run, out.line)
+        code = service.execute(a.action, a.dry_run, write)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     return RESULT_FAILED if code else None
