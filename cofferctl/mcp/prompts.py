@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cofferctl.client import ApiError, Client
-from cofferctl.mcp.protocol import INVALID_PARAMS, RpcError
+from cofferctl.mcp.protocol import INVALID_PARAMS, RpcError, shown
 from cofferctl.mcp.schema import JSON
 from cofferctl.mcp.uri import document_uri
 
@@ -30,7 +30,9 @@ PASSAGES = 8
 
 def get_prompt(client: Client, name: str, arguments: dict[str, Any]) -> JSON:
     if name != "answer_from_notes":
-        raise RpcError(INVALID_PARAMS, f"unknown prompt: {name}")
+        raise RpcError(INVALID_PARAMS, f"unknown prompt: {shown(name)}")
+    if not all(isinstance(v, str) for v in arguments.values()):
+        raise RpcError(INVALID_PARAMS, "prompt arguments are strings")
     question = arguments.get("question")
     if not isinstance(question, str) or not question.strip():
         raise RpcError(INVALID_PARAMS, "the argument `question` is required")

@@ -25,6 +25,7 @@ from cofferctl.mcp.protocol import (
     Session,
     StdioServer,
     log,
+    shown,
 )
 from cofferctl.mcp.resources import TEMPLATES, list_resources, read_resource
 from cofferctl.mcp.schema import JSON, ArgumentError, check
@@ -64,15 +65,15 @@ class Bridge:
             "tools/list": lambda s, p: {"tools": [t.listing() for t in TOOLS.values()]},
             "tools/call": self.call_tool,
             "resources/list": lambda s, p: self.daemon(
-                lambda: list_resources(self.client(s), p.get("cursor"))
+                lambda: list_resources(self.client(s), _optional_text(p, "cursor"))
             ),
             "resources/templates/list": lambda s, p: {"resourceTemplates": TEMPLATES},
             "resources/read": lambda s, p: self.daemon(
-                lambda: read_resource(self.client(s), str(p.get("uri", "")))
+                lambda: read_resource(self.client(s), _text(p, "uri"))
             ),
             "prompts/list": lambda s, p: {"prompts": PROMPTS},
             "prompts/get": lambda s, p: self.daemon(
-                lambda: get_prompt(self.client(s), str(p.get("name")), p.get("arguments") or {})
+                lambda: get_prompt(self.client(s), _text(p, "name"), _object(p, "arguments"))
             ),
         }
 
@@ -87,10 +88,11 @@ class Bridge:
             raise RpcError(INVALID_PARAMS, f"{exc.code}: {exc.message}") from None
 
     def call_tool(self, session: Session, params: dict[str, Any]) -> JSON:
-        tool = TOOLS.get(str(params.get("name")))
+        name = _text(params, "name")
+        tool = TOOLS.get(name)
         if tool is None:
-            raise RpcError(INVALID_PARAMS, f"unknown tool: {params.get('name')}")
-        arguments = params.get("arguments") or {}
+            raise RpcError(INVALID_PARAMS, f"unknown tool: {shown(name)}")
+        arguments = _object(params, "arguments")
         client = self.client(session)
         started = time.perf_counter()
         outcome = "ok"
@@ -109,11 +111,34 @@ class Bridge:
         except (ProtocolError, OSError) as exc:  # a timeout, a dropped connection
             outcome = "DAEMON_ERROR"
             return _failure(f"DAEMON_ERROR: no complete answer from cofferd ({exc})")
+        except Exception:
+            outcome = "INTERNAL_ERROR"  # a bug of ours: answered as a JSON-RPC error
+            raise
         finally:
             if outcome != "ok":
                 log(f"{tool.name}: {outcome}")
             if outcome != "DAEMON_UNREACHABLE":
                 _record(client, session, tool.name, started, outcome)
+
+
+def _text(params: dict[str, Any], key: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str):
+        raise RpcError(INVALID_PARAMS, f"`{key}` must be a string")
+    return value
+
+
+def _optional_text(params: dict[str, Any], key: str) -> str | None:
+    return None if params.get(key) is None else _text(params, key)
+
+
+def _object(params: dict[str, Any], key: str) -> dict[str, Any]:
+    value = params.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RpcError(INVALID_PARAMS, f"`{key}` must be an object")
+    return value
 
 
 def _run(tool: Tool, client: Client, arguments: Any) -> JSON:

@@ -14,7 +14,10 @@ def document_uri(kb: str, relative_path: str) -> str:
 
 def parse(uri: str) -> tuple[str, str] | None:
     """(kb, relative path) of a document URI, or None when it is not one."""
-    parts = urllib.parse.urlsplit(uri)
+    try:
+        parts = urllib.parse.urlsplit(uri)
+    except ValueError:  # e.g. an unclosed `[` of an IPv6 host
+        return None
     path = urllib.parse.unquote(parts.path.lstrip("/"))
     if parts.scheme != SCHEME or not parts.netloc or not path or parts.query or parts.fragment:
         return None
