@@ -7,7 +7,14 @@ checks as the test (no 5xx, strict JSON, status / content type / body per the co
 invalid input refused); failures are grouped by check, operation, status and kind, with
 the smallest request that reproduces each.
 
-    .venv/bin/python -m bench.fuzz [--examples 200] [--seed N] [--only SUBSTRING] [--all-checks]
+Then R rounds of the hostile requests schemathesis does not send (tests/test_fuzz.py
+`hostile_requests`, drawn anew each round): unknown, repeated and mistyped query
+parameters, URLs, request lines and headers over every limit, too many headers, requests
+that are not HTTP, null for typed body fields. Each must be refused in the envelope with
+the expected status, stable code and field.
+
+    .venv/bin/python -m bench.fuzz [--examples 200] [--hostile-rounds 20] [--seed N]
+                                   [--only SUBSTRING] [--all-checks]
 
 `--all-checks` adds schemathesis' other checks, e.g. positive_data_acceptance (a request the
 contract allows is refused: the contract is looser than the daemon).
@@ -36,7 +43,17 @@ from schemathesis.checks import load_all_checks
 from schemathesis.core.failures import FailureGroup
 
 from bench.common import machine
-from tests.test_fuzz import CHECKS, fuzz_schema, fuzz_target, reset_fuzz_kb
+from tests.test_fuzz import (
+    CHECKS,
+    KNOWN,
+    Hostile,
+    fuzz_schema,
+    fuzz_target,
+    hostile_requests,
+    judge,
+    reset_fuzz_kb,
+    send_raw,
+)
 
 SHOW = 400  # characters of a body shown in a reproduction
 
@@ -58,10 +75,16 @@ class Tally:
     groups: dict[tuple[str, str, int, str], Group] = field(default_factory=dict)
 
     def failed(
-        self, check: str, case: Case, status: int, title: str, message: str, answer: str
+        self,
+        check: str,
+        label: str,
+        request: str,
+        status: int,
+        title: str,
+        message: str,
+        answer: str,
     ) -> None:
-        request = describe(case)
-        key = (check, case.operation.label, status, title)
+        key = (check, label, status, title)
         group = self.groups.get(key)
         if group is None:
             group = self.groups[key] = Group(title, message, request, answer)
@@ -106,7 +129,8 @@ def run_case(case: Case, base_url: str, tally: Tally, checks: list[Any]) -> None
         response = case.call(base_url=base_url)
     except requests.RequestException as exc:  # a dropped connection: the daemon failed hard
         tally.statuses[case.operation.label][0] += 1
-        tally.failed("connection", case, 0, type(exc).__name__, str(exc)[:SHOW], "(no answer)")
+        failure = (0, type(exc).__name__, str(exc)[:SHOW], "(no answer)")
+        tally.failed("connection", case.operation.label, describe(case), *failure)
         return
     tally.statuses[case.operation.label][response.status_code] += 1
     answer = f"{response.status_code} {short(response.content, SHOW)}"
@@ -117,9 +141,35 @@ def run_case(case: Case, base_url: str, tally: Tally, checks: list[Any]) -> None
             for failure in group.exceptions:
                 title = getattr(failure, "title", type(failure).__name__)
                 message = getattr(failure, "message", str(failure))
-                tally.failed(check.__name__, case, response.status_code, title, message, answer)
+                failure = (response.status_code, title, message, answer)
+                tally.failed(check.__name__, case.operation.label, describe(case), *failure)
         except AssertionError as exc:
-            tally.failed(check.__name__, case, response.status_code, str(exc)[:80], "", answer)
+            failure = (response.status_code, str(exc)[:80], "", answer)
+            tally.failed(check.__name__, case.operation.label, describe(case), *failure)
+
+
+def run_hostile(socket_path: Path, rng: random.Random, only: str, tally: Tally) -> None:
+    """One round of hostile requests, straight to the socket."""
+    for hostile in hostile_requests(rng, KNOWN.doc_ids):
+        if only not in hostile.operation:
+            continue
+        label = f"hostile: {hostile.operation or 'no route'}"
+        tally.cases += 1
+        try:
+            status, reply = send_raw(socket_path, hostile.raw)
+        except OSError as exc:
+            status, reply = 0, f"{type(exc).__name__}: {exc}"
+        tally.statuses[label][status] += 1
+        problem = judge(hostile, status, reply)
+        if problem:
+            answer = f"{status} {short(reply, SHOW)}"
+            tally.failed(
+                "hostile", label, raw_request(hostile), status, hostile.what, problem, answer
+            )
+
+
+def raw_request(hostile: Hostile) -> str:
+    return f"[{hostile.what}] {short(hostile.raw, 200)} ({len(hostile.raw)} bytes)"
 
 
 def fuzz_operation(
@@ -157,6 +207,9 @@ def fuzz_operation(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=200, help="per operation and mode")
+    parser.add_argument(
+        "--hostile-rounds", type=int, default=20, help="rounds of hostile requests (each ~220)"
+    )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--only", default="", help="operations whose label contains this")
     parser.add_argument(
@@ -200,6 +253,26 @@ def main() -> None:
                     print(f"cofferd exited with {daemon.proc.returncode}:")
                     print(daemon.log.read_text()[-4000:])
                     break
+            assert daemon.proc is not None
+            if daemon.proc.poll() is None and args.hostile_rounds > 0:
+                reset_fuzz_kb(fwd.url, scratch)
+                before, t0 = tally.cases, time.perf_counter()
+                rng = random.Random(run_seed)
+                for _ in range(args.hostile_rounds):
+                    run_hostile(daemon.socket, rng, args.only, tally)
+                seen: Counter[int] = Counter()
+                for label, counts in tally.statuses.items():
+                    if label.startswith("hostile: "):
+                        seen.update(counts)
+                print(
+                    f"  hostile requests, {args.hostile_rounds} rounds: {tally.cases - before} "
+                    f"cases in {time.perf_counter() - t0:.1f} s; statuses "
+                    + " ".join(f"{code}x{n}" for code, n in sorted(seen.items())),
+                    flush=True,
+                )
+                if daemon.proc.poll() is not None:
+                    print(f"cofferd exited with {daemon.proc.returncode}:")
+                    print(daemon.log.read_text()[-4000:])
     elapsed = time.perf_counter() - started
     report(tally, elapsed)
 

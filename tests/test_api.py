@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import json
+import typing
 import uuid
 from typing import Any
 
 import pytest
+from aiohttp.http_exceptions import BadHttpMessage, BadHttpMethod, LineTooLong
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, BeforeValidator
+from pydantic.fields import FieldInfo
 
 from cofferctl.client import ApiError
 from cofferd.domain import errors
-from cofferd.surfaces import http_api
-from cofferd.surfaces.http_errors import from_exception
+from cofferd.surfaces import http_api, http_json
+from cofferd.surfaces.http_errors import (
+    HTTP_CODES,
+    PARSER_FIELD_LIMIT,
+    PARSER_LIMIT,
+    error_response,
+    from_exception,
+)
+from cofferd.surfaces.http_query import query_model
 from tests.daemon import Daemon, contract, wait_for
 from tests.helpers import write
 
@@ -67,6 +78,121 @@ def test_every_error_has_the_same_shape() -> None:
         assert cls.code in contract_codes
     unexpected = from_exception(RuntimeError("secret internals"))
     assert unexpected.status == 500 and b"secret" not in unexpected.body  # type: ignore[operator]
+    # what the server itself refuses (unknown routes, what aiohttp's parser refuses)
+    said = {*HTTP_CODES.values(), "INTERNAL_ERROR"}
+    assert said <= set(contract_codes)
+    assert set(contract_codes) == said | {c.code for c in coded}, "a code nothing answers"
+    refusals = [
+        (from_exception(LineTooLong(b"/x", PARSER_LIMIT)), 414, "URI_TOO_LONG"),
+        (from_exception(LineTooLong(b"x", PARSER_FIELD_LIMIT)), 431, "HEADERS_TOO_LARGE"),
+        (from_exception(BadHttpMessage("Too many headers received")), 431, "HEADERS_TOO_LARGE"),
+        (from_exception(BadHttpMethod("G(T / HTTP/1.1")), 400, "BAD_REQUEST"),
+        (error_response(405, HTTP_CODES[405], "message"), 405, "METHOD_NOT_ALLOWED"),
+    ]
+    for response, status, code in refusals:
+        body = json.loads(response.body)  # type: ignore[arg-type]
+        assert (response.status, body["error"]["code"]) == (status, code)
+        assert set(body["error"]) == {"code", "message", "details"} and body["error"]["message"]
+
+
+def _resolved(item: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" not in item:
+        return item
+    node: Any = contract()
+    for part in item["$ref"].lstrip("#/").split("/"):
+        node = node[part]
+    return _resolved(node)
+
+
+def _query_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """What a query parameter's schema says, in one shape (pydantic's or the contract's)."""
+    options = [o for o in schema.get("anyOf", [schema]) if o.get("type") != "null"]
+    assert len(options) == 1, schema
+    merged = {**schema, **options[0]}
+    enum = merged.get("enum") or ([merged["const"]] if "const" in merged else None)
+    keys = ("type", "minimum", "maximum", "default")
+    return {**{k: merged.get(k) for k in keys}, "enum": enum}
+
+
+def test_every_operation_takes_the_query_parameters_the_contract_lists() -> None:
+    spec = contract()["paths"]
+    for route in http_api.routes:
+        assert isinstance(route, http_api.web.RouteDef)
+        item = spec[route.path]
+        params = [_resolved(p) for p in item.get("parameters", [])]
+        params += [_resolved(p) for p in item[route.method.lower()].get("parameters", [])]
+        documented = {p["name"]: p["schema"] for p in params if p["in"] == "query"}
+        model = query_model(route.handler)
+        where = f"{route.method} {route.path}"
+        assert set(model.model_fields) == set(documented), where
+        taken = model.model_json_schema()["properties"]
+        for name, schema in documented.items():
+            assert _query_schema(taken[name]) == _query_schema(schema), f"{where} ?{name}"
+
+
+BODIES: dict[tuple[str, str], type[BaseModel]] = {
+    ("post", "/api/v1/knowledge_bases"): http_json.CreateKB,
+    ("post", "/api/v1/knowledge_bases/{name}/attach"): http_json.AttachKB,
+    ("patch", "/api/v1/knowledge_bases/{name}"): http_json.UpdateKB,
+    ("post", "/api/v1/knowledge_bases/{name}/documents"): http_json.AddDocument,
+    ("put", "/api/v1/knowledge_bases/{name}/documents/{doc_id}"): http_json.EditDocument,
+    ("post", "/api/v1/knowledge_bases/{name}/search"): http_json.SearchRequest,
+    ("post", "/api/v1/search"): http_json.SearchAllRequest,
+    ("post", "/api/v1/knowledge_bases/{name}/grep"): http_json.GrepRequest,
+    ("post", "/api/v1/mcp_invocations"): http_json.Invocation,
+}
+
+
+def _contract_nullable(schema: dict[str, Any]) -> bool:
+    schema = _resolved(schema)
+    types_ = schema.get("type", [])
+    options = schema.get("oneOf", []) + schema.get("anyOf", [])
+    return (
+        "null" in (types_ if isinstance(types_, list) else [types_])
+        or None in schema.get("enum", [])
+        or any(_contract_nullable(o) for o in options)
+    )
+
+
+def _code_nullable(field: FieldInfo) -> bool:
+    refused = any(
+        isinstance(m, BeforeValidator) and m.func is http_json._not_null for m in field.metadata
+    )
+    return type(None) in typing.get_args(field.annotation) and not refused
+
+
+def _inner_model(field: FieldInfo) -> type[BaseModel] | None:
+    for kind in (field.annotation, *typing.get_args(field.annotation)):
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            return kind
+    return None
+
+
+def _compare_body(model: type[BaseModel], schema: dict[str, Any], where: str) -> None:
+    schema = _resolved(schema)
+    properties = schema["properties"]
+    assert set(model.model_fields) == set(properties), where
+    for name, field in model.model_fields.items():
+        nullable = _contract_nullable(properties[name])
+        assert _code_nullable(field) == nullable, f"{where}.{name}: null accepted {not nullable}"
+        inner = _inner_model(field)
+        if inner is not None:
+            _compare_body(inner, properties[name], f"{where}.{name}")
+
+
+def test_request_bodies_take_null_exactly_where_the_contract_does() -> None:
+    spec = contract()["paths"]
+    with_json = {
+        (method, path)
+        for path, item in spec.items()
+        for method, op in item.items()
+        if method != "parameters"
+        and "application/json" in op.get("requestBody", {}).get("content", {})
+    }
+    assert set(BODIES) == with_json
+    for (method, path), model in BODIES.items():
+        schema = spec[path][method]["requestBody"]["content"]["application/json"]["schema"]
+        _compare_body(model, schema, f"{method.upper()} {path}")
 
 
 def test_status_and_health(shared_daemon: Daemon) -> None:

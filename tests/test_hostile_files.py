@@ -71,7 +71,7 @@ class Prober:
 
 
 def documents(d: Daemon, kb: str = "notes") -> dict[str, dict[str, Any]]:
-    docs = d.client.get(d.client.kb(kb, "/documents"), query={"limit": 500})["documents"]
+    docs = d.client.get(d.client.kb(kb, "/documents"), limit=500)["documents"]
     return {doc["relative_path"]: doc for doc in docs}
 
 

@@ -21,7 +21,6 @@ from cofferd.locations import Locations
 from cofferd.surfaces import systemd, unix_socket
 from cofferd.surfaces.core import Coffer, Tuning
 from cofferd.surfaces.http_api import create_app
-from cofferd.surfaces.http_errors import PARSER_LIMIT
 from cofferd.surfaces.http_upload import UPLOAD_PREFIX
 from cofferd.surfaces.progress_bar import show_progress
 from cofferd.surfaces.watcher import Watcher
@@ -107,9 +106,7 @@ class Daemon:
                 create_app(coffer, self.status),
                 access_log=None,
                 handle_signals=False,
-                max_line_size=PARSER_LIMIT,
-                max_field_size=PARSER_LIMIT,
-            )
+            )  # the parser's limits are the application's (http_server)
             await runner.setup()
             stack.push_async_callback(runner.cleanup)  # first out: stop accepting requests
             await web.SockSite(runner, bound.sock, shutdown_timeout=SHUTDOWN_S).start()

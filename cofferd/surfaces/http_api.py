@@ -30,7 +30,6 @@ from cofferd.surfaces.http_json import (
     SearchRequest,
     UpdateKB,
     document_json,
-    flag,
     ingest_json,
     json_response,
     kb_json,
@@ -39,6 +38,16 @@ from cofferd.surfaces.http_json import (
     resource_json,
     trashed_json,
 )
+from cofferd.surfaces.http_query import (
+    AddQuery,
+    AuditQuery,
+    DocumentsQuery,
+    InvocationsQuery,
+    ResourcesQuery,
+    query_middleware,
+    with_query,
+)
+from cofferd.surfaces.http_server import CofferApplication
 from cofferd.surfaces.http_upload import receive_upload
 from cofferd.surfaces.peercred import peer_uid
 
@@ -97,19 +106,6 @@ def _has_lone_surrogate(data: Any) -> bool:
         elif isinstance(value, list):
             stack += value
     return False
-
-
-def _int_query(
-    request: web.Request, name: str, default: int, low: int = 0, high: int = 2**31 - 1
-) -> int:
-    raw = request.query.get(name)
-    try:
-        value = default if raw is None else int(raw)
-    except ValueError:
-        raise ValidationFailed(f"{name} must be an integer", field=name) from None
-    if not low <= value <= high:
-        raise ValidationFailed(f"{name} must be between {low} and {high}", field=name)
-    return value
 
 
 def _kind(request: web.Request) -> str:
@@ -184,18 +180,17 @@ async def delete_kb(request: web.Request) -> web.Response:
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/documents")
-async def list_documents(request: web.Request) -> web.Response:
-    limit = _int_query(request, "limit", 50)
-    offset = _int_query(request, "offset", 0)
+@with_query(DocumentsQuery)
+async def list_documents(request: web.Request, query: DocumentsQuery) -> web.Response:
     views, total = await request.app[COFFER].documents.list(
-        request.match_info["name"], q=request.query.get("q"), limit=limit, offset=offset
+        request.match_info["name"], q=query.q, limit=query.limit, offset=query.offset
     )
     return json_response(
         {
             "documents": [document_json(v) for v in views],
             "total": total,
-            "limit": limit,
-            "offset": offset,
+            "limit": query.limit,
+            "offset": query.offset,
         }
     )
 
@@ -235,13 +230,13 @@ async def tags(request: web.Request) -> web.Response:
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/documents")
-async def add_document(request: web.Request) -> web.Response:
+@with_query(AddQuery)
+async def add_document(request: web.Request, query: AddQuery) -> web.Response:
     coffer = request.app[COFFER]
     name, actor = request.match_info["name"], _actor(request)
     if request.content_type == "multipart/form-data":
-        result = await receive_upload(request, coffer, name, actor)
+        result = await receive_upload(request, coffer, name, actor, replace=query.replace)
     else:
-        replace = flag(request.query.get("replace"), "replace")
         body = await _json(request, AddDocument)
         if (body.source_path is None) == (body.content is None):
             raise ValidationFailed("give exactly one of source_path or content")
@@ -252,7 +247,7 @@ async def add_document(request: web.Request) -> web.Response:
             result = await coffer.ingest.add_path(
                 name,
                 body.source_path,
-                replace=body.replace or replace,
+                replace=body.replace or query.replace,
                 track=body.track_source,
                 actor=actor,
             )
@@ -409,10 +404,10 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 @routes.get("/api/v1/audit")
-async def audit(request: web.Request) -> web.Response:
-    kb = request.query.get("kb") or None
-    limit = _int_query(request, "limit", 50, 1, 1000)
-    return json_response({"events": await request.app[COFFER].activity.events(kb, limit)})
+@with_query(AuditQuery)
+async def audit(request: web.Request, query: AuditQuery) -> web.Response:
+    events = await request.app[COFFER].activity.events(query.kb or None, query.limit)
+    return json_response({"events": events})
 
 
 @routes.post("/api/v1/mcp_invocations")
@@ -425,20 +420,19 @@ async def record_invocation(request: web.Request) -> web.Response:
 
 
 @routes.get("/api/v1/mcp_invocations")
-async def list_invocations(request: web.Request) -> web.Response:
-    limit = _int_query(request, "limit", 50, 1, 1000)
-    return json_response({"invocations": await request.app[COFFER].activity.invocations(limit)})
+@with_query(InvocationsQuery)
+async def list_invocations(request: web.Request, query: InvocationsQuery) -> web.Response:
+    invocations = await request.app[COFFER].activity.invocations(query.limit)
+    return json_response({"invocations": invocations})
 
 
 # -- kind-agnostic resources (seed) --------------------------------------------------------
 
 
 @routes.get("/api/v1/resources")
-async def list_resources(request: web.Request) -> web.Response:
-    kind = request.query.get("kind")
-    if kind not in (None, KB_KIND):
-        raise ValidationFailed(f"unknown resource kind {kind!r}", field="kind")
-    kbs = request.app[COFFER].kbs.list()
+@with_query(ResourcesQuery)
+async def list_resources(request: web.Request, query: ResourcesQuery) -> web.Response:
+    kbs = request.app[COFFER].kbs.list()  # the one kind there is
     return json_response({"resources": [resource_json(k) for k in kbs]})
 
 
@@ -496,9 +490,9 @@ def peer_check_middleware(uid: int) -> Any:
 def create_app(
     coffer: Coffer, status_fn: Callable[[], Awaitable[dict[str, Any]]]
 ) -> web.Application:
-    app = web.Application(
+    app = CofferApplication(
         client_max_size=MAX_BODY_BYTES,
-        middlewares=[error_middleware, peer_check_middleware(os.getuid())],
+        middlewares=[error_middleware, peer_check_middleware(os.getuid()), query_middleware],
     )
     app[COFFER] = coffer
     app[STATUS] = status_fn

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from functools import partial
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from cofferd.application.documents import DocumentView
 from cofferd.application.ingest import IngestResult
@@ -23,9 +23,23 @@ PATH_MAX = 4096
 
 class _Body(BaseModel):
     """Strict: no coercion (`true` is not a number, `0` is not a boolean), no unknown keys,
-    no infinite or NaN numbers."""
+    no infinite or NaN numbers.
+
+    An optional field may be left out (its default applies). null is a value only where
+    docs/openapi.yaml lists it (`type: [string, "null"]`: the same as leaving it out);
+    a field typed `Omittable[...]` refuses it."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+def _not_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError("must not be null; leave it out instead")
+    return value
+
+
+T = TypeVar("T")
+Omittable = Annotated[T | None, BeforeValidator(_not_null)]  # absent: None; null: refused
 
 
 class CreateKB(_Body):
@@ -70,7 +84,7 @@ class GrepRequest(_Body):
 class EditDocument(_Body):
     content: str
     # refuse if the file changed since it was read
-    expected_sha256: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
+    expected_sha256: Omittable[str] = Field(default=None, pattern="^[0-9a-f]{64}$")
 
 
 class Invocation(_Body):
@@ -84,9 +98,9 @@ class AddDocument(_Body):
     """Either `source_path` (a file on this machine, tracked for check-sources) or
     `content` (Markdown written directly)."""
 
-    source_path: str | None = Field(default=None, min_length=1, max_length=PATH_MAX)
+    source_path: Omittable[str] = Field(default=None, min_length=1, max_length=PATH_MAX)
     track_source: bool = True  # remember source_path for check-sources (not for agents)
-    content: str | None = None
+    content: Omittable[str] = None
     title: str | None = Field(default=None, max_length=500)
     replace: bool = False
 

@@ -24,11 +24,11 @@ UPLOAD_PREFIX = "upload-"  # files in incoming/ with this prefix are cleared at 
 
 
 async def receive_upload(
-    request: web.Request, coffer: Coffer, name: str, actor: str
+    request: web.Request, coffer: Coffer, name: str, actor: str, *, replace: bool = False
 ) -> IngestResult:
-    """Stream the `file` part to disk, refusing it as soon as it passes the KB's limit."""
+    """Stream the `file` part to disk, refusing it as soon as it passes the KB's limit;
+    `replace` (the query's) is overridden by a `replace` field."""
     limit = coffer.kbs.get_enabled(name).config.max_document_bytes
-    replace = flag(request.query.get("replace"), "replace")
     incoming = coffer.locations.incoming_dir
     incoming.mkdir(parents=True, exist_ok=True)
     try:
