@@ -231,8 +231,8 @@ def test_stderr_carries_only_coffers_own_lines(shared_daemon: Daemon) -> None:
 
 @pytest.mark.parametrize("module", ["mcp", "cofferd", "aiohttp", "pydantic"])
 def test_the_rest_of_cofferctl_does_not_import(module: str) -> None:
-    # cofferd.locations (standard library only) is the one module shared with the daemon
-    shared = ("cofferd", "cofferd.locations")
+    # the modules shared with the daemon are standard library only (an import contract)
+    shared = ("cofferd", "cofferd.locations", "cofferd.sources")
     code = (
         f"import sys, cofferctl.cli; print(any(m == {module!r} or m.startswith({module!r} + '.')"
         f" for m in sys.modules if m not in {shared!r}))"

@@ -11,6 +11,7 @@ from typing import Any
 from cofferctl.client import ApiError, Client
 from cofferctl.command import RESULT_FAILED, Command, UsageError
 from cofferctl.output import Output
+from cofferd.sources import SourceRefused, checked_source
 
 
 def expand_paths(
@@ -56,7 +57,7 @@ def cmd_add(c: Client, a: argparse.Namespace, out: Output) -> Any:
     results: list[dict[str, Any]] = []
     for i, path in enumerate(files):
         progress.show(i, len(files), os.path.basename(path))
-        results.append(_add_one(c, a, path))
+        results.append(_add_one(c, a, path, Path(status["data_home"])))
     progress.show(len(files), len(files))
     progress.close()
     counts = {s: sum(r["status"] == s for r in results)
@@ -75,7 +76,12 @@ def cmd_add(c: Client, a: argparse.Namespace, out: Output) -> Any:
     return RESULT_FAILED if counts["rejected"] else None
 
 
-def _add_one(c: Client, a: argparse.Namespace, path: str) -> dict[str, Any]:
+def _add_one(c: Client, a: argparse.Namespace, path: str, data_home: Path) -> dict[str, Any]:
+    try:  # the rules a path ingest applies (links, hidden and system folders, the data home)
+        checked_source(path, data_home=data_home)
+    except SourceRefused as exc:
+        reason = "unreadable" if exc.not_a_file else "refused"
+        return {"path": path, "status": "rejected", "reason": reason, "message": exc.message}
     try:
         # the bytes travel with the request: the daemon may not see this file (a
         # service with a private /tmp); it tracks the path for check-sources

@@ -4,7 +4,10 @@ update-source and check-sources. Every path ends in the Reindexer."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -20,11 +23,12 @@ from cofferd.application.source_paths import check_source
 from cofferd.application.titles import converted_title
 from cofferd.domain.errors import (
     IngestRejected,
+    PathRefused,
     ReconversionBlocked,
     SourceMissing,
     ValidationFailed,
 )
-from cofferd.domain.models import Document, KnowledgeBase, utc_now
+from cofferd.domain.models import Document, KnowledgeBase, ReindexResult, utc_now
 from cofferd.domain.ports import (
     ConversionFailed,
     Converted,
@@ -64,8 +68,12 @@ class SourceCheck:
 
 
 def sha256_file(path: Path) -> str:
+    """The digest of a regular file, read without following a link (OSError otherwise)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
         while block := fh.read(1024 * 1024):
             digest.update(block)
     return digest.hexdigest()
@@ -192,8 +200,17 @@ class Ingest:
         text = await asyncio.to_thread(_titled, content, title)  # YAML: off the serving loop
         async with self.kbs.registry.lock(kb.name):
             await asyncio.to_thread(self.tree.write, kb.name, f"{doc_id}.md", text.encode())
-            await self.reindexer.sync_paths_locked(kb, [f"{doc_id}.md"], actor=actor)
+            await self._index_new(kb, doc_id, actor)
         return IngestResult("added", await self.documents.get(kb.name, doc_id), "added")
+
+    async def _index_new(self, kb: KnowledgeBase, doc_id: str, actor: str) -> ReindexResult:
+        """Index a document this request has just written; when that fails, its files go
+        again: the caller is told it failed, so nothing of it may stay behind."""
+        try:
+            return await self.reindexer.sync_paths_locked(kb, [f"{doc_id}.md"], actor=actor)
+        except Exception:
+            await asyncio.to_thread(remove_files, self.tree, kb.name, f"{doc_id}.md", doc_id)
+            raise
 
     async def _check_file(self, kb: KnowledgeBase, source: Path, filename: str) -> None:
         await asyncio.to_thread(self._check_source, kb, source, filename)  # it may be remote
@@ -250,7 +267,10 @@ class Ingest:
         text = await asyncio.to_thread(_with_provenance, frontmatter, body)
         await asyncio.to_thread(self.tree.keep_original, kb.name, doc_id, fmt, source)
         await asyncio.to_thread(self.tree.write, kb.name, f"{doc_id}.md", text.encode())
-        result = await self.reindexer.sync_paths_locked(kb, [f"{doc_id}.md"], actor=actor)
+        if target:
+            result = await self.reindexer.sync_paths_locked(kb, [f"{doc_id}.md"], actor=actor)
+        else:
+            result = await self._index_new(kb, doc_id, actor)
         if result.skipped and not target:
             await asyncio.to_thread(remove_files, self.tree, kb.name, f"{doc_id}.md", doc_id)
             reason = result.skipped[0]["reason"]
@@ -332,9 +352,12 @@ class Ingest:
         source_path = (await self.tracked.tracked_sources(kb.name)).get(doc.id)
         if not source_path:
             raise ValidationFailed(f"{doc.title!r} does not track a source file on this machine")
-        source = Path(source_path)
-        if not source.is_file():
-            raise SourceMissing(f"the source {source_path} is gone", source_path=source_path)
+        try:  # the path is checked again at every read: a link may have been swapped in
+            source = self._tracked_source(source_path)
+        except ValidationFailed:
+            raise SourceMissing(
+                f"the source {source_path} is gone", source_path=source_path
+            ) from None
         filename = str(doc.metadata.get("original_filename") or source.name)
         await self._check_file(kb, source, filename)
         digest = await asyncio.to_thread(sha256_file, source)
@@ -346,6 +369,12 @@ class Ingest:
             return await self._write(
                 kb, source, filename, digest, doc, source_path, converted, actor
             )
+
+    def _tracked_source(self, source_path: str) -> Path:
+        """A tracked source, checked as when it was added (as the user's)."""
+        return check_source(
+            source_path, actor=None, agent_roots=self.agent_roots, data_home=self.data_home
+        )
 
     async def check_sources(self, kb_name: str, *, actor: str) -> SourceCheck:
         kb = self.kbs.get_enabled(kb_name)
@@ -363,6 +392,13 @@ class Ingest:
                      "cannot see it; `cofferctl add` it again to refresh it"}
                 )  # fmt: skip
                 continue
+            try:
+                self._tracked_source(str(path))
+            except PathRefused as exc:
+                report.unreachable.append({**entry, "note": f"not read: {exc.message}"})
+                continue
+            except ValidationFailed:
+                pass  # not a file (any more): told apart below
             try:
                 path.stat()
             except PermissionError:
