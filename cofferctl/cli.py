@@ -112,6 +112,18 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         COMPLETE_DIR,
     )
+    sp = add(
+        "attach", kbs.cmd_kb_attach,
+        "trust a knowledge base's folder on this machine (its docs link came by a sync, or "
+        "the folder was replaced or moved)", kb,
+    )  # fmt: skip
+    kb_arg(sp, "name")
+    completes(
+        sp.add_argument(
+            "path", nargs="?", metavar="DIR", help="the folder (default: where its link leads)"
+        ),
+        COMPLETE_DIR,
+    )
     sp = add("show", kbs.cmd_kb_show, "show a knowledge base and its settings", kb)
     kb_arg(sp, "name")
     sp = add("set", kbs.cmd_kb_set, "change settings (KEY=VALUE, e.g. chunk_size=256)", kb)

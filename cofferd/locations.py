@@ -20,6 +20,9 @@ Layout of the data home::
     local/<kb>.yaml                this machine's own settings of a KB (providers, URLs,
                                    credentials, local paths, automatic actions)
     local/<kb>.sources.json        originals this machine tracks (source_path per document)
+    local/<kb>.attached.json       the folder this machine attached as the KB's docs, with
+                                   its identity (device, inode): a docs link is followed
+                                   only when it leads there
     knowledge/<kb>/kb.yaml         the knowledge base's portable settings
     knowledge/<kb>/docs/           Markdown files: the truth
     knowledge/<kb>/docs -> DIR     ... or a link to a folder of the user's, attached where
@@ -40,7 +43,7 @@ import tempfile
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 APP_NAME = "coffer"
 SOCKET_NAME = "cofferd.sock"
@@ -97,8 +100,7 @@ def home_from_env(env: Mapping[str, str] | None = None) -> Path:
 
 def check_relpath(relpath: str) -> str:
     """A path inside a docs tree: relative, POSIX, no '..', no empty parts."""
-    parts = PurePosixPath(relpath).parts
-    if not parts or relpath.startswith("/") or any(p in ("..", ".", "") for p in parts):
+    if not relpath or any(p in ("..", ".", "") for p in relpath.split("/")):
         raise InvalidTreePath(f"invalid document path: {relpath[:200]!r}")
     return relpath
 
@@ -174,6 +176,10 @@ class Locations:
 
     def local_settings_path(self, kb: str) -> Path:
         return self.local_dir / f"{_folder_name(kb)}.yaml"
+
+    def attachment_path(self, kb: str) -> Path:
+        """The folder this machine attached as the KB's docs, by identity (confinement)."""
+        return self.local_dir / f"{_folder_name(kb)}.attached.json"
 
     def tracked_sources_path(self, kb: str) -> Path:
         return self.local_dir / f"{_folder_name(kb)}.sources.json"

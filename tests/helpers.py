@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -8,6 +10,7 @@ from cofferd.domain.models import KnowledgeBase
 from cofferd.infrastructure.index_dump import dump_index
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
+from tests.daemon import Daemon, wait_for
 
 
 def write(path: Path, text: str) -> Path:
@@ -40,11 +43,26 @@ async def rebuild_dump_of(kb_dir: Path, scratch: Path) -> dict[str, Any]:
     home = scratch / f"rebuild-{os.urandom(4).hex()}"
     other = await Coffer.open(Locations(home=home, socket=home / "s.sock"))
     try:
-        (home / "knowledge").mkdir(parents=True, exist_ok=True)
-        (home / "knowledge" / kb_dir.name).symlink_to(kb_dir)
+        copy = home / "knowledge" / kb_dir.name
+        copy.mkdir(parents=True, exist_ok=True)
+        if (copy / "docs").is_dir():
+            (copy / "docs").rmdir()  # the default KB's empty folder, made at start
+        if (kb_dir / "kb.yaml").exists():
+            shutil.copy(kb_dir / "kb.yaml", copy / "kb.yaml")
+        other.registry.repo.attach(kb_dir.name, (kb_dir / "docs").resolve())  # the same files
         kb = await other.kbs.adopt(kb_dir.name)  # as the watcher would on a new folder
         assert kb is not None
         await other.reindexer.reconcile(kb)
         return await index_dump(other, kb_dir.name)
     finally:
         await other.close()
+
+
+def assert_matches_rebuild(d: Daemon, kb: str, scratch: Path) -> None:
+    """The oracle: once the daemon settles, its index equals a rebuild from the files."""
+    expected = asyncio.run(rebuild_dump_of(d.home / "knowledge" / kb, scratch))
+
+    def same() -> bool:
+        return d.settled(kb) and d.dump(kb) == expected
+
+    wait_for(same, timeout=30)

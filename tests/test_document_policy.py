@@ -65,17 +65,21 @@ def test_the_watcher_sorts_events_by_the_same_rules(coffer: Coffer) -> None:
     documents = ["plain.md", "UPPER.MD", "Mixed.Markdown", "deep/er/note.md"]
     for name in documents:
         assert policy.is_document("notes", name), name
-    events = {
+    in_tree = {
         *((Change.added, str(docs / name)) for name in [*noise, *documents]),
         (Change.added, str(docs / ".obsidian" / "config.md")),
         (Change.added, str(docs / "deep" / "folder")),
+    }
+    count, whole, paths = watcher._sort(in_tree, {"notes": docs})
+    assert count == len(in_tree) and whole == set()
+    assert paths == {"notes": {*documents, "deep/folder"}}
+    in_folders = {  # the knowledge root and each KB's folder, watched alone
         (Change.modified, str(coffer.locations.kb_config_path("notes"))),
         (Change.added, str(coffer.locations.raw_dir("notes") / "x.pdf")),
         (Change.added, str(coffer.locations.kb_config_path(".trash"))),
     }
-    count, whole, paths = watcher._sort(events)
-    assert count == len(events) and whole == {"notes"}
-    assert paths == {"notes": {*documents, "deep/folder"}}
+    count, whole, paths = watcher._sort(in_folders, None)
+    assert count == len(in_folders) and whole == {"notes"} and paths == {}
 
 
 def test_cofferctl_takes_its_formats_from_the_daemon(shared_daemon: Daemon, tmp_path: Path) -> None:

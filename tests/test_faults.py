@@ -200,7 +200,7 @@ def test_status_says_when_the_docs_folder_is_gone(daemon: Daemon) -> None:
     assert entry["documents"] == 1  # kept, not taken as deleted
     with pytest.raises(ApiError) as err:
         d.client.post(d.client.kb("notes", "/grep"), {"pattern": "heron"})
-    assert err.value.code == "STORAGE_ERROR"
+    assert err.value.code == "KB_UNAVAILABLE" and "missing" in err.value.message
 
 
 def test_start_up_is_done_only_when_every_knowledge_base_is(tmp_path: Path) -> None:

@@ -86,7 +86,9 @@ def test_the_watcher_passes_ignore_files_on(coffer: Coffer) -> None:
     assert not coffer.policy.is_document("notes", ".gitignore")
     docs = coffer.locations.docs_dir("notes")
     watcher = Watcher(coffer.policy, coffer.indexing)
-    _, whole, paths = watcher._sort({(Change.modified, str(docs / "sub" / ".ignore"))})
+    _, whole, paths = watcher._sort(
+        {(Change.modified, str(docs / "sub" / ".ignore"))}, {"notes": docs}
+    )
     assert whole == {"notes"} and not paths
 
 

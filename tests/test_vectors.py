@@ -183,10 +183,10 @@ async def test_oracle_with_vectors(
     home = tmp_path / uuid.uuid4().hex
     other = await Coffer.open(Locations(home=home, socket=home / "s"))
     try:
-        (home / "knowledge").mkdir(parents=True)
-        (home / "knowledge" / "vec").symlink_to(coffer.locations.kb_dir("vec"))
+        (home / "knowledge" / "vec").mkdir(parents=True)
+        shutil.copy(coffer.locations.kb_config_path("vec"), home / "knowledge" / "vec")
+        other.registry.repo.attach("vec", coffer.locations.docs_dir("vec"))  # the same files
         # the same machine's own settings (its embedding provider) beside the same files
-        (home / "local").mkdir()
         shutil.copy(coffer.locations.local_settings_path("vec"), home / "local")
         await other.reindexer.reconcile(await other.kbs.adopt("vec") or other.kbs.get("vec"))
         await other.embeddings.drain("vec")

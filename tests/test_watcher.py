@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import uuid
@@ -12,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.daemon import Daemon, wait_for
-from tests.helpers import rebuild_dump_of, write
+from tests.helpers import assert_matches_rebuild, write
 
 
 def new_kb(d: Daemon) -> str:
@@ -24,16 +23,6 @@ def new_kb(d: Daemon) -> str:
 def found(d: Daemon, kb: str, query: str) -> list[str]:
     body = d.client.post(d.client.kb(kb, "/search"), {"query": query, "top_k": 50})
     return sorted(p["relative_path"] for p in body["passages"])
-
-
-def assert_matches_rebuild(d: Daemon, kb: str, scratch: Path) -> None:
-    """The oracle: once the daemon settles, its index equals a rebuild from the files."""
-    expected = asyncio.run(rebuild_dump_of(d.home / "knowledge" / kb, scratch))
-
-    def same() -> bool:
-        return d.settled(kb) and d.dump(kb) == expected
-
-    wait_for(same, timeout=30)
 
 
 def test_editor_save_patterns(shared_daemon: Daemon, tmp_path: Path) -> None:

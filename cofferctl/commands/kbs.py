@@ -1,4 +1,4 @@
-"""`kb list | create | show | set | delete | enable | disable`: knowledge bases."""
+"""`kb list | create | attach | show | set | delete | enable | disable`: knowledge bases."""
 
 from __future__ import annotations
 
@@ -49,6 +49,18 @@ def cmd_kb_create(c: Client, a: argparse.Namespace, out: Output) -> Any:
     folder = docs_folder(c, kb["name"])
     if folder:
         out.line(f"drop Markdown files into {folder} (or: cofferctl add {kb['name']} FILE...)")
+    return None
+
+
+def cmd_kb_attach(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    body: dict[str, Any] = {}
+    if a.path is not None:
+        body["path"] = os.path.abspath(os.path.expanduser(a.path))
+    kb = c.post(c.kb(a.name, "/attach"), body)
+    if out.as_json:
+        return kb
+    out.line(f"attached {kb['attached']} as {kb['name']} on this machine; indexing it now")
+    refresh_service(out)
     return None
 
 

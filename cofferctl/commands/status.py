@@ -42,6 +42,8 @@ def cmd_status(c: Client, a: argparse.Namespace, out: Output) -> Any:
     for k in s["knowledge_bases"]:
         for note in kb_notes(k):
             out.line(f"{k['name']}: {note}")
+    for refused in s.get("refused_folders", []):
+        out.line(f"refused folder {refused['name']}: {refused['reason']}")
     if s.get("vector_search", "available") != "available":
         out.line(f"vector search: {s['vector_search']}")
     return None

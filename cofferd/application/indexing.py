@@ -26,7 +26,7 @@ from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
 from cofferd.application.trash import Trash
-from cofferd.domain.errors import CofferError, StorageError
+from cofferd.domain.errors import CofferError, KBUnavailable, StorageError
 from cofferd.domain.models import utc_now
 
 log = logging.getLogger(__name__)
@@ -279,7 +279,7 @@ class IndexingService:
                 time.perf_counter() - started,
                 result.as_dict(),
             )
-        except StorageError as exc:
+        except (StorageError, KBUnavailable) as exc:  # the disk or the folder may come back
             self._failed(name, exc)
             self._retry(name, paths)
         except (CofferError, OSError) as exc:

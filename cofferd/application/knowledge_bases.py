@@ -120,6 +120,28 @@ class KnowledgeBases:
         if not self.repo.has_settings(kb.name):
             self.repo.save(kb)
 
+    async def attach(
+        self, name: str, folder: Path | None = None, *, actor: str = "user"
+    ) -> KnowledgeBase:
+        """Trust a KB's folder on this machine: its docs link came by a sync or a copy, or
+        the folder was replaced or moved. `folder`, or where the link leads now; checked as
+        when a folder is first attached."""
+        kb = self.get(name)
+        target = folder or (Path(kb.attached) if kb.attached else None)
+        if target is None:
+            raise ValidationFailed(
+                f"{name!r} keeps its documents in the data home; there is no folder to attach",
+                field="path",
+            )
+        async with self.registry.lock(name):
+            real = await asyncio.to_thread(self.repo.check_attachable, target, name)
+            await asyncio.to_thread(self.repo.reattach, name, real)
+            updated = await self.registry.reload(name)
+            if updated is None:
+                raise KBNotFound(name)
+        await self.activity.audit("resource_attached", actor, name, None, {"path": str(real)})
+        return updated
+
     async def _writable(self, name: str) -> KnowledgeBase:
         """The KB as its settings file says now (an edit by hand may not have been seen
         yet), if that file can be rewritten without losing what is in it. The caller holds

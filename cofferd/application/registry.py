@@ -18,6 +18,7 @@ class KBRegistry:
     def __init__(self, repo: KBRepository) -> None:
         self.repo = repo
         self._kbs: dict[str, KnowledgeBase] = {}
+        self.refused: dict[str, str] = {}  # folder in knowledge/ -> why it is not a KB
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
     async def load(self) -> None:
@@ -26,6 +27,7 @@ class KBRegistry:
             self.put(kb)
 
     def _read_all(self) -> dict[str, KnowledgeBase]:
+        self.refused = self.repo.refusals()
         found = {}
         for name in self.repo.names():
             kb = self.repo.load(name)
@@ -36,6 +38,13 @@ class KBRegistry:
     async def reload(self, name: str) -> KnowledgeBase | None:
         """Read one KB's folder again (its settings changed, or it appeared or vanished)."""
         kb = await asyncio.to_thread(self.repo.load, name)
+        why = await asyncio.to_thread(self.repo.refusal, name)
+        if why is None:
+            self.refused.pop(name, None)
+        else:
+            if self.refused.get(name) != why:
+                log.warning("%s: not a knowledge base: %s", name, why)
+            self.refused[name] = why
         if kb is None:
             self._kbs.pop(name, None)
         else:

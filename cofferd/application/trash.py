@@ -7,7 +7,6 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from ulid import ULID
 
@@ -72,7 +71,7 @@ class Trash:
                 original=original.name if original else None,
                 source_path=(await self.tracked.tracked_sources(kb)).get(doc.id),
             )
-            markdown = Path(await asyncio.to_thread(self.tree.absolute, kb, doc.path))
+            markdown = await asyncio.to_thread(self.tree.confined, kb, doc.path)
             await asyncio.to_thread(self.bin.put, kb, entry, markdown, original)
             await self.store.delete_document(kb, doc.id, actor)
         await self.kbs.activity.audit(

@@ -12,6 +12,7 @@
     ├── Conflict
     │   ├── KBExists              KB_EXISTS              409
     │   ├── KBDisabled            KB_DISABLED            409
+    │   ├── KBUnavailable         KB_UNAVAILABLE         409
     │   ├── ModeDisabled          MODE_DISABLED          409
     │   ├── DocumentChanged       DOCUMENT_CHANGED       409
     │   ├── DocumentAmbiguous     DOCUMENT_AMBIGUOUS     409
@@ -109,6 +110,17 @@ class KBDisabled(Conflict):
 
     def __init__(self, name: str) -> None:
         super().__init__(f"knowledge base {name!r} is disabled; enable it first", name=name)
+
+
+class KBUnavailable(Conflict):
+    """A KB whose folder may not be used now: missing, replaced, or a link this machine
+    did not attach. Nothing is read or written there until it is fixed."""
+
+    code = "KB_UNAVAILABLE"
+
+    def __init__(self, name: str, why: str) -> None:
+        super().__init__(f"knowledge base {name!r} is unavailable: {why}", name=name)
+        self.why = why
 
 
 class ModeDisabled(Conflict):

@@ -15,7 +15,7 @@ from pathlib import Path
 from cofferd.domain.conflicts import ConflictCopy, conflict_copy
 from cofferd.domain.errors import StorageError
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
-from cofferd.infrastructure.doc_files import TreeReader, disk_path, inside, stat_of
+from cofferd.infrastructure.doc_files import TreeReader, disk_path, stat_of
 from cofferd.infrastructure.document_policy import DocumentPolicy, Kind, has_markdown_suffix
 from cofferd.infrastructure.fsutil import atomic_write
 from cofferd.locations import Locations, normalize_relpath
@@ -37,19 +37,18 @@ class FileDocsTree:
     def __init__(self, locations: Locations, policy: DocumentPolicy) -> None:
         self.locations = locations
         self.policy = policy
+        self.boundary = policy.boundary
 
     def scan(self, kb: str, under: str = "") -> TreeScan:
         """Every Markdown file in the docs tree, or in its folder `under` (relative).
 
-        A folder that cannot be listed is reported in `failed_dirs`, never taken as empty.
-        A full scan reads the tree's ignore files afresh.
+        A folder that cannot be listed, or whose ignore files cannot be read, is reported
+        in `failed_dirs`, never taken as empty. A full scan reads the ignore files afresh.
         """
-        root = self.locations.docs_dir(kb)
-        if not under:
-            self.policy.fresh_ignore_rules(kb)
+        real_root = self.boundary.root(kb)
+        rules = self.policy.fresh_ignore_rules(kb) if not under else self.policy.ignore_rules(kb)
         try:
-            real_root = root.resolve(strict=True)
-            start = self._disk_path(kb, under) if under else real_root
+            start = disk_path(real_root, under) if under else real_root
             if under and (
                 start.is_symlink() or self.policy.classify(kb, under, True) is not Kind.FOLDER
             ):
@@ -62,12 +61,15 @@ class FileDocsTree:
                 gone = isinstance(exc, FileNotFoundError | NotADirectoryError)
                 return TreeScan(files={}, failed_dirs=[] if gone else [under])
             raise self._unreadable(kb, exc) from exc
-        if not _inside(os.path.realpath(start), real_root):
+        if under and not self.boundary.holds(kb, start):
             return TreeScan(files={}, failed_dirs=[])
         found = _Found()
         stack: list[tuple[str, str]] = [(under + "/" if under else "", str(start))]
         while stack:
             prefix, folder = stack.pop()
+            if rules.unreadable(prefix.rstrip("/")):
+                found.failed.append(prefix.rstrip("/"))
+                continue
             try:
                 with os.scandir(folder) as entries:
                     for entry in entries:
@@ -80,7 +82,7 @@ class FileDocsTree:
         return TreeScan(
             files=found.files,
             failed_dirs=found.failed,
-            unusable=found.unusable,
+            unusable={**rules.problems, **found.unusable},
             conflicts=found.conflicts,
         )
 
@@ -125,25 +127,19 @@ class FileDocsTree:
         except OSError as exc:  # vanished or unreadable between listing and stat
             log.debug("skipping %s: %s", entry.path, exc)
 
-    def _disk_path(self, kb: str, relpath: str) -> Path:
-        return disk_path(self.locations.docs_dir(kb), relpath)
-
     def stat(self, kb: str, relpath: str) -> FileStat | None:
         """The file's size and mtime if it is a document, else None."""
         if not self.policy.is_document(kb, relpath):
             return None
-        path = self._disk_path(kb, relpath)
         try:
-            if not self._inside_docs(kb, path.parent):
-                return None
-            st = path.lstat()
-        except OSError:
+            st = self.boundary.place(kb, relpath).lstat()
+        except (OSError, StorageError):
             return None
         return stat_of(st) if stat_mod.S_ISREG(st.st_mode) else None
 
     def read(self, kb: str, relpath: str) -> FileContent | None:
         """The file's bytes, read again while it changes under us (a save in progress)."""
-        return TreeReader(self.locations.docs_dir(kb)).read(relpath)
+        return TreeReader(self.boundary.root(kb)).read(relpath)
 
     def absolute(self, kb: str, relpath: str) -> str:
         """The file's path as people know it (in an attached folder, not through the link)."""
@@ -164,18 +160,18 @@ class FileDocsTree:
         return found
 
     def write(self, kb: str, relpath: str, data: bytes) -> None:
-        path = self._disk_path(kb, relpath)
-        if path.is_symlink() or not self._inside_docs(kb, path.parent):
-            raise StorageError(f"{relpath} is a link, not a document", path=relpath)
-        atomic_write(path, data)
+        atomic_write(self.boundary.place(kb, relpath, make_folders=True), data)
 
     def remove(self, kb: str, relpath: str) -> None:
         with contextlib.suppress(FileNotFoundError):
-            self._disk_path(kb, relpath).unlink()
+            self.boundary.place(kb, relpath).unlink()
+
+    def confined(self, kb: str, relpath: str) -> Path:
+        """The file's path for a move out of the tree (to the trash): checked now."""
+        return self.boundary.place(kb, relpath)
 
     def remove_originals(self, kb: str, doc_id: str) -> None:
-        raw = self.locations.raw_dir(kb)
-        for original in raw.glob(f"{doc_id}.*") if raw.is_dir() else ():
+        for original in self._originals(kb, doc_id):
             with contextlib.suppress(FileNotFoundError):
                 original.unlink()
 
@@ -183,10 +179,11 @@ class FileDocsTree:
         """Store the original as raw/<id>.<ext>, replacing any earlier one of the document."""
         target = self.locations.raw_path(kb, doc_id, ext)
         try:
+            self.boundary.raw_folder(kb)
             if target.exists() and target.samefile(source):
                 return  # reconverting from the kept original itself
             atomic_write(target, source.read_bytes(), mode=0o600)
-            for older in self.locations.raw_dir(kb).glob(f"{doc_id}.*"):
+            for older in self._originals(kb, doc_id):
                 if older != target:
                     older.unlink(missing_ok=True)
         except OSError as exc:
@@ -195,12 +192,16 @@ class FileDocsTree:
             ) from exc
 
     def original(self, kb: str, doc_id: str) -> Path | None:
-        raw = self.locations.raw_dir(kb)
-        found = sorted(raw.glob(f"{doc_id}.*")) if raw.is_dir() else []
+        found = sorted(self._originals(kb, doc_id))
         return found[0] if found else None
 
-    def _inside_docs(self, kb: str, path: Path) -> bool:
-        return _inside(os.path.realpath(path), self.locations.docs_dir(kb).resolve())
+    def _originals(self, kb: str, doc_id: str) -> list[Path]:
+        """The document's kept originals: regular files in a raw/ that is a folder."""
+        try:
+            raw = self.boundary.raw_folder(kb)
+        except (OSError, StorageError):
+            return []
+        return [p for p in raw.glob(f"{doc_id}.*") if p.is_file() and not p.is_symlink()]
 
 
 def _utf8(name: str) -> bool:
@@ -209,7 +210,3 @@ def _utf8(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _inside(target: str, root: Path) -> bool:
-    return inside(target, str(root))

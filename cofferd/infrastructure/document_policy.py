@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePath
 
 from cofferd.domain.conflicts import conflict_copy
+from cofferd.infrastructure.confinement import Boundary
 from cofferd.infrastructure.ignore_rules import IGNORE_FILES, IgnoreRules
 from cofferd.locations import Locations
 
@@ -48,8 +49,14 @@ class Kind(enum.Enum):
 class DocumentPolicy:
     """The rules, as one object."""
 
-    def __init__(self, locations: Locations, converted_formats: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        locations: Locations,
+        converted_formats: Sequence[str] = (),
+        boundary: Boundary | None = None,
+    ) -> None:
         self.locations = locations
+        self.boundary = boundary or Boundary(locations)
         self._noise = re.compile(
             "|".join(fnmatch.translate(g) for g in NOISE_GLOBS), re.IGNORECASE | re.DOTALL
         )
@@ -118,7 +125,7 @@ class DocumentPolicy:
 
     def fresh_ignore_rules(self, kb: str) -> IgnoreRules:
         """The KB's ignore files, read again as they are needed (a full scan starts so)."""
-        rules = self._rules[kb] = IgnoreRules(lambda: self.locations.docs_dir(kb))
+        rules = self._rules[kb] = IgnoreRules(lambda: self.boundary.known_root(kb))
         self._folders.pop(kb, None)
         return rules
 

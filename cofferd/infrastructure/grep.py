@@ -51,7 +51,7 @@ class Ripgrep:
     ) -> tuple[list[RawHit], bool]:
         if self.binary is None:
             raise EngineUnavailable("ripgrep (rg) is not installed", engine="ripgrep")
-        docs = self.locations.docs_dir(kb)
+        docs = self.policy.boundary.root(kb)
         if not os.access(docs, os.R_OK | os.X_OK):
             raise StorageError(f"the docs folder {docs} cannot be read", path=str(docs))
         args = [

@@ -9,6 +9,10 @@ A folder is matched as git matches it: by its name, where a pattern ending in `/
 folders only (so `drafts/**` excludes what is in drafts/, not drafts/ itself, and
 `!drafts/keep.md` can take a file back; after `drafts/` it cannot).
 
+Ignore files are control files (confinement.read_control_file): a link, a folder or a FIFO
+by that name is not applied and is reported; one over 1 MB is applied up to there and
+reported; one that cannot be read leaves its folder's documents as they were.
+
 Rules are read lazily, once per folder, and kept until the next full scan of the tree,
 which reads every folder's files afresh; a change to an ignore file asks for one.
 """
@@ -24,6 +28,9 @@ from pathlib import Path
 import pathspec
 import re2
 
+from cofferd.infrastructure.confinement import ControlFileRefused, read_control_file
+from cofferd.infrastructure.doc_files import inside
+
 log = logging.getLogger(__name__)
 
 IGNORE_FILES = (".gitignore", ".ignore", ".cofferignore")
@@ -33,9 +40,11 @@ MAX_IGNORE_BYTES = 1024 * 1024  # a larger ignore file is not one people wrote
 class IgnoreRules:
     """The ignore files of one docs tree."""
 
-    def __init__(self, root: Callable[[], Path]) -> None:
-        self._root = root
+    def __init__(self, root: Callable[[], Path | None]) -> None:
+        self._root = root  # the tree's root, checked (None: not known, so no rules)
         self._specs: dict[str, _Spec | None] = {}
+        self._unreadable: set[str] = set()  # folders with an ignore file that cannot be read
+        self.problems: dict[str, str] = {}  # ignore file -> why it is not (wholly) applied
         # folder -> the ignore files that apply in it, deepest first, with their depth
         self._chains: dict[str, list[tuple[int, _Spec]]] = {}
 
@@ -81,19 +90,44 @@ class IgnoreRules:
             log.warning("ignore files in %s skipped: too large to match (%s)", folder or ".", exc)
             return None
 
+    def unreadable(self, folder: str) -> bool:
+        """Whether an ignore file of the folder exists but cannot be read: what is in the
+        folder is then not known to be a document or not, and is left as it was."""
+        self.spec(folder)
+        return folder in self._unreadable
+
     def _read(self, folder: str) -> list[str]:
         lines: list[str] = []
-        base = self._root() / folder if folder else self._root()
+        root = self._root()
+        if root is None:
+            return lines
+        base = root / folder if folder else root
+        if folder and not inside(os.path.realpath(base), str(root)):
+            return lines  # reached through a link: not a folder of this tree
         for name in IGNORE_FILES:
+            where = f"{folder}/{name}" if folder else name
             try:
-                fd = os.open(base / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            except OSError as exc:
-                if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
-                    log.warning("ignore file %s cannot be read: %s", base / name, exc.strerror)
+                found = read_control_file(base / name, MAX_IGNORE_BYTES)
+            except ControlFileRefused as exc:
+                self.problems[where] = f"{exc}: its rules are not applied"
                 continue
-            with os.fdopen(fd, "rb") as fh:
-                data = fh.read(MAX_IGNORE_BYTES)
-            lines += data.decode("utf-8", errors="replace").splitlines()
+            except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                    continue
+                self.problems[where] = (
+                    f"it cannot be read ({exc.strerror}): the documents of its folder are "
+                    "left as they were until it can"
+                )
+                self._unreadable.add(folder)
+                continue
+            if found is None:
+                continue
+            if found.cut:
+                self.problems[where] = (
+                    f"it is over {MAX_IGNORE_BYTES // 1024 // 1024} MB: only the rules in its "
+                    "first MB are applied"
+                )
+            lines += found.data.decode("utf-8", errors="replace").splitlines()
         return lines
 
 

@@ -17,6 +17,7 @@ import contextlib
 import logging
 import os
 import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,14 @@ from cofferd.domain.config import (
     parse_config,
     split_config,
 )
-from cofferd.domain.errors import CofferError, ValidationFailed
+from cofferd.domain.errors import CofferError, StorageError, ValidationFailed
 from cofferd.domain.models import KB_KIND, KnowledgeBase, utc_now
+from cofferd.infrastructure.confinement import (
+    Boundary,
+    ControlFileRefused,
+    printable,
+    read_control_file,
+)
 from cofferd.infrastructure.fsutil import atomic_write
 from cofferd.locations import Locations
 
@@ -43,16 +50,22 @@ LOCAL_HEADER = (
 )
 
 
+SETTINGS_MAX = 256 * 1024  # settings larger than this are not written by hand
+
+
 class SettingsUnreadable(ValueError):
     pass
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        found = read_control_file(path, SETTINGS_MAX)
+        if found is None:
+            return {}
+        if found.cut:
+            raise SettingsUnreadable(f"it is over {SETTINGS_MAX // 1024} KB")
+        data = yaml.safe_load(found.data.decode("utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ControlFileRefused) as exc:
         raise SettingsUnreadable(str(exc)) from None
     if not isinstance(data, dict):
         raise SettingsUnreadable("it must hold a mapping")
@@ -74,22 +87,51 @@ def _ignored(config: dict[str, Any], portable: dict[str, Any]) -> list[str]:
 
 
 class KBFiles:
-    def __init__(self, locations: Locations) -> None:
+    def __init__(self, locations: Locations, boundary: Boundary) -> None:
         self.locations = locations
+        self.boundary = boundary
 
     def names(self) -> list[str]:
+        return [name for name, why in self._folders().items() if why is None]
+
+    def refusals(self) -> dict[str, str]:
+        """Folders in knowledge/ that are not adopted as KBs, each with why."""
+        return {name: why for name, why in self._folders().items() if why is not None}
+
+    def _folders(self) -> dict[str, str | None]:
         root = self.locations.knowledge_root
-        if not root.is_dir():
-            return []
-        found = []
-        for child in sorted(root.iterdir()):
-            try:
-                name = check_kb_name(child.name)
-            except CofferError:
-                continue
-            if self.locations.kb_config_path(name).is_file() or self._has_docs(name):
-                found.append(name)
+        try:
+            children = sorted(os.listdir(root))
+        except FileNotFoundError:
+            return {}
+        found: dict[str, str | None] = {}
+        for child in children:
+            if child.startswith("."):
+                continue  # hidden: a sync tool's or an editor's, never a KB
+            why = self.refusal(child)
+            if (
+                why is not None
+                or self.locations.kb_config_path(child).is_file()
+                or (self._has_docs(child))
+            ):
+                found[printable(child)] = why
         return found
+
+    def refusal(self, name: str) -> str | None:
+        """Why the folder knowledge/<name> is not adopted as a KB (None: it may be)."""
+        try:
+            check_kb_name(name)
+        except CofferError as exc:
+            return f"the folder's name is not a knowledge base name ({exc.message}); rename it"
+        try:
+            mode = os.lstat(self.locations.kb_dir(name)).st_mode
+        except OSError:
+            return None  # not there (any more)
+        if stat.S_ISLNK(mode):
+            return "the folder is a link; a knowledge base's folder must be a folder here"
+        if not stat.S_ISDIR(mode):
+            return "it is not a folder"
+        return None
 
     def has_settings(self, name: str) -> bool:
         return self.locations.kb_config_path(name).is_file()
@@ -99,7 +141,7 @@ class KBFiles:
 
     def load(self, name: str) -> KnowledgeBase | None:
         path = self.locations.kb_config_path(name)
-        if not path.is_file() and not self._has_docs(name):
+        if self.refusal(name) is not None or (not path.is_file() and not self._has_docs(name)):
             return None
         try:
             data = _read_yaml(path)
@@ -150,14 +192,14 @@ class KBFiles:
         docs = self.locations.docs_dir(name)
         if not docs.is_symlink():  # an attached folder that is away (unmounted) stays away
             docs.mkdir(parents=True, exist_ok=True)
-        raw = self.locations.raw_dir(name)
         try:
-            raw.mkdir(exist_ok=True)
-        except FileExistsError:  # not a folder: only adding converted documents fails
-            log.warning("%s is not a folder; originals cannot be kept until it is", raw)
+            self.boundary.raw_folder(name)
+        except (OSError, StorageError) as exc:  # only adding converted documents fails
+            log.warning("%s; originals cannot be kept until it is fixed", exc)
 
-    def check_attachable(self, folder: Path) -> Path:
-        """The folder, resolved, if a KB may index it in place; ValidationFailed if not."""
+    def check_attachable(self, folder: Path, kb: str | None = None) -> Path:
+        """The folder, resolved, if a KB (`kb`, when it is attached again) may index it in
+        place; ValidationFailed if not."""
         if "\0" in str(folder):
             raise ValidationFailed("path cannot hold a NUL character", field="path")
         if not folder.is_absolute():
@@ -180,7 +222,7 @@ class KBFiles:
             )
         for other in self.names():
             theirs = self.locations.attached_folder(other)
-            if theirs is not None and _overlap(real, theirs):
+            if other != kb and theirs is not None and _overlap(real, theirs.resolve()):
                 raise ValidationFailed(
                     f"{folder} overlaps {theirs}, attached to the knowledge base {other!r}: "
                     "a file would be indexed twice",
@@ -189,11 +231,48 @@ class KBFiles:
         return real
 
     def attach(self, name: str, folder: Path) -> None:
-        """Make the KB's docs/ a link to the user's folder (checked by check_attachable)."""
+        """Make the KB's docs/ a link to the user's folder (checked by check_attachable),
+        and remember the folder's identity as this machine's own setting."""
         kb_dir = self.locations.kb_dir(name)
         kb_dir.mkdir(parents=True, exist_ok=True)
-        os.symlink(folder, self.locations.docs_dir(name), target_is_directory=True)
+        self._link(name, folder)
         self.create_folders(name)
+
+    def reattach(self, name: str, folder: Path) -> None:
+        """Point an attached KB's docs/ at `folder` (checked) and trust it on this machine:
+        its link came by a sync, or its folder was replaced or moved."""
+        docs = self.locations.docs_dir(name)
+        if os.path.lexists(docs) and not docs.is_symlink():
+            raise ValidationFailed(
+                f"{name!r} keeps its documents in the data home ({docs}); only a knowledge "
+                "base attached to a folder of yours can be attached again",
+                field="path",
+            )
+        self._link(name, folder)
+
+    def _link(self, name: str, folder: Path) -> None:
+        docs = self.locations.docs_dir(name)
+        fresh = docs.with_name(f".docs.{os.urandom(8).hex()}")  # then renamed over docs
+        os.symlink(folder, fresh, target_is_directory=True)
+        os.replace(fresh, docs)
+        self.boundary.record(name, folder)
+
+    def trust_existing_links(self) -> None:
+        """Once, when a data home from before attachments were recorded is first opened:
+        the links its KBs have now were made by this machine (adopted as they were)."""
+        marker = self.locations.local_dir / ".attachments-recorded"
+        if marker.exists():
+            return
+        for name in self.names():
+            folder = self.locations.attached_folder(name)
+            if folder is None or self.boundary.attachment(name) is not None:
+                continue
+            try:
+                self.boundary.record(name, self.check_attachable(folder, name))
+            except (ValidationFailed, OSError) as exc:
+                message = exc.message if isinstance(exc, ValidationFailed) else str(exc)
+                log.warning("%s: its attached folder is not trusted: %s", name, message)
+        atomic_write(marker, b"", mode=0o600)
 
     def remove(self, name: str) -> None:
         # rmtree unlinks links, never what they point to: an attached folder stays whole
@@ -202,6 +281,7 @@ class KBFiles:
             shutil.rmtree(self.locations.trash_dir(name))
         self.locations.local_settings_path(name).unlink(missing_ok=True)
         self.locations.tracked_sources_path(name).unlink(missing_ok=True)
+        self.boundary.forget(name)
 
     def originals_bytes(self, name: str) -> int:
         """Bytes of the originals kept in raw/ (the Markdown is counted by the index)."""

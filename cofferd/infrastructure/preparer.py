@@ -17,8 +17,8 @@ from cofferd.domain.preparation import (
     Skipped,
     Unchanged,
 )
+from cofferd.infrastructure.confinement import Boundary
 from cofferd.infrastructure.worker_pool import WorkerPool, WorkFailed
-from cofferd.locations import Locations
 
 WORKER_MODULE = "cofferd.surfaces.prepare_worker"
 # A unit (what one worker gets at once) ends at whichever comes first: small units keep
@@ -29,8 +29,8 @@ OUTCOMES = (Gone, Unchanged, Skipped, DocumentWrite)
 
 
 class ProcessPreparer:
-    def __init__(self, locations: Locations, workers: int) -> None:
-        self.locations = locations
+    def __init__(self, boundary: Boundary, workers: int) -> None:
+        self.boundary = boundary
         self.pool = WorkerPool(WORKER_MODULE, workers)
 
     def start(self) -> None:
@@ -50,7 +50,7 @@ class ProcessPreparer:
         *,
         interactive: bool,
     ) -> AsyncIterator[Outcome]:
-        head = (str(self.locations.docs_dir(kb)), settings)
+        head = (str(self.boundary.root(kb)), settings)  # workers read below the root checked now
         budget = settings.budget.prepare_s
         units = list(_units(items)) if interactive else await asyncio.to_thread(list, _units(items))
         async for item, reply in self.pool.run(

@@ -9,12 +9,15 @@ import json
 import logging
 from collections.abc import Sequence
 
+from cofferd.infrastructure.confinement import ControlFileRefused, read_control_file
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.fsutil import atomic_write
 from cofferd.infrastructure.sqlite import Connection
 from cofferd.locations import Locations
 
 log = logging.getLogger(__name__)
+
+SOURCES_MAX = 256 * 1024 * 1024  # far beyond what a million tracked originals take
 
 
 def forget(conn: Connection, kb: str, doc_id: str) -> None:
@@ -66,10 +69,13 @@ class SqliteTrackedSources:
         for kb in kbs:
             path = self.locations.tracked_sources_path(kb)
             try:
-                saved = json.loads(await asyncio.to_thread(path.read_bytes))
-            except FileNotFoundError:
-                continue
-            except (OSError, ValueError) as exc:
+                found = await asyncio.to_thread(read_control_file, path, SOURCES_MAX)
+                if found is None:
+                    continue
+                saved = json.loads(found.data)
+                if found.cut or not isinstance(saved, dict):
+                    raise ValueError("it is not the mapping Coffer writes")
+            except (OSError, ValueError, ControlFileRefused) as exc:
                 log.error("%s cannot be read (%s); tracked sources not restored", path, exc)
                 continue
             rows = [(kb, d, p) for d, p in saved.items() if isinstance(p, str)]

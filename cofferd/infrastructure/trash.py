@@ -17,13 +17,15 @@ import re
 import shutil
 import stat
 import tempfile
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from cofferd.domain.errors import PathOccupied, StorageError
 from cofferd.domain.ports import TrashEntry
+from cofferd.infrastructure.confinement import Boundary, ControlFileRefused, read_control_file
 from cofferd.infrastructure.fsutil import atomic_write, fsync_dir
-from cofferd.locations import Locations, TrashEntryFiles
+from cofferd.locations import Locations, TrashEntryFiles, check_relpath
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +36,9 @@ COPY_BLOCK = 1024 * 1024
 
 
 class FileTrash:
-    def __init__(self, locations: Locations) -> None:
+    def __init__(self, locations: Locations, boundary: Boundary) -> None:
         self.locations = locations
+        self.boundary = boundary
 
     def put(self, kb: str, entry: TrashEntry, markdown: Path, original: Path | None) -> None:
         """Move the document's files into a new entry; on failure, back where they were."""
@@ -76,11 +79,16 @@ class FileTrash:
             return None
         path = self.locations.trash_entry(kb, trash_id).manifest
         try:
-            data = json.loads(path.read_bytes())
-            return TrashEntry(**{k: data[k] for k in TrashEntry.__dataclass_fields__})
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, TypeError, KeyError) as exc:
+            found = read_control_file(path)
+            if found is None:
+                return None
+            data = json.loads(found.data)
+            entry = TrashEntry(**{k: data[k] for k in TrashEntry.__dataclass_fields__})
+            _check_types(entry)
+            if entry.id != trash_id:
+                raise ValueError(f"it names another entry ({entry.id!r})")
+            return entry
+        except (OSError, ValueError, TypeError, KeyError, ControlFileRefused) as exc:
             log.warning("trash entry %s cannot be read (%s); left as it is", path.parent, exc)
             return None
 
@@ -88,7 +96,9 @@ class FileTrash:
         """Move the files back where they were; PathOccupied when a file sits there."""
         files = self.locations.trash_entry(kb, entry.id)
         target = self._document_target(kb, entry.relative_path)
-        original_target = self.locations.raw_file(kb, entry.original) if entry.original else None
+        original_target = (
+            self.boundary.raw_folder(kb) / check_relpath(entry.original) if entry.original else None
+        )
         for place in (target, original_target):
             if place is not None and os.path.lexists(place):
                 raise _occupied(place)
@@ -101,7 +111,6 @@ class FileTrash:
         if entry.original and original_target is not None:
             kept = files.original(entry.original)
             try:
-                original_target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 move_file(kept, original_target)
             except FileNotFoundError:
                 log.warning("trash entry %s lost its original %s", files.folder, kept)
@@ -118,22 +127,12 @@ class FileTrash:
                 shutil.rmtree(self.locations.trash_entry(kb, trash_id).folder)
 
     def _document_target(self, kb: str, relpath: str) -> Path:
-        """Where the Markdown file goes back: inside the docs folder, its folders made again."""
-        target = self.locations.doc_path(kb, relpath)
+        """Where the Markdown file goes back: inside the docs folder (checked now), its
+        folders made again."""
         try:
-            root = self.locations.docs_dir(kb).resolve(strict=True)
+            return self.boundary.place(kb, relpath, make_folders=True)
         except OSError as exc:
-            raise _refused(f"the docs folder of {kb!r} is not there", exc) from exc
-        existing = target.parent
-        while not existing.exists():
-            existing = existing.parent
-        if not existing.resolve().is_relative_to(root):
-            raise StorageError(f"{relpath} would be outside the docs folder", path=relpath)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise _refused(f"cannot make the folder {target.parent}", exc) from exc
-        return target
+            raise _refused(f"cannot make the folders of {relpath}", exc) from exc
 
 
 def move_file(src: Path, dst: Path) -> None:
@@ -180,11 +179,24 @@ def _copy(src: Path, dst: Path, st: os.stat_result) -> None:
             os.unlink(tmp)
 
 
+def _check_types(entry: TrashEntry) -> None:
+    """A manifest edited by hand (or damaged) that does not hold what Coffer writes."""
+    for name, value in entry.__dict__.items():
+        optional = name in ("original", "source_path")
+        if not isinstance(value, str) and not (optional and value is None):
+            raise TypeError(f"{name} is not text")
+    if datetime.fromisoformat(entry.deleted_at).tzinfo is None:
+        raise ValueError("deleted_at has no time zone")
+    check_relpath(entry.relative_path)
+    if entry.original is not None:
+        check_relpath(entry.original)
+
+
 def _manifest(entry: TrashEntry, files: TrashEntryFiles, moved: dict[Path, Path]) -> bytes:
     """The entry, and each file it holds (by its path in the entry) with where it was."""
     inside = {kept.relative_to(files.folder).as_posix(): str(was) for kept, was in moved.items()}
     data: dict[str, Any] = {**entry.__dict__, "moved": inside}
-    return json.dumps(data, indent=1, ensure_ascii=False).encode()
+    return json.dumps(data, indent=1).encode()  # ASCII: a name that is not UTF-8 survives
 
 
 def _occupied(path: Path) -> PathOccupied:

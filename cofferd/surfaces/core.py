@@ -3,6 +3,7 @@ application services it exposes; the stores are built here and nowhere else."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,6 +24,7 @@ from cofferd.application.trash import RETENTION_DAYS, Trash
 from cofferd.domain.budgets import DEFAULT as DEFAULT_BUDGET
 from cofferd.infrastructure import vec_index
 from cofferd.infrastructure.activity_store import KEEP_DEFAULT, SqliteActivity
+from cofferd.infrastructure.confinement import Boundary
 from cofferd.infrastructure.conversion import WorkerConverter
 from cofferd.infrastructure.credentials import credential_problem
 from cofferd.infrastructure.database import Database
@@ -94,11 +96,12 @@ class Coffer:
             SqliteActivity(db),
         )
         self.converter = WorkerConverter()
-        self.policy = DocumentPolicy(locations, self.converter.formats())
+        self.boundary = boundary = Boundary(locations)
+        self.policy = DocumentPolicy(locations, self.converter.formats(), boundary)
         tree = FileDocsTree(locations, self.policy)
-        self.registry = KBRegistry(KBFiles(locations))
+        self.registry = KBRegistry(KBFiles(locations, boundary))
         self.progress = ProgressBoard()
-        self.preparer = ProcessPreparer(locations, tuning.workers)
+        self.preparer = ProcessPreparer(boundary, tuning.workers)
         self.reindexer = Reindexer(
             stores.index,
             stores.activity,
@@ -138,7 +141,7 @@ class Coffer:
             tree,
             self.reindexer,
             self.documents,
-            FileTrash(locations),
+            FileTrash(locations, boundary),
             retention_days=tuning.trash_retention_days,
         )
         self.graph = Graph(self.kbs, self.documents, SqliteGraph(db), tree)
@@ -181,6 +184,7 @@ class Coffer:
         coffer.preparer.start()
         try:
             await coffer.stores.activity.keep(tuning.activity_keep)
+            await asyncio.to_thread(coffer.registry.repo.trust_existing_links)
             await coffer.registry.load()
             await coffer._restore()
         except BaseException:

@@ -64,9 +64,9 @@ class Daemon:
         self._stop = asyncio.Event()
         self._folders = FsProbe("status")
 
-    def _folder(self, kb: str) -> tuple[bool, str]:
-        """(whether its docs folder is there, where it is)."""
-        return self.locations.docs_dir(kb).is_dir(), str(self.locations.docs_folder(kb))
+    def _folder(self, kb: str) -> tuple[str | None, str]:
+        """(why its docs folder may not be used now, or None; where it is)."""
+        return self.coffer.boundary.problem(kb), str(self.locations.docs_folder(kb))
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -141,7 +141,8 @@ class Daemon:
         for kb in known:
             counts = await coffer.kbs.counts(kb.name)
             progress = coffer.progress.get(kb.name)
-            there, docs_path = (folders or {}).get(kb.name, (None, kb.attached or ""))
+            found = (folders or {}).get(kb.name)
+            refused, docs_path = found or (None, kb.attached or "")
             entry: dict[str, Any] = {
                 "name": kb.name,
                 "enabled": kb.enabled,
@@ -161,13 +162,12 @@ class Daemon:
             if kb.name in problems:
                 entry["problem"] = problems[kb.name]
                 entry["problems"].append(f"indexing fails: {problems[kb.name]}")
-            if not there:  # what search finds may be stale
+            if found is None or refused:  # what search finds may be stale
                 entry["state"] = "unavailable"
                 entry["problems"].append(
-                    f"its docs folder {entry['docs_path']} does not answer (a network mount "
-                    "that went away?)"
-                    if there is None
-                    else f"its docs folder {entry['docs_path']} is missing (a disk not mounted?)"
+                    refused
+                    or f"its docs folder {entry['docs_path']} does not answer (a network "
+                    "mount that went away?)"
                 )
             entry["problems"] += coffer.kbs.problems(kb)
             if kb.ignored_settings:
@@ -198,6 +198,10 @@ class Daemon:
             "database": str(self.locations.db_path),
             **coffer.engines(),
             "knowledge_bases": kbs,
+            "refused_folders": [
+                {"name": name, "reason": why}
+                for name, why in sorted(coffer.registry.refused.items())
+            ],
             "formats": coffer.policy.supported_formats(),
             "extensions": coffer.policy.extensions(),
             "watcher": {

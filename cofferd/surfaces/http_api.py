@@ -22,6 +22,7 @@ from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.http_errors import error_middleware, error_response
 from cofferd.surfaces.http_json import (
     AddDocument,
+    AttachKB,
     CreateKB,
     EditDocument,
     GrepRequest,
@@ -143,6 +144,16 @@ async def create_kb(request: web.Request) -> web.Response:
     folder = Path(body.path) if body.path is not None else None
     kb = await coffer.kbs.create(body.name, body.config, folder=folder, actor=_actor(request))
     return json_response(kb_json(kb), status=201)
+
+
+@routes.post("/api/v1/knowledge_bases/{name}/attach")
+async def attach_kb(request: web.Request) -> web.Response:
+    body = await _json(request, AttachKB)
+    coffer, name = request.app[COFFER], request.match_info["name"]
+    folder = Path(body.path) if body.path is not None else None
+    kb = await coffer.kbs.attach(name, folder, actor=_actor(request))
+    coffer.indexing.request_full(name)
+    return json_response(kb_json(kb))
 
 
 @routes.get("/api/v1/knowledge_bases/{name}")

@@ -48,6 +48,10 @@ class CreateKB(_Body):
     path: str | None = Field(default=None, min_length=1, max_length=PATH_MAX)  # attach it
 
 
+class AttachKB(_Body):
+    path: Omittable[str] = Field(default=None, min_length=1, max_length=PATH_MAX)  # else: its link
+
+
 class UpdateKB(_Body):
     config: dict[str, Any]
 

@@ -1,9 +1,8 @@
-"""One watchfiles watcher over the whole knowledge/ folder, so knowledge bases created,
-deleted or copied in are covered without restarting it (a restart would leave a gap).
-
-An attached folder is reached through its KB's docs/ link, which the watch follows only
-when it starts: when an attached folder comes or goes (attached, mounted, unmounted) the
-watch starts again, and a full reconcile covers the moment it was not watching.
+"""The watch of every knowledge base's files: the knowledge/ folder and each KB's folder
+alone (KBs created, deleted or copied in; settings; docs/ links), and each KB's root, as
+the confinement boundary resolves and checks it, whole. When a root comes, goes or changes
+(attached, mounted, unmounted, swapped, refused) the watch starts again, and a full
+reconcile covers the moment it was not watching.
 
 It only turns file events into paths for the indexing service; what a path is is the
 DocumentPolicy's to say, and what to do is the service's. Events are sorted off the serving
@@ -17,14 +16,17 @@ import contextlib
 import logging
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import watchfiles
 
 from cofferd.application.indexing import IndexingService
+from cofferd.domain.errors import KBUnavailable
 from cofferd.domain.models import utc_now
 from cofferd.infrastructure.document_policy import DocumentPolicy, Kind
 from cofferd.infrastructure.fs_probe import FsProbe
+from cofferd.locations import normalize_relpath
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +67,8 @@ class Watcher:
         self.state = WatcherState()
         self._stop = asyncio.Event()
         self._cycle = asyncio.Event()  # ends one watch, to start the next
-        self._probe = FsProbe("attached folders")
+        self._probe = FsProbe("knowledge bases' folders")
+        self.boundary = policy.boundary
         self._logged: set[str] = set()
 
     def start(self) -> None:
@@ -92,30 +95,56 @@ class Watcher:
         }
 
     async def session(self) -> None:
-        """One watch of the knowledge root: until attached folders come or go, the watcher
-        is stopped, or the backend fails (raised: a file name that is not UTF-8 ends it)."""
+        """One watch: until the KBs' roots change, the watcher is stopped, or the backend
+        fails (raised: a file name that is not UTF-8 ends it).
+
+        The knowledge root and each KB's folder are watched alone (KBs coming and going,
+        settings, docs/ links); each KB's root is watched whole where it really is, once
+        the boundary has checked it. Nothing is watched through a link of knowledge/: a
+        synced-in `docs -> ../..` would otherwise watch the data home again under that KB,
+        and its events for other KBs' files would arrive under its name."""
         if self._stop.is_set():
             await asyncio.Event().wait()  # stopped: nothing to watch until the service stops
         self._cycle = asyncio.Event()
-        roots = asyncio.create_task(self._until_roots_change(self._cycle))
+        roots = await self._probe(self._roots) or frozenset()
+        changed = asyncio.create_task(self._until_roots_change(self._cycle, roots))
+        folders = [self.root, *(self.root / kb for kb, *_ in roots)]
+        trees = {kb: path for kb, path, *_ in roots}
         try:
             self.state.running = True
-            async for changes in watchfiles.awatch(
-                self.root,
-                watch_filter=None,  # sorted in a thread: _sort
-                step=self.step_ms,
-                debounce=self.debounce_ms,
-                stop_event=self._cycle,
-                ignore_permission_denied=self.state.skip_unreadable,
-                force_polling=self.state.polling is not None,
-                poll_delay_ms=POLL_DELAY_MS,
-            ):
-                self._hand_over(*await asyncio.to_thread(self._sort, changes))
+            watches = [asyncio.create_task(self._watch(folders, False, None))]
+            if trees:
+                watches.append(asyncio.create_task(self._watch(list(trees.values()), True, trees)))
+            try:
+                done, _ = await asyncio.wait(watches, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    task.result()  # a failed watch ends the session with its error
+            finally:
+                self._cycle.set()
+                for task in watches:
+                    task.cancel()
+                await asyncio.gather(*watches, return_exceptions=True)
             self.state.last_error = None
         finally:
-            roots.cancel()
+            changed.cancel()
         if self._stop.is_set():
             await asyncio.Event().wait()  # stopped: nothing more to hand over
+
+    async def _watch(
+        self, paths: list[Path], recursive: bool, trees: dict[str, Path] | None
+    ) -> None:
+        async for changes in watchfiles.awatch(
+            *paths,
+            watch_filter=None,  # sorted in a thread: _sort
+            step=self.step_ms,
+            debounce=self.debounce_ms,
+            stop_event=self._cycle,
+            ignore_permission_denied=self.state.skip_unreadable,
+            force_polling=self.state.polling is not None,
+            poll_delay_ms=POLL_DELAY_MS,
+            recursive=recursive,
+        ):
+            self._hand_over(*await asyncio.to_thread(self._sort, changes, trees))
 
     def adapt(self, exc: BaseException) -> bool:
         """What a failed watch says; True when the next one runs differently (folders
@@ -140,41 +169,39 @@ class Watcher:
             self._logged.add(message)
         return False
 
-    def _attached_roots(self) -> frozenset[tuple[str, int, int]]:
-        """The attached folders there now, by identity (a remount is a new one)."""
+    def _roots(self) -> frozenset[tuple[str, Path, int, int]]:
+        """Every KB's root that the boundary lets be used now, by identity (a remount or
+        a swapped folder is a new one)."""
         found = set()
         for kb in self.indexing.kbs.list():
-            folder = self.policy.locations.attached_folder(kb.name)
-            if folder is not None:
-                with contextlib.suppress(OSError):
-                    st = os.stat(folder)
-                    found.add((kb.name, st.st_dev, st.st_ino))
+            with contextlib.suppress(KBUnavailable, OSError):
+                root = self.boundary.root(kb.name)
+                st = os.stat(root)
+                found.add((kb.name, root, st.st_dev, st.st_ino))
         return frozenset(found)
 
-    async def _until_roots_change(self, cycle: asyncio.Event) -> None:
-        """Ends the watch when an attached folder comes or goes. The folders are looked at
-        in a thread with a time limit: one on a dead mount never holds the daemon up."""
-        watched = await self._probe(self._attached_roots)
+    async def _until_roots_change(
+        self, cycle: asyncio.Event, watched: frozenset[tuple[str, Path, int, int]]
+    ) -> None:
+        """Ends the watch when a root comes, goes or changes. The roots are looked at in a
+        thread with a time limit: one on a dead mount never holds the daemon up."""
         while True:
             await asyncio.sleep(ROOTS_CHECK_S)
-            now = await self._probe(self._attached_roots)
-            if now is None:
-                continue  # not known now: looked at again next time
-            if watched is None:
-                watched = now
-            elif now != watched:
+            now = await self._probe(self._roots)
+            if now is not None and now != watched:
                 break
-        log.info("attached folders changed; watching them afresh")
+        log.info("knowledge bases' folders changed; watching them afresh")
         cycle.set()
 
     def _sort(
-        self, changes: set[tuple[watchfiles.Change, str]]
+        self, changes: set[tuple[watchfiles.Change, str]], trees: dict[str, Path] | None
     ) -> tuple[int, set[str], dict[str, set[str]]]:
-        """(events, KBs to reconcile whole, paths to sync by KB) from file events."""
+        """(events, KBs to reconcile whole, paths to sync by KB) from file events: of the
+        KBs' roots (`trees`), or of the knowledge root and the KBs' folders."""
         whole: set[str] = set()
         paths: dict[str, set[str]] = {}
         for _, path in changes:
-            where = self.policy.locate(path)
+            where = _in_tree(path, trees) if trees is not None else self.policy.locate(path)
             if where is None:
                 continue
             kb, relpath = where
@@ -195,6 +222,17 @@ class Watcher:
             self.indexing.request_full(kb)
         for kb, relpaths in paths.items():
             self.indexing.paths_changed(kb, relpaths)
+
+
+def _in_tree(path: str, trees: dict[str, Path]) -> tuple[str, str | None] | None:
+    """(KB, path inside its root, or None for the root itself) of an event of a root."""
+    for kb, root in trees.items():
+        top = str(root)
+        if path == top:
+            return kb, None
+        if path.startswith(top + os.sep):
+            return kb, normalize_relpath(path[len(top) + 1 :])
+    return None
 
 
 def _permission_denied(exc: BaseException) -> bool:
