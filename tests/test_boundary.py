@@ -365,3 +365,20 @@ def test_a_trash_entry_whose_manifest_is_damaged_is_left_alone(
         d.client.post(d.client.kb("notes", f"/trash/{trash_id}/restore"))
     assert err.value.code == "TRASH_ENTRY_NOT_FOUND"
     assert folder.is_dir()  # left as it is, for the user to look at
+
+
+def test_folders_attached_before_identities_were_recorded_stay_attached(
+    two: Daemon, tmp_path: Path
+) -> None:
+    d = two
+    assert d.stop() == 0
+    (d.home / "local/vault.attached.json").unlink()  # as a data home from before
+    (d.home / "local/.attachments-recorded").unlink()
+    write(tmp_path / "synced/puffin.md", "# Puffin\n\nThe puffin dives.")
+    synced_in(d, "brought", str(tmp_path / "synced"))  # arrived while it was stopped
+    d.start()
+    wait_for(lambda: kb_status(d, "brought")["state"] == "unavailable")
+    assert kb_status(d, "vault")["state"] == "ok"
+    write(tmp_path / "vault/tern.md", "# Tern\n\nThe heron's neighbour.")
+    wait_for(lambda: paths_found(d, "vault", "heron") == ["heron.md", "tern.md"])
+    assert paths_found(d, "brought", "puffin") == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -270,7 +270,7 @@ class KBRepository(Protocol):
 
     def reattach(self, name: str, folder: Path) -> None: ...
 
-    def trust_existing_links(self) -> None: ...
+    def trust_existing_links(self, indexed: Collection[str]) -> None: ...
 
     def remove(self, name: str) -> None: ...
 

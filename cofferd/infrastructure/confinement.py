@@ -167,18 +167,18 @@ class Boundary:
         docs = kb_dir / "docs"
         try:
             if not stat.S_ISDIR(os.lstat(kb_dir).st_mode):
-                raise _refused(kb, f"{kb_dir} is not a folder (a link is not followed)")
+                raise KBUnavailable(kb, f"{kb_dir} is not a folder (a link is not followed)")
             mode = os.lstat(docs).st_mode
         except FileNotFoundError:
-            raise _refused(
+            raise KBUnavailable(
                 kb, f"its docs folder {self.locations.docs_folder(kb)} is missing"
             ) from None
         except OSError as exc:
-            raise _refused(kb, f"its folder cannot be read: {exc.strerror}") from None
+            raise KBUnavailable(kb, f"its folder cannot be read: {exc.strerror}") from None
         if stat.S_ISDIR(mode):
             return docs
         if not stat.S_ISLNK(mode):
-            raise _refused(kb, f"{docs} is not a folder")
+            raise KBUnavailable(kb, f"{docs} is not a folder")
         return self._attached_root(kb, docs)
 
     def _attached_root(self, kb: str, docs: Path) -> Path:
@@ -186,28 +186,30 @@ class Boundary:
         again = f"if it is the folder you mean, attach it: cofferctl kb attach {kb} {target}"
         record = self.attachment(kb)
         if record is None:
-            raise _refused(
+            raise KBUnavailable(
                 kb, f"its docs is a link to {target}, not attached on this machine; {again}"
             )
         real = Path(os.path.realpath(docs))
         try:
             st = os.stat(real)
         except OSError as exc:
-            raise _refused(
+            raise KBUnavailable(
                 kb, f"its docs folder {target} is missing (a disk not mounted?): {exc.strerror}"
             ) from None
         if not record.matches(real, st):
-            raise _refused(
+            raise KBUnavailable(
                 kb,
                 f"the folder at {target} is not the one attached ({record.folder}): it was "
                 f"replaced, moved or linked elsewhere; {again}",
             )
         home = os.path.realpath(self.locations.home)
         if _overlap(str(real), home):
-            raise _refused(kb, f"its docs folder {target} leads into Coffer's data home")
+            raise KBUnavailable(kb, f"its docs folder {target} leads into Coffer's data home")
         for other, theirs in self._roots.items():
             if other != kb and _overlap(str(real), str(theirs)):
-                raise _refused(kb, f"its docs folder {target} overlaps the folder of {other!r}")
+                raise KBUnavailable(
+                    kb, f"its docs folder {target} overlaps the folder of {other!r}"
+                )
         return real
 
     # -- paths below a root ---------------------------------------------------------------
@@ -272,7 +274,3 @@ def printable(name: str) -> str:
 
 def _overlap(a: str, b: str) -> bool:
     return inside(a, b) or inside(b, a)
-
-
-def _refused(kb: str, why: str) -> KBUnavailable:
-    return KBUnavailable(kb, why)

@@ -18,6 +18,7 @@ import logging
 import os
 import shutil
 import stat
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -257,15 +258,15 @@ class KBFiles:
         os.replace(fresh, docs)
         self.boundary.record(name, folder)
 
-    def trust_existing_links(self) -> None:
+    def trust_existing_links(self, indexed: Collection[str]) -> None:
         """Once, when a data home from before attachments were recorded is first opened:
-        the links its KBs have now were made by this machine (adopted as they were)."""
+        the links of the KBs this machine has already indexed (`indexed`) were made here."""
         marker = self.locations.local_dir / ".attachments-recorded"
         if marker.exists():
             return
         for name in self.names():
             folder = self.locations.attached_folder(name)
-            if folder is None or self.boundary.attachment(name) is not None:
+            if folder is None or name not in indexed or self.boundary.attachment(name):
                 continue
             try:
                 self.boundary.record(name, self.check_attachable(folder, name))

@@ -184,7 +184,7 @@ class Coffer:
         coffer.preparer.start()
         try:
             await coffer.stores.activity.keep(tuning.activity_keep)
-            await asyncio.to_thread(coffer.registry.repo.trust_existing_links)
+            await coffer._trust_existing_links()
             await coffer.registry.load()
             await coffer._restore()
         except BaseException:
@@ -198,6 +198,17 @@ class Coffer:
         """Read the whole index once (damage in the middle shows only on reading); a
         damaged one is moved aside and rebuilt from the files."""
         await self.stores.db.check()
+
+    async def _trust_existing_links(self) -> None:
+        """Attached folders from before their identity was recorded: those this machine
+        has indexed are recorded as attached here, once (kb_files.trust_existing_links)."""
+        repo = self.registry.repo
+        indexed = [
+            name
+            for name in await asyncio.to_thread(repo.names)
+            if (await self.stores.index.metrics(name))["documents"]
+        ]
+        await asyncio.to_thread(repo.trust_existing_links, indexed)
 
     async def _restore(self) -> None:
         """What the index holds that files cannot tell: restored from the data home."""

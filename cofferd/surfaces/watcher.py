@@ -108,7 +108,7 @@ class Watcher:
         self._cycle = asyncio.Event()
         roots = await self._probe(self._roots) or frozenset()
         changed = asyncio.create_task(self._until_roots_change(self._cycle, roots))
-        folders = [self.root, *(self.root / kb for kb, *_ in roots)]
+        folders = [self.root, *(self.root / kb.name for kb in self.indexing.kbs.list())]
         trees = {kb: path for kb, path, *_ in roots}
         try:
             self.state.running = True
