@@ -382,3 +382,24 @@ def test_folders_attached_before_identities_were_recorded_stay_attached(
     write(tmp_path / "vault/tern.md", "# Tern\n\nThe heron's neighbour.")
     wait_for(lambda: paths_found(d, "vault", "heron") == ["heron.md", "tern.md"])
     assert paths_found(d, "brought", "puffin") == []
+
+
+def test_a_restore_through_a_folder_swapped_for_a_link_is_refused(
+    two: Daemon, tmp_path: Path
+) -> None:
+    d = two
+    docs = d.docs("notes")
+    write(docs / "sub/lynx.md", "# Lynx\n\nThe lynx stalks.")
+    wait_for(lambda: paths_found(d, "notes", "lynx") == ["sub/lynx.md"])
+    trashed = d.client.request("DELETE", d.client.document("notes", "sub/lynx.md"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (docs / "sub").rmdir()
+    (docs / "sub").symlink_to(outside)  # a sync brings a link where the folder was
+    with pytest.raises(ApiError) as err:
+        d.client.post(d.client.kb("notes", f"/trash/{trashed['trash']['id']}/restore"))
+    assert err.value.code == "PATH_REFUSED"
+    assert list(outside.iterdir()) == []  # nothing written outside the knowledge base
+    assert [e["id"] for e in d.client.get(d.client.kb("notes", "/trash"))["items"]] == [
+        trashed["trash"]["id"]
+    ]  # still in the trash, whole

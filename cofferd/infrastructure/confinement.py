@@ -29,7 +29,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from cofferd.domain.errors import KBUnavailable, StorageError
+from cofferd.domain.errors import KBUnavailable, PathRefused, StorageError
 from cofferd.infrastructure.doc_files import disk_path, inside
 from cofferd.infrastructure.fsutil import atomic_write
 from cofferd.locations import Locations, check_relpath
@@ -216,7 +216,8 @@ class Boundary:
 
     def place(self, kb: str, relpath: str, *, make_folders: bool = False) -> Path:
         """Where a document of the KB is on disk, for a write, move or removal: below the
-        root checked now, through no link. Its missing folders are made when asked."""
+        root checked now, through no link (PathRefused). Its missing folders are made when
+        asked."""
         root = self.root(kb)
         path = disk_path(root, check_relpath(relpath))
         folder = root
@@ -225,14 +226,14 @@ class Boundary:
             if not _is_folder(folder, make=make_folders):
                 if not os.path.lexists(folder):
                     return path  # not there: nothing below it either
-                raise StorageError(
+                raise PathRefused(
                     f"{relpath} is below {folder.relative_to(root)}, which is a link or a "
                     "file, not a folder of the knowledge base",
                     path=relpath,
                 )
         with contextlib.suppress(FileNotFoundError):
             if not stat.S_ISREG(os.lstat(path).st_mode):
-                raise StorageError(f"{relpath} is a link or not a regular file", path=relpath)
+                raise PathRefused(f"{relpath} is a link or not a regular file", path=relpath)
         return path
 
     def raw_folder(self, kb: str) -> Path:

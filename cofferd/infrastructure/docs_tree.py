@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cofferd.domain.conflicts import ConflictCopy, conflict_copy
-from cofferd.domain.errors import StorageError
+from cofferd.domain.errors import PathRefused, StorageError
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
 from cofferd.infrastructure.doc_files import TreeReader, disk_path, stat_of
 from cofferd.infrastructure.document_policy import DocumentPolicy, Kind, has_markdown_suffix
@@ -133,7 +133,7 @@ class FileDocsTree:
             return None
         try:
             st = self.boundary.place(kb, relpath).lstat()
-        except (OSError, StorageError):
+        except (OSError, PathRefused):
             return None
         return stat_of(st) if stat_mod.S_ISREG(st.st_mode) else None
 
