@@ -3,11 +3,13 @@ through cofferctl's client, checking every response against docs/openapi.yaml.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -209,3 +211,19 @@ def upload(
     reply = json.loads(raw)
     check_response("POST", path, status, reply)
     return status, reply
+
+
+def exchange_raw(path: Path, data: bytes, timeout: float = 60) -> bytes:
+    """What the daemon answers to bytes sent as they are, however broken. It may close
+    before reading all of a huge request: what it answered is read first, then the
+    connection's reset is no news."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(data)
+        answer = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                answer += chunk
+    return answer

@@ -23,7 +23,6 @@ import json
 import os
 import random
 import re
-import socket
 import tempfile
 import urllib.parse
 import uuid
@@ -46,7 +45,15 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.daemon import CONTRACT, Daemon, check_response, cleanup, contract, new_daemon
+from tests.daemon import (
+    CONTRACT,
+    Daemon,
+    check_response,
+    cleanup,
+    contract,
+    exchange_raw,
+    new_daemon,
+)
 from tests.forwarder import Forwarder
 
 ACTOR = "fuzz"
@@ -357,17 +364,8 @@ def _nullable(spec: dict[str, Any]) -> bool:
 
 
 def send_raw(path: Path, raw: bytes, timeout: float = 60) -> tuple[int, Any]:
-    """(status, body) of bytes sent as they are; the body as JSON, or the bytes if it is not.
-    What the daemon answered is read before a reset (it may close before reading all)."""
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.settimeout(timeout)
-        sock.connect(str(path))
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            sock.sendall(raw)
-        answer = b""
-        with contextlib.suppress(ConnectionResetError):
-            while chunk := sock.recv(65536):
-                answer += chunk
+    """(status, body) of bytes sent as they are; the body as JSON, or the bytes if it is not."""
+    answer = exchange_raw(path, raw, timeout)
     head, _, body = answer.partition(b"\r\n\r\n")
     match = re.match(rb"HTTP/1\.[01] (\d{3})", head)
     if not match:

@@ -14,7 +14,7 @@ import pytest
 
 from cofferctl.client import exchange
 from cofferd.infrastructure import sqlite
-from tests.daemon import Daemon, check_response, contract, wait_for
+from tests.daemon import Daemon, check_response, contract, exchange_raw, wait_for
 
 KB = "/api/v1/knowledge_bases/notes"
 
@@ -142,20 +142,8 @@ def test_very_long_urls_and_headers_get_the_envelope(shared_daemon: Daemon, wher
 
 
 def refusal(d: Daemon, request: bytes) -> tuple[int, dict[str, Any]]:
-    """Send bytes as they are, however broken; (status, the envelope they were refused in).
-
-    The daemon may close before reading all of a huge request: what it answered is read
-    first, then the connection's reset is no news."""
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.settimeout(30)
-        sock.connect(str(d.socket))
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            sock.sendall(request)
-        raw = b""
-        with contextlib.suppress(ConnectionResetError):
-            while chunk := sock.recv(65536):
-                raw += chunk
-    return envelope_of(raw)
+    """Send bytes as they are, however broken; (status, the envelope they were refused in)."""
+    return envelope_of(exchange_raw(d.socket, request, timeout=30))
 
 
 def envelope_of(raw: bytes) -> tuple[int, dict[str, Any]]:
