@@ -50,6 +50,7 @@ from bench.scifact_keyword import load_scifact, ndcg_at, ranked_documents
 from cofferd.application import retrieval
 from cofferd.domain.config import LOCAL_MIN_SIMILARITY, EmbeddingConfig
 from cofferd.domain.models import Passage
+from cofferd.domain.query_syntax import parse_query
 from cofferd.infrastructure import fts, keyword_index
 from cofferd.infrastructure.embedders import LocalEmbedder
 from cofferd.infrastructure.sqlite import Connection
@@ -243,9 +244,9 @@ async def keyword_matches(coffer: Coffer, corpus: Corpus, queries: Sequence[str]
     def run(conn: Connection) -> list[set[int]]:
         out = []
         for query in queries:
-            parsed = fts.parse_query(query)
+            parsed = parse_query(query)
             found: set[int] = set()
-            for expr in (parsed.match(), parsed.match(prefix=True)):
+            for expr in (fts.match(parsed), fts.match(parsed, prefix=True)):
                 if expr is None or found:
                     continue
                 rows = conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", [expr])

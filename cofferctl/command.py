@@ -6,15 +6,26 @@ import argparse
 import sys
 import urllib.parse
 from collections.abc import Callable
-from typing import Any
 
 from cofferctl.client import Client
 from cofferctl.output import Output, visible
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # as shells report a Ctrl-C
 RESULT_FAILED = object()  # a command's result when it printed its own failures
 
-Command = Callable[[Client, argparse.Namespace, Output], Any]
+# what it returns: the data --json prints, None, or RESULT_FAILED
+Command = Callable[[Client, argparse.Namespace, Output], object]
+
+
+def load(reference: str) -> Command:
+    """The command `module.function` names in `cofferctl.commands`, imported now: a run
+    loads the module of its own command only."""
+    import importlib
+
+    module, _, function = reference.rpartition(".")
+    command: Command = getattr(importlib.import_module(f"cofferctl.commands.{module}"), function)
+    return command
 
 
 class UsageError(Exception):

@@ -9,7 +9,8 @@ run, and does nothing.
 The systemd service is sandboxed (ProtectSystem=strict, PrivateTmp): it may write only in
 the data home and in the folders attached as knowledge bases, each listed in the unit
 (`-` so that a folder on a disk not mounted does not stop the service). Attaching or
-deleting a knowledge base rewrites the unit and restarts the service (`refresh`).
+deleting a knowledge base rewrites the unit and restarts the service (`refresh`). A data
+home or an attached folder in /tmp or /var/tmp is out of its sight: both say so.
 """
 
 from __future__ import annotations
@@ -182,6 +183,8 @@ def refresh(write: Callable[[str], None] = print) -> None:
         return
     _write_file(unit, content)
     write(f"updated {unit}: the folders cofferd may write")
+    for unreachable in private_tmp_problems(Locations.from_env()):
+        write(f"warning: {unreachable}")
     if problem := user_bus_problem():
         write(f"restart it yourself: {problem}")
     else:
@@ -217,8 +220,44 @@ def user_bus_problem(platform: str = sys.platform) -> str | None:
     )
 
 
+PRIVATE_TMP = ("/tmp", "/var/tmp")  # the service has its own (PrivateTmp=yes)
+
+
+def private_tmp_problems(locations: Locations, platform: str = sys.platform) -> list[str]:
+    """What the systemd service cannot reach because it has a /tmp and /var/tmp of its
+    own: a data home or an attached folder there, each with what to do."""
+    if platform == "darwin":
+        return []
+    problems = []
+    if tmp := _private_tmp_of(locations.home):
+        problems.append(
+            f"the data home {locations.home} is in {tmp}, and the service has a /tmp and "
+            "/var/tmp of its own (PrivateTmp=yes): cofferd would not see your knowledge bases "
+            "there, and what it wrote would vanish when it stops. Move the data home "
+            "elsewhere, or set COFFER_HOME to a folder outside /tmp and /var/tmp, and run "
+            "`cofferctl service install` again"
+        )
+    for folder in locations.attached_folders():
+        if tmp := _private_tmp_of(folder):
+            problems.append(
+                f"the attached folder {folder} is in {tmp}, which the service does not see "
+                "(PrivateTmp=yes): move the folder elsewhere and attach it there "
+                "(cofferctl kb attach NAME DIR)"
+            )
+    return problems
+
+
+def _private_tmp_of(path: Path) -> str | None:
+    """/tmp or /var/tmp when `path` really is in it (through links too), else None."""
+    real = os.path.realpath(path)
+    return next((tmp for tmp in PRIVATE_TMP if real == tmp or real.startswith(tmp + "/")), None)
+
+
 def execute(action: str, dry_run: bool, write: Callable[[str], None] = print) -> int:
     steps = plan(action)
+    if action == "install":
+        for unreachable in private_tmp_problems(Locations.from_env()):
+            write(f"warning: {unreachable}")
     if not dry_run and (problem := user_bus_problem()):
         doing = {"status": "show the state of"}.get(action, action)
         write(f"cannot {doing} the service: {problem}")

@@ -2,9 +2,11 @@
 
 A value is JSON when it parses as JSON, else text. Where the knowledge base already has a
 setting, its current value tells the shape: a list setting takes `a,b` (one item too), a
-byte count takes `10MiB` or `25 MB`. Without a current value (a new knowledge base), text
-with a comma is a list and a number with a unit a byte count. The daemon validates the
-result and names what is wrong.
+byte count takes `10MiB` or `25 MB`, a text setting any text. Without a current value (a
+new knowledge base), text with a comma is a list and a number with a unit a byte count.
+The daemon validates the result and names what is wrong. `null` removes a setting (its
+default applies again): the daemon merges what is sent into what is set (a JSON merge
+patch), so `embedding.model=x` or `embedding={"model": "x"}` changes only the model.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ def _value(raw: str, existing: Any) -> Any:
         value = json.loads(raw)
     except json.JSONDecodeError:
         value = raw
+    if isinstance(existing, str) and value is not None and not isinstance(value, str):
+        return raw  # a text setting takes any text: a folder named 2024
     if isinstance(existing, list) and not isinstance(value, list):
         return [part.strip() for part in raw.split(",") if part.strip()]
     if isinstance(existing, int) and not isinstance(existing, bool) and isinstance(value, str):

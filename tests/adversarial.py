@@ -106,15 +106,22 @@ def _index_text() -> Callable[[str], object]:
     return index_text
 
 
-def _query() -> Callable[[str], object]:
-    from cofferd.infrastructure.fts import parse_query
+def _snippet() -> Callable[[str], object]:
+    from cofferd.infrastructure.fts import snippet
 
-    return lambda text: parse_query(text).match()
+    return snippet
+
+
+def _query() -> Callable[[str], object]:
+    from cofferd.domain.query_syntax import parse_query
+    from cofferd.infrastructure.fts import match
+
+    return lambda text: match(parse_query(text))
 
 
 def _phrase(query: str) -> Callable[[], Callable[[str], object]]:
     def parse() -> Callable[[str], object]:
-        from cofferd.infrastructure.fts import parse_query
+        from cofferd.domain.query_syntax import parse_query
 
         return parse_query(query).holds_phrases
 
@@ -221,6 +228,9 @@ CASES = [
     ),
     Case("FTS text", "CJK run", lambda n: repeat(CJK, n), _index_text),
     Case("FTS text", "CJK and Latin", lambda n: repeat("a東", n), _index_text),
+    Case("snippet", "many matches", lambda n: repeat("\x02a\x03 b ", n), _snippet),
+    Case("snippet", "CJK and Latin", lambda n: repeat("a東", n), _snippet),
+    Case("snippet", "one long word", lambda n: repeat("w", n, " \x02x\x03"), _snippet),
     Case(
         "FTS query",
         "CJK run",

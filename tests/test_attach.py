@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cofferctl import cli
 from cofferctl.client import ApiError
-from tests.daemon import Daemon, wait_for
+from tests.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.helpers import write
 
 
@@ -81,7 +84,8 @@ def test_an_attached_folder_is_indexed_in_place_and_never_written(
     page.write_text("<h1>Report</h1><p>the heron census</p>")
     added = d.client.post(d.client.kb("vault", "/documents"), {"source_path": str(page)})
     doc_id = added["document"]["id"]
-    assert (vault / f"{doc_id}.md").is_file() and not list(vault.glob(f"{doc_id}.html"))
+    assert added["document"]["path"] == str(vault / "Report.md")  # named after its title
+    assert (vault / "Report.md").is_file() and not list(vault.glob("*.html"))
     assert (d.home / "knowledge/vault/raw" / f"{doc_id}.html").is_file()
 
     # deleting the knowledge base leaves the folder as it is
@@ -141,3 +145,126 @@ def test_folders_that_cannot_be_attached_are_refused(
     assert err.value.code == "VALIDATION_ERROR" and message in err.value.message
     assert err.value.details["field"] == "path"
     assert not (d.home / "knowledge/second").exists()
+
+
+def kb_status(d: Daemon, kb: str) -> dict[str, Any]:
+    return next(k for k in d.client.get("/api/v1/status")["knowledge_bases"] if k["name"] == kb)
+
+
+def states_for(d: Daemon, kb: str, seconds: float) -> list[str]:
+    """The KB's state, read every few milliseconds for `seconds`."""
+    seen = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        seen.append(kb_status(d, kb)["state"])
+        time.sleep(0.02)
+    return seen
+
+
+def test_a_folder_away_is_one_problem_and_back_is_ok_at_once(tmp_path: Path, vault: Path) -> None:
+    d = new_daemon(tmp_path).start("--reconcile-interval", "1")  # every pass meets it away
+    try:
+        d.client.post("/api/v1/knowledge_bases", {"name": "disk", "path": str(vault)})
+        wait_for(lambda: len(found(d, "disk", "heron")) == 2)
+        vault.rename(vault.with_name("unmounted"))
+
+        away = states_for(d, "disk", 3.0)
+        assert set(away) == {"unavailable"}  # never "failing": nothing fails but the folder
+        entry = kb_status(d, "disk")
+        assert entry["problems"] == [entry["problem"]]  # said once
+        assert "unavailable" in entry["problem"] and f"{vault} is missing" in entry["problem"]
+        out = io.StringIO()
+        assert cli.main(["--socket", str(d.socket), "status"], stdout=out) == 0
+        assert [line for line in out.getvalue().splitlines() if line.startswith("disk:")] == [
+            f"disk: problem: {entry['problem']}"
+        ]
+        with pytest.raises(ApiError) as err:  # a document read says why, not "not found"
+            d.client.get(d.client.document("disk", "plan.md"))
+        assert (err.value.code, err.value.message) == ("KB_UNAVAILABLE", entry["problem"])
+        assert len(found(d, "disk", "heron")) == 2  # while search still finds it
+
+        vault.with_name("unmounted").rename(vault)
+        back = states_for(d, "disk", 2.5)
+        assert "failing" not in back and back[-1] == "ok"
+        assert d.client.get(d.client.document("disk", "plan.md"))["title"] == "Plan"
+    finally:
+        cleanup(d)
+
+
+def test_every_path_shown_is_under_the_folder_attached(
+    daemon: Daemon, vault: Path, tmp_path: Path
+) -> None:
+    d = daemon
+    write(vault / "areas/cooking/ramen.md", "# Ramen\n\nA rich broth.")
+    (vault / "binary.md").write_bytes(b"\0" * 512)
+    d.client.post("/api/v1/knowledge_bases", {"name": "vault", "path": str(vault)})
+    wait_for(lambda: found(d, "vault", "broth"))
+    # moved into a synced folder, a link left where it was: still the folder attached
+    moved = tmp_path / "Sync" / "My Vault"
+    moved.parent.mkdir()
+    vault.rename(moved)
+    vault.symlink_to(moved)
+
+    def mine(path: str) -> bool:
+        return path.startswith(f"{vault}/")
+
+    hits = d.client.post(d.client.kb("vault", "/grep"), {"pattern": "broth"})["hits"]
+    assert [h["path"] for h in hits] == [str(vault / "areas/cooking/ramen.md")]
+    skipped = wait_for(lambda: d.client.get(d.client.kb("vault", "/skipped"))["items"])
+    assert [s["path"] for s in skipped] == [str(vault / "binary.md")]
+    assert kb_status(d, "vault")["docs_path"] == str(vault)
+
+    deleted = d.client.request("DELETE", d.client.document("vault", "areas/cooking/ramen.md"))
+    write(moved / "areas/cooking/ramen.md", "# Ramen\n\nWritten again meanwhile.")
+    with pytest.raises(ApiError) as err:
+        d.client.post(d.client.kb("vault", f"/trash/{deleted['trash']['id']}/restore"))
+    assert err.value.code == "PATH_OCCUPIED"
+    assert err.value.details["path"] == str(vault / "areas/cooking/ramen.md")
+    assert f"a file is at {vault}/areas/cooking/ramen.md;" in err.value.message
+    manifest = d.home / "trash/vault" / deleted["trash"]["id"] / "manifest.json"
+    assert all(mine(path) for path in json.loads(manifest.read_text())["moved"].values())
+
+
+def test_added_documents_are_named_placed_and_permitted_as_the_users(
+    daemon: Daemon, vault: Path
+) -> None:
+    d = daemon
+    write(vault / "ramen.md", "# ramen\n\nmy own note")
+    vault.chmod(0o750)  # a file of theirs made here would be 0640
+    d.client.post("/api/v1/knowledge_bases", {"name": "vault", "path": str(vault)})
+    page = vault.parent / "q3.html"
+    page.write_text("<h1>Q3 report: final?</h1><p>the heron census</p>")
+    out = io.StringIO()
+    argv = ["--socket", str(d.socket), "add", "vault", str(page), "--to", "Inbox/"]
+    assert cli.main(argv, stdout=out) == 0
+    added = vault / "Inbox" / "Q3 report final.md"  # its title, as every system holds it
+    assert added.is_file() and str(added) in out.getvalue()
+    assert mode(added) == 0o640 and mode(added.parent) == 0o750  # as theirs, not 0600/0700
+    doc = d.client.get(d.client.document("vault", "Inbox/Q3 report final.md"))
+
+    # converted again, it is written where it is, as it is
+    page.write_text("<h1>Q3 report: final?</h1><p>the egret census</p>")
+    again = d.client.post(d.client.document("vault", doc["id"], "/update-source"))
+    assert again["document"]["id"] == doc["id"] and again["document"]["path"] == str(added)
+    assert "egret" in added.read_text() and mode(added) == 0o640
+
+    # a name taken in any case is not used; the knowledge base's own folder for adds
+    note = {"content": "# Ramen\n\nfrom an agent"}
+    first = d.client.post(d.client.kb("vault", "/documents"), note)["document"]
+    assert first["path"] == str(vault / "Ramen 2.md")
+    assert cli.main(["--socket", str(d.socket), "kb", "set", "vault", "add_folder=Clippings"],
+                    stdout=io.StringIO()) == 0  # fmt: skip
+    second = d.client.post(d.client.kb("vault", "/documents"), note)["document"]
+    assert second["path"] == str(vault / "Clippings" / "Ramen.md")
+    top = d.client.post(d.client.kb("vault", "/documents"), {**note, "folder": ""})["document"]
+    assert top["path"] == str(vault / "Ramen 3.md")
+
+    for folder in ("../elsewhere", "/etc", ".obsidian"):
+        with pytest.raises(ApiError) as err:
+            d.client.post(d.client.kb("vault", "/documents"), {**note, "folder": folder})
+        assert err.value.code == "VALIDATION_ERROR" and err.value.details["field"] == "folder"
+    assert not (vault.parent / "elsewhere").exists()
+
+
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cofferd.application.chunker import chunk_markdown, count_words
+from cofferd.domain.models import KnowledgeBase
+from cofferd.surfaces.core import Coffer
+from tests.helpers import write
 
 
 def test_headings_split_first_and_carry_their_path() -> None:
@@ -62,3 +67,79 @@ def test_chunks_are_bounded_and_lose_no_words(blocks: list[str], size: int) -> N
     for c in chunks:
         assert count_words(c.text) <= size
     assert sum(count_words(c.text) for c in chunks) == count_words(body)
+
+
+def only_headings(text: str) -> bool:
+    return all(line.lstrip().startswith("#") for line in text.split("\n") if line.strip())
+
+
+def test_a_heading_with_nothing_under_it_leads_what_follows() -> None:
+    body = "# Sourdough\n\n## Starter\n\nFeed it flour and water.\n\n## Bake\n\n### Oven\n\nHot."
+    chunks = chunk_markdown(body, "Sourdough", 512, 64)
+    assert [c.text for c in chunks] == [
+        "# Sourdough\n\n## Starter\n\nFeed it flour and water.",
+        "## Bake\n\n### Oven\n\nHot.",
+    ]
+    assert [c.heading for c in chunks] == [
+        ("Sourdough", "Starter"),
+        ("Sourdough", "Bake", "Oven"),
+    ]
+    assert [(c.line_start, c.line_end) for c in chunks] == [(1, 5), (7, 11)]
+
+
+def test_a_heading_before_a_block_too_large_leads_its_first_piece() -> None:
+    words = " ".join(f"w{i}" for i in range(300))
+    for body in (f"# Sourdough\n\n{words}", f"intro\n\n# Sourdough\n\n{words}"):
+        chunks = chunk_markdown(body, "t", 100, 20)
+        assert not any(only_headings(c.text) for c in chunks)
+        led = next(c for c in chunks if "# Sourdough" in c.text)
+        assert led.text.startswith("# Sourdough\n\nw0 ")
+        assert body.split("\n")[led.line_start - 1] == "# Sourdough"
+        assert all(count_words(c.text) <= 100 for c in chunks)
+
+
+def test_a_heading_that_does_not_fit_beside_its_paragraph_still_leads_it() -> None:
+    paragraph = " ".join(f"w{i}" for i in range(99))  # fits alone, not with the heading
+    chunks = chunk_markdown(f"# Sourdough starter\n\n{paragraph}", "t", 100, 0)
+    assert chunks[0].text.startswith("# Sourdough starter\n\nw0 ")
+    assert all(count_words(c.text) <= 100 for c in chunks)
+
+
+def test_a_document_that_is_only_a_heading_keeps_it() -> None:
+    (chunk,) = chunk_markdown("# Sourdough", "Sourdough", 512, 64)
+    assert chunk.text == "# Sourdough"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["# H", "## Sub", "word " * 30, "```\ncode\n```", "东京 " * 40, "", "-"]),
+        max_size=40,
+    ),
+    st.integers(100, 300),
+    st.floats(0, 0.5),
+)
+def test_chunks_with_overlap_are_bounded_and_never_a_heading_alone(
+    blocks: list[str], size: int, overlap: float
+) -> None:
+    body = "\n\n".join(blocks)
+    chunks = chunk_markdown(body, "t", size, int(size * overlap))
+    for c in chunks:
+        assert count_words(c.text) <= size
+    # only the headings that end the document, with nothing under them, stay by themselves
+    lead = [c for c in chunks[:-1] if only_headings(c.text)]
+    assert not lead, lead
+
+
+async def test_an_index_chunked_before_headings_led_is_chunked_again(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    write(docs / "bread.md", "# Sourdough\n\n## Starter\n\nFeed it flour and water.")
+    await coffer.reindexer.reconcile(kb)
+
+    def chunked_as_format_5(conn: Any) -> None:  # as the previous version left it
+        conn.execute("UPDATE documents SET chunking = 'v5:words:512:64'")
+
+    await coffer.stores.db.transact(chunked_as_format_5)
+    result = await coffer.reindexer.reconcile(kb)
+    assert (result.documents_updated, result.documents_unchanged) == (1, 0)

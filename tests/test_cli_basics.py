@@ -4,8 +4,10 @@ texts, kb create/set/delete messages, search score labels, service without a use
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 
@@ -113,6 +115,40 @@ def test_kb_set_warns_of_a_credential_the_daemon_lacks(
     assert code == 0 and "warning" in out and variable in out
 
 
+def test_kb_set_changes_only_what_it_names_and_kb_show_says_where_values_come_from(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    remote = {
+        "provider": "openai", "model": "text-embedding-3-small", "dimensions": 8,
+        "base_url": "http://127.0.0.1:9/v1", "credential_ref": "env:COFFER_TEST_KEY",
+    }  # fmt: skip
+    assert run(d, "kb", "set", fresh_kb, f"embedding={json.dumps(remote)}")[0] == 0
+    bigger = 'embedding={"model": "text-embedding-3-large", "dimensions": 16}'
+    assert run(d, "kb", "set", fresh_kb, bigger)[0] == 0
+    embedding = d.client.get(d.client.kb(fresh_kb))["config"]["embedding"]
+    kept = ("provider", "base_url", "credential_ref")  # merged into what was set
+    assert {key: embedding[key] for key in kept} == {key: remote[key] for key in kept}
+    assert (embedding["model"], embedding["dimensions"]) == ("text-embedding-3-large", 16)
+    assert run(d, "kb", "set", fresh_kb, "embedding.base_url=null")[0] == 0  # one key removed
+    embedding = d.client.get(d.client.kb(fresh_kb))["config"]["embedding"]
+    assert embedding["base_url"] is None and embedding["provider"] == "openai"
+    code, out = run(d, "kb", "show", fresh_kb)
+    assert code == 0
+    assert '  embedding.provider: "openai"  (this machine\'s settings)' in out
+    assert '  embedding.model: "text-embedding-3-large"  (kb.yaml)' in out
+    assert "  embedding.base_url: null  (default)" in out
+    assert "  chunk_size: 512  (default)" in out
+
+    assert run(d, "kb", "set", fresh_kb, "embedding=null")[0] == 0  # all of it removed
+    assert run(d, "kb", "set", fresh_kb, 'embedding={"provider": "local"}')[0] == 0
+    out = run(d, "kb", "show", fresh_kb)[1]
+    assert "  embedding.min_similarity: 0.3  (the model's default)" in out
+    assert '  embedding.model: "all-MiniLM-L6-v2"  (default)' in out
+    assert "credential_ref: null" in out
+
+
 def test_kb_delete_of_a_missing_kb_says_so_first(shared_daemon: Daemon) -> None:
     missing = ctl(shared_daemon, "kb", "delete", "nosuch")  # no --yes, not a terminal
     assert missing.returncode == 1 and "KB_NOT_FOUND" in missing.stderr
@@ -147,3 +183,62 @@ def test_service_without_a_user_bus_explains(tmp_path: object) -> None:
 def test_json_errors_stay_json(shared_daemon: Daemon) -> None:
     code, out = run(shared_daemon, "kb", "show", "nosuch", "--json")
     assert code == 1 and json.loads(out)["error"]["code"] == "KB_NOT_FOUND"
+
+
+def test_options_may_come_between_the_kb_and_the_query(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    write(d.docs(fresh_kb) / "todo.md", "---\ntags: [todo]\n---\n# Todo\n\nthe next action\n")
+    write(d.docs(fresh_kb) / "done.md", "# Done\n\nan action taken\n")
+    write(d.docs(fresh_kb) / "cpp.md", "# Cpp\n\nthe C++ compiler\n")
+    wait_for(lambda: d.client.get(d.client.kb(fresh_kb, "/documents"))["total"] == 3)
+    code, out = run(d, "search", fresh_kb, "--tag", "todo", "action")
+    assert code == 0 and "todo.md" in out and "done.md" not in out
+    code, out = run(d, "search", "-k", "1", fresh_kb, "action", "--tag", "todo")
+    assert code == 0 and "todo.md" in out and "done.md" not in out
+    code, out = run(d, "search", fresh_kb, "-k", "3", "--", "C++ compiler")
+    assert code == 0 and "cpp.md" in out
+
+
+def test_text_that_starts_with_a_dash_says_how_to_write_it(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    write(d.docs(fresh_kb) / "plan.md", "# Plan\n\nthe plan for the house\n")
+    write(d.docs(fresh_kb) / "garden.md", "# Garden\n\nthe plan for the garden\n")
+    write(d.docs(fresh_kb) / "arrow.md", "# Arrow\n\nstate -> next\n")
+    wait_for(lambda: d.client.get(d.client.kb(fresh_kb, "/documents"))["total"] == 3)
+    dashed = ctl(d, "search", fresh_kb, "plan", "-garden")
+    assert dashed.returncode == 2 and "usage: cofferctl search" in dashed.stderr
+    assert (
+        "-garden: not an option; text that starts with - goes after --, as in: "
+        f"cofferctl search {fresh_kb} plan -- -garden"
+    ) in dashed.stderr
+    code, out = run(d, "search", fresh_kb, "plan", "--", "-garden")
+    assert code == 0 and "plan.md" in out and "garden.md" not in out
+
+    arrow = ctl(d, "grep", fresh_kb, "->")
+    assert arrow.returncode == 2 and f"cofferctl grep {fresh_kb} -- '->'" in arrow.stderr
+    code, out = run(d, "grep", fresh_kb, "--", "->")
+    assert code == 0 and out == "arrow.md:3:state -> next\n"
+    typo = ctl(d, "search", fresh_kb, "plan", "--tagg", "x")
+    assert typo.returncode == 2 and "--tagg: did you mean --tag?" in typo.stderr
+    assert "Traceback" not in dashed.stderr + arrow.stderr + typo.stderr
+
+
+def test_a_command_loads_only_what_it_runs() -> None:
+    # each command's module is imported when it runs; nothing that only others need
+    code = (
+        "import sys; from cofferctl import cli; "
+        "cli.main(['--socket', '/nonexistent/cofferd.sock', 'search', 'notes', 'words']); "
+        "print(sorted(sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    loaded = set(ast.literal_eval(out.stdout))
+    commands = {m for m in loaded if m.startswith("cofferctl.commands.")}
+    assert commands == {"cofferctl.commands.searching"}
+    heavy = {"dataclasses", "tempfile", "hashlib", "difflib", "shutil", "inspect"}
+    assert loaded & heavy == set()

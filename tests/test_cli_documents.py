@@ -8,6 +8,7 @@ import os
 import pty
 import subprocess
 import threading
+import unicodedata
 import uuid
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def kb(shared_daemon: Daemon) -> str:
 
 def _doc(d: Daemon, kb: str, relpath: str, text: str) -> dict[str, object]:
     write(d.docs(kb) / relpath, text)
-    return wait_for(lambda: d.client.get(d.client.kb(kb, f"/documents/{relpath}")))
+    return wait_for(lambda: d.client.get(d.client.document(kb, relpath)))
 
 
 def test_edit_explains_a_missing_or_failing_editor(
@@ -181,3 +182,89 @@ def test_grep_colours_orders_and_exits_1_on_nothing(shared_daemon: Daemon, kb: s
     assert missing.returncode == 1 and missing.stdout == "" and missing.stderr == ""
     as_json = ctl(d, "grep", kb, "albatross", "--json")
     assert as_json.returncode == 1 and json.loads(as_json.stdout)["hits"] == []
+
+
+def _columns(text: str) -> int:
+    """Terminal columns, as an East Asian-aware terminal shows them."""
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
+def test_tables_stay_aligned_with_wide_and_combining_characters(
+    shared_daemon: Daemon, tmp_path: Path
+) -> None:
+    d = shared_daemon
+    kb = "wide-" + uuid.uuid4().hex[:6]
+    assert run(d, "kb", "create", kb)[0] == 0
+    titles = ["知识库的笔记", "ＦＵＬＬ width", "Cafe\u0301 noir", "plain", "tab\there"]
+    for i, title in enumerate(titles):
+        write(d.docs(kb) / f"n{i}.md", f"---\ntags: [标签{i}]\n---\n# {title}\n\nwords\n")
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/documents"))["total"] == len(titles))
+    code, out = run(d, "docs", kb)
+    rows = out.splitlines()[1:-1]
+    assert code == 0 and len(rows) == len(titles)
+    # the mode column starts at the same column on every row, whatever the title before it
+    starts = {_columns(row[: row.index("edited")]) for row in rows}
+    assert len(starts) == 1, out
+    assert r"tab\there" in out  # escaped first, then measured
+    code, out = run(d, "tags", kb)
+    counts = {_columns(row[: row.rindex("1")]) for row in out.splitlines()[1:]}
+    assert code == 0 and len(counts) == 1, out
+
+
+def test_a_document_is_found_by_the_names_people_use(shared_daemon: Daemon, kb: str) -> None:
+    d = shared_daemon
+    _doc(d, kb, "projects/coffer/plan.md", "---\ntags: [p]\n---\n# The plan\n\nsteps\n")
+    boiler = _doc(d, kb, "home/boiler-service.md", "# Boiler\n\nservice it in May\n")
+    _doc(d, kb, "projects/house/plan.md", "# House plan\n\nrooms\n")
+    code, out = run(d, "show", kb, "projects/coffer/plan")  # no .md
+    assert code == 0 and out == "---\ntags: [p]\n---\n# The plan\n\nsteps\n"
+    assert run(d, "show", kb, "PROJECTS/Coffer/Plan.MD")[1] == out  # any case
+    assert run(d, "show", kb, "coffer/plan")[1] == out  # the end of its path
+    for name in ("Boiler", "boiler", "boiler-service"):  # its title, its file name
+        code, out = run(d, "show", kb, name, "--json")
+        assert code == 0 and json.loads(out)["id"] == boiler["id"], name
+
+    summer = _doc(d, kb, "voyages/ete.md", "# Été à Paris\n\nchaud\n")
+    code, out = run(d, "show", kb, "ÉTÉ À PARIS", "--json")  # a title in any case
+    assert code == 0 and json.loads(out)["id"] == summer["id"]
+
+    several = ctl(d, "show", kb, "plan")
+    assert several.returncode == 1 and "DOCUMENT_AMBIGUOUS" in several.stderr
+    assert (
+        "names 2 documents: projects/coffer/plan.md (The plan), projects/house/plan.md (House "
+        "plan); give its path"
+    ) in several.stderr
+
+    typo = ctl(d, "show", kb, "Boilr")
+    assert typo.returncode == 1 and "DOCUMENT_NOT_FOUND" in typo.stderr
+    assert "did you mean home/boiler-service.md (Boiler)?" in typo.stderr
+    code, out = run(d, "show", kb, "Boilr", "--json")
+    details = json.loads(out)["error"]["details"]
+    assert details["suggestions"] == [
+        {"id": boiler["id"], "relative_path": "home/boiler-service.md", "title": "Boiler"}
+    ]
+    nothing = ctl(d, "show", kb, "zzzzqqqq")
+    assert nothing.returncode == 1 and "did you mean" not in nothing.stderr
+
+
+def test_restore_takes_a_start_of_the_trash_id(shared_daemon: Daemon, kb: str) -> None:
+    d = shared_daemon
+    ids = []
+    for name in ("first", "second"):
+        _doc(d, kb, f"trash/{name}.md", f"# {name}\n\nwords\n")
+        code, out = run(d, "rm", kb, f"trash/{name}.md", "--yes")
+        ids.append(out.split("in the trash as ")[1].split()[0])
+    shared = next(i for i, (a, b) in enumerate(zip(*ids, strict=True)) if a != b)
+    assert shared >= 4  # ULIDs of one minute share their start
+    both = ctl(d, "restore", kb, ids[0][:shared])
+    assert both.returncode == 1 and "DOCUMENT_AMBIGUOUS" in both.stderr
+    assert "several trash ids" in both.stderr
+    code, out = run(d, "restore", kb, ids[0][: shared + 1].lower())
+    assert code == 0 and "restored trash/first.md (first)" in out
+    code, out = run(d, "restore", kb, ids[1][:8])
+    assert code == 0 and "restored trash/second.md (second)" in out
+    short = ctl(d, "restore", kb, ids[0][:3])
+    assert short.returncode == 1 and "TRASH_ENTRY_NOT_FOUND" in short.stderr

@@ -169,24 +169,30 @@ def test_every_command_escapes_names_and_content(
     assert any(UNSAFE.search(s) for s in strings(json.loads(out)))
 
 
-def test_show_prints_content_raw_into_a_pipe_and_escaped_on_a_terminal(
+def test_show_prints_the_file_raw_into_a_pipe_and_escaped_on_a_terminal(
     shared_daemon: Daemon, hostile: Hostile
 ) -> None:
     d = shared_daemon
-    doc = d.client.get(d.client.document(hostile.kb, f"{HOSTILE}.md"))
+    file = (d.docs(hostile.kb) / f"{HOSTILE}.md").read_bytes().decode()
     code, out, _ = cofferctl(d, "show", hostile.kb, f"{HOSTILE}.md")
-    assert code == 0 and out.endswith(doc["content"])  # a pipe gets the text, as cat gives it
-    head = assert_no_raw_controls(out[: -len(doc["content"])])
-    assert head.startswith(f"{TITLE_SHOWN}  (") and rf"{SHOWN}.md)" in head
-    assert r"#red\x1b[31m #bidi\u202e" in head
+    assert code == 0 and out == file  # a pipe gets the file, frontmatter too, as cat gives it
 
     code, out, _ = cofferctl(d, "show", hostile.kb, f"{HOSTILE}.md", tty=True)
     shown = assert_no_raw_controls(out, ours=True)
     assert code == 0 and r"needle \x1b]0;PWNED\x07" in shown and TARGET_SHOWN in shown
-    assert out.count("\n") == doc["content"].count("\n") + 3  # its lines are kept
+    assert shown.startswith('---\ntags: ["red\\e[31m"') and out.count("\n") == file.count("\n")
+
+    doc = d.client.get(d.client.document(hostile.kb, f"{HOSTILE}.md"))
+    code, out, _ = cofferctl(d, "show", hostile.kb, f"{HOSTILE}.md", "--header")
+    assert code == 0 and out.endswith(doc["content"])  # the text without its frontmatter
+    head = assert_no_raw_controls(out[: -len(doc["content"])])
+    assert head.startswith(f"{TITLE_SHOWN}  (") and rf"{SHOWN}.md)" in head
+    assert r"#red\x1b[31m #bidi\u202e" in head
 
     code, out, _ = cofferctl(d, "show", hostile.kb, f"{HOSTILE}.md", "--json")
-    assert code == 0 and json.loads(assert_no_raw_controls(out)) == doc
+    with_file = d.client.get(d.client.document(hostile.kb, f"{HOSTILE}.md"), file_text="true")
+    assert code == 0 and json.loads(assert_no_raw_controls(out)) == with_file
+    assert with_file["file_text"] == file
 
 
 def test_colours_and_links_still_work_on_a_terminal(

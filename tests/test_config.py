@@ -5,6 +5,7 @@ import pytest
 from cofferd.domain.config import (
     KnowledgeBaseConfig,
     check_kb_name,
+    effective_settings,
     merge_config,
     parse_config,
 )
@@ -56,6 +57,46 @@ def test_vector_adds_hybrid_and_needs_embedding() -> None:
 def test_merge_keeps_other_settings() -> None:
     c = merge_config(parse_config({"chunk_size": 300}), {"chunk_overlap": 10})
     assert (c.chunk_size, c.chunk_overlap) == (300, 10)
+
+
+def test_a_change_is_a_json_merge_patch() -> None:
+    remote = {"provider": "openai", "model": "m", "dimensions": 8,
+              "base_url": "http://127.0.0.1:9/v1", "credential_ref": "env:KEY"}  # fmt: skip
+    c = merge_config(parse_config({"embedding": remote}), {"embedding": {"model": "n"}})
+    assert c.embedding is not None and c.embedding.model == "n"
+    assert (c.embedding.provider, c.embedding.base_url) == ("openai", "http://127.0.0.1:9/v1")
+    c = merge_config(c, {"embedding": {"base_url": None}, "chunk_size": 300})
+    assert c.embedding is not None and c.embedding.base_url is None
+    assert c.embedding.credential_ref == "env:KEY" and c.chunk_size == 300
+    c = merge_config(c, {"chunk_size": None, "embedding": None})  # null: back to the default
+    assert c.chunk_size == 512 and c.embedding is None
+    assert "chunk_size" not in c.model_fields_set  # not written to kb.yaml any more
+
+
+def test_effective_settings_say_where_each_value_comes_from() -> None:
+    c = parse_config({"chunk_size": 256, "auto_update_sources": True,
+                      "embedding": {"provider": "local", "threads": 2}})  # fmt: skip
+    found = effective_settings(c)
+    assert found["chunk_size"] == {"value": 256, "source": "kb_yaml"}
+    assert found["chunk_overlap"] == {"value": 64, "source": "default"}
+    assert found["auto_update_sources"] == {"value": True, "source": "machine"}
+    assert found["embedding.provider"] == {"value": "local", "source": "machine"}
+    assert found["embedding.threads"] == {"value": 2, "source": "machine"}
+    assert found["embedding.min_similarity"] == {"value": 0.3, "source": "model"}
+    assert found["embedding.multilingual"] == {"value": False, "source": "model"}
+    assert found["add_folder"] == {"value": "", "source": "default"}
+    own_model = parse_config({"embedding": {"provider": "local", "model_path": "/m"}})
+    no_floor = effective_settings(own_model)["embedding.min_similarity"]
+    assert no_floor == {"value": None, "source": "default"}  # none applies: scales differ
+    unset = effective_settings(KnowledgeBaseConfig())["embedding"]
+    assert unset == {"value": None, "source": "default"}
+
+
+def test_the_folder_for_adds_is_inside_the_knowledge_base() -> None:
+    assert parse_config({"add_folder": "Inbox/"}).add_folder == "Inbox"
+    with pytest.raises(ValidationFailed) as err:
+        parse_config({"add_folder": "../elsewhere"})
+    assert err.value.details["field"] == "add_folder"
 
 
 @pytest.mark.parametrize("name", ["notes", "a", "work-2024", "my_kb", "x" * 64])

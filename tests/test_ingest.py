@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,8 @@ def test_every_format_becomes_searchable_markdown(shared_daemon: Daemon, kb: str
     doc = reply["document"]
     assert token in doc["content"]
     assert [p["document_id"] for p in search(d, kb, token)] == [doc["id"]]  # searchable at once
-    assert Path(doc["path"]).name == f"{doc['id']}.md"
+    # named after its title (`sample 2.md` when `sample.md` is taken)
+    assert re.fullmatch(re.escape(doc["title"]) + r"( \d+)?", Path(doc["path"]).stem)
     raw = d.home / "knowledge" / kb / "raw" / f"{doc['id']}.{fmt}"
     assert raw.read_bytes() == data
     meta = doc["metadata"]
@@ -375,8 +377,8 @@ def test_a_documents_own_title_comes_before_its_first_heading(
     doc = reply["document"]
     assert doc["title"] == f"Quarterly Review Q3 {fmt}"
     # what `add` prints: each new document's title, id and where it is
-    assert doc["relative_path"] == f"{doc['id']}.md"
-    assert doc["path"] == str(d.docs(kb) / f"{doc['id']}.md")
+    assert doc["relative_path"] == f"Quarterly Review Q3 {fmt}.md"
+    assert doc["path"] == str(d.docs(kb) / f"Quarterly Review Q3 {fmt}.md")
     found = d.client.get(d.client.kb(kb, f"/documents/{doc['id']}"))
     assert found["title"] == doc["title"] == found["frontmatter"]["title"]
 

@@ -21,7 +21,7 @@ from cofferd.application.markdown import heading
 from cofferd.domain.conflicts import conflict_copy, has_merge_markers
 from cofferd.domain.links import markdown_targets
 from cofferd.domain.prose import blank_code_spans
-from cofferd.infrastructure import fts
+from cofferd.domain.query_syntax import _case_keys, _Phrase, is_cjk, tokenize
 from cofferd.infrastructure.ignore_rules import IgnoreRules, _one_by_one, linear_spec
 from tests.adversarial import CASES, GROWTH_LIMIT, LARGE, SMALL, Case, best_time
 
@@ -35,10 +35,7 @@ OLD_DROPBOX = re.compile(r"^(?P<stem>.+?) \([^()]*'s conflicted copy[^()]*\)(?P<
 
 
 def old_phrase(tokens: list[str]) -> re.Pattern[str]:
-    parts = [
-        re.escape(t) if fts._CJK_ONE.match(t) else rf"(?<![^\W_]){re.escape(t)}(?![^\W_])"
-        for t in tokens
-    ]
+    parts = [re.escape(t) if is_cjk(t) else rf"(?<![^\W_]){re.escape(t)}(?![^\W_])" for t in tokens]
     return re.compile(r"\W*".join(parts), re.IGNORECASE)
 
 
@@ -124,9 +121,9 @@ PHRASE_ALPHABET = "aAbB _-.,'\ue000東京ſSsKkİıi1"
 @examples
 @given(text_of(PHRASE_ALPHABET, 16), text_of(PHRASE_ALPHABET, 8))
 def test_phrases_found_as_the_pattern_found_them(text: str, phrase: str) -> None:
-    tokens = fts.tokenize(phrase)
+    tokens = tokenize(phrase)
     if tokens:
-        assert fts._Phrase(tokens).found_in(text) == bool(old_phrase(tokens).search(text))
+        assert _Phrase(tokens).found_in(text) == bool(old_phrase(tokens).search(text))
 
 
 @pytest.mark.parametrize(
@@ -141,8 +138,8 @@ def test_phrases_found_as_the_pattern_found_them(text: str, phrase: str) -> None
     ],
 )
 def test_ordinary_phrases(text: str, phrase: str, found: bool) -> None:
-    tokens = fts.tokenize(phrase)
-    assert fts._Phrase(tokens).found_in(text) is found is bool(old_phrase(tokens).search(text))
+    tokens = tokenize(phrase)
+    assert _Phrase(tokens).found_in(text) is found is bool(old_phrase(tokens).search(text))
 
 
 def test_case_keys_meet_for_every_pair_that_re_matches() -> None:
@@ -151,9 +148,9 @@ def test_case_keys_meet_for_every_pair_that_re_matches() -> None:
         if not 0xD800 <= ord(ch) < 0xE000 and (ch.lower() != ch or ch.upper() != ch)
     )  # fmt: skip
     for ch in cased:
-        keys = fts._case_keys(ch)
+        keys = _case_keys(ch)
         for other in re.findall(re.escape(ch), cased, re.IGNORECASE):
-            assert keys & fts._case_keys(other), (ch, other)
+            assert keys & _case_keys(other), (ch, other)
 
 
 @pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")  # pathspec on `[[`

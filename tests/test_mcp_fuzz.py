@@ -460,8 +460,8 @@ def test_what_fails_while_answering_becomes_an_error_answer(
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
             pipe = mcp(Path(run) / "odd.sock")
-            status = pipe.call(1, "tools/call", {"name": "status"})["error"]
-            assert status["code"] == -32603 and "JSONDecodeError" in status["message"]
+            status = pipe.call(1, "tools/call", {"name": "status"})["result"]  # a tool error
+            assert status["isError"] and "is not JSON" in status["content"][0]["text"]
             listed = pipe.call(2, "tools/call", {"name": "list_knowledge_bases"})["result"]
             assert listed["structuredContent"]["knowledge_bases"][0]["attached"] == "/a/caf\ufffd"
             nan = pipe.call(

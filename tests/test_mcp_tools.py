@@ -146,3 +146,13 @@ async def test_a_prompt_answers_from_notes_with_citations(shared_daemon: Daemon)
         assert "Cite" in text
         everywhere = await client.get_prompt("answer_from_notes", {"question": "boiler Ada"})
         assert "serviced in March" in everywhere.messages[0].content.text  # type: ignore[union-attr]
+
+
+async def test_an_agents_note_goes_into_the_folder_it_names(shared_daemon: Daemon) -> None:
+    d = shared_daemon
+    kb = new_kb(d)
+    async with Client(params(d.socket), client_info=AGENT) as client:
+        note = {"kb": kb, "content": "Two herons by the pond.", "title": "Heron sightings"}
+        added = await call(client, "add_document", **note, folder="Inbox/birds")
+        assert added["document"]["path"] == str(d.docs(kb) / "Inbox/birds/Heron sightings.md")
+        assert "VALIDATION_ERROR" in await error_of(client, "add_document", **note, folder="../x")

@@ -235,8 +235,8 @@ OPERATIONS = [
     for method, op in item.items()
     if method != "parameters"
 ]
-GOOD = {"q": "a", "limit": "1", "offset": "0", "replace": "false", "kb": "notes",
-        "kind": "knowledge_base"}  # fmt: skip
+GOOD = {"q": "a", "limit": "1", "offset": "0", "replace": "false", "file_text": "true",
+        "kb": "notes", "kind": "knowledge_base"}  # fmt: skip
 
 
 def query_refusal(d: Daemon, method: str, path: str) -> tuple[int, dict[str, Any]]:

@@ -19,6 +19,8 @@ import pytest
 
 from cofferctl import cli, service
 from cofferctl.client import ApiError
+from cofferd.infrastructure.confinement import Boundary
+from cofferd.infrastructure.kb_files import KBFiles
 from cofferd.locations import Locations
 from tests.daemon import BIN, REPO, ContractClient, wait_for
 from tests.helpers import write
@@ -63,9 +65,9 @@ def test_attached_folders_and_tmp_files_under_the_service_sandbox(place: Path) -
     home.mkdir()
     socket_path = home / "s.sock"
     # the data home as `kb create --path` leaves it, before the service is (re)written
-    (home / "knowledge/vault").mkdir(parents=True)
-    (home / "knowledge/vault/docs").symlink_to(vault, target_is_directory=True)
     locations = Locations(home, socket_path)
+    (home / "knowledge/vault").mkdir(parents=True)
+    KBFiles(locations, Boundary(locations)).attach("vault", vault)  # link and identity
     unit = place / "cofferd.service"
     unit.write_text(
         service.systemd_service(

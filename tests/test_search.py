@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from cofferd.domain.errors import KBDisabled, KBNotFound, ValidationFailed
 from cofferd.domain.models import KnowledgeBase
-from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START, query_terms
+from cofferd.domain.query_syntax import query_terms
+from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START
 from cofferd.surfaces.core import Coffer
 from tests.helpers import write
 

@@ -201,3 +201,26 @@ def test_attached_folders_are_writable_in_the_unit(
     printed: list[str] = []
     service.refresh(printed.append)
     assert "My Notes" not in unit.read_text() and printed[0].startswith("updated")
+
+
+def test_install_warns_of_a_data_home_or_folder_in_tmp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "data"  # pytest's tmp_path is in /tmp, which the service does not see
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (home / "knowledge" / "vault").mkdir(parents=True)
+    (home / "knowledge" / "vault" / "docs").symlink_to(vault, target_is_directory=True)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("COFFER_HOME", str(home))
+    out = io.StringIO()
+    assert cli.main(["service", "install", "--dry-run"], stdout=out) == 0
+    said = out.getvalue()
+    assert f"warning: the data home {home} is in /tmp" in said and "PrivateTmp=yes" in said
+    assert "set COFFER_HOME to a folder outside /tmp and /var/tmp" in said
+    assert f"warning: the attached folder {vault} is in /tmp" in said
+    assert "# would write" in said and not (tmp_path / "config").exists()
+
+    elsewhere = Locations(home=Path.home() / ".local/share/coffer-nowhere", socket=tmp_path / "s")
+    assert service.private_tmp_problems(elsewhere, platform="linux") == []
+    assert service.private_tmp_problems(Locations.from_env(), platform="darwin") == []

@@ -330,3 +330,11 @@ async def test_vectors_are_written_under_the_knowledge_base_lock(
         assert (await coffer.stores.index.metrics("vec"))["embed_pending"] == 1
     await draining
     assert (await coffer.stores.index.metrics("vec"))["embed_pending"] == 0
+
+
+async def test_embedded_this_run_counts_every_document_since_the_start(
+    coffer: Coffer, vkb: KnowledgeBase, server: FakeEmbeddings
+) -> None:
+    await coffer.embeddings.drain("vec")
+    await coffer.embeddings.retry_now("vec")  # as every full reconcile does
+    assert coffer.embeddings.status("vec")["embedded_this_run"] == len(CORPUS)

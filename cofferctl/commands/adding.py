@@ -86,6 +86,8 @@ def _add_one(c: Client, a: argparse.Namespace, path: str, data_home: Path) -> di
         # the bytes travel with the request: the daemon may not see this file (a
         # service with a private /tmp); it tracks the path for check-sources
         fields = {"replace": "true" if a.replace else "false", "source_path": path}
+        if a.to is not None:
+            fields["folder"] = a.to
         reply = c.upload(c.kb(a.kb, "/documents"), Path(path), fields)
         doc = reply["document"]
         return {"path": path, "status": reply["status"], "document_id": doc["id"],
@@ -128,6 +130,10 @@ def ingest_command(action: str) -> Command:
         return reply if out.as_json else out.line(reply["message"])
 
     return run
+
+
+cmd_reconvert = ingest_command("reconvert")
+cmd_update_source = ingest_command("update-source")
 
 
 def cmd_check_sources(c: Client, a: argparse.Namespace, out: Output) -> Any:

@@ -79,9 +79,21 @@ def cmd_kb_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
     out.line(
         f"{kb['name']} ({'enabled' if kb['enabled'] else 'disabled'}), created {kb['created_at']}"
     )
-    for key, value in kb["config"].items():
-        out.line(f"  {key}: {json.dumps(value)}")
+    if kb.get("attached"):
+        out.line(f"  attached: {kb['attached']}")
+    for key, setting in kb["effective"].items():
+        source = SOURCES.get(setting["source"], setting["source"])
+        out.line(f"  {key}: {json.dumps(setting['value'], ensure_ascii=False)}  ({source})")
     return None
+
+
+# where a setting in use comes from (GET knowledge base's `effective`)
+SOURCES = {
+    "default": "default",
+    "kb_yaml": "kb.yaml",
+    "machine": "this machine's settings",
+    "model": "the model's default",
+}
 
 
 def cmd_kb_set(c: Client, a: argparse.Namespace, out: Output) -> Any:
@@ -134,3 +146,7 @@ def enable(enabled: bool) -> Command:
         return data if out.as_json else out.line(f"{verb}d {a.name}")
 
     return run
+
+
+cmd_kb_enable = enable(True)
+cmd_kb_disable = enable(False)

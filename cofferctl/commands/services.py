@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from cofferctl.client import Client
-from cofferctl.command import RESULT_FAILED, Command, UsageError
+from cofferctl.command import RESULT_FAILED, UsageError
 from cofferctl.output import Output
 
 
@@ -31,16 +31,9 @@ def cmd_service(c: Client, a: argparse.Namespace, out: Output) -> Any:
     return RESULT_FAILED if code else None
 
 
-SHELLS = ("bash", "zsh", "fish")
+def cmd_completion(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    """`completion SHELL`: the script that completes every command of cofferctl."""
+    from cofferctl.completion import script  # only this command pays for its templates
 
-
-def completion(parser: argparse.ArgumentParser) -> Command:
-    """`completion SHELL`: the script that completes the commands of `parser`."""
-
-    def run(c: Client, a: argparse.Namespace, out: Output) -> Any:
-        from cofferctl.completion import script  # only this command pays for its templates
-
-        out.stream.write(script(a.shell, parser))
-        return None
-
-    return run
+    out.stream.write(script(a.shell, a.whole_parser()))
+    return None

@@ -31,6 +31,11 @@ from cofferctl.mcp.tool import Catalog, Hints
 
 READS = Hints(read_only=True, destructive=False, idempotent=True, open_world=False)
 READ = Catalog()
+INDEXING: JSON = {
+    **obj({"done": INT, "total": {"type": ["integer", "null"]}}),
+    "description": "only while the knowledge base is still being indexed: the passages may "
+    "be incomplete (files indexed so far, of `total`; null while they are counted)",
+}
 
 
 @READ.tool(
@@ -40,7 +45,9 @@ READ = Catalog()
     "mode: keyword, vector or hybrid). Use this first to find what the user knows. Each "
     "passage names its document (document_id, relative_path, uri) and lines, for citing. "
     "Optional filters narrow to a folder, tags, an update period or a source mode. To "
-    "search several or all knowledge bases at once, use search_all.",
+    "search several or all knowledge bases at once, use search_all. While the knowledge "
+    "base is still being indexed, `indexing` says how far it is: search again later for "
+    "what may be missing.",
     arguments(
         {"kb": kb("the knowledge base to search"), "query": QUERY, "top_k": TOP_K, **FILTERS},
         ["kb", "query"],
@@ -54,17 +61,21 @@ READ = Catalog()
                 "description": "why the knowledge base's own mode did not "
                 "answer (null when it did)",
             },
+            "indexing": INDEXING,
             "passages": items(PASSAGE),
-        }
+        },
+        ["knowledge_base", "mode", "fallback", "passages"],
     ),
     READS,
 )
 def search(client: Client, args: JSON) -> JSON:
     body = client.post(kb_path(client, args, "/search"), search_request(args))
+    indexing = {"indexing": body["indexing"]} if body.get("indexing") else {}
     return {
         "knowledge_base": args["kb"],
         "mode": body["mode"],
         "fallback": body.get("fallback"),
+        **indexing,
         "passages": [passage(p, args["kb"]) for p in body["passages"]],
     }
 
@@ -95,7 +106,9 @@ def search(client: Client, args: JSON) -> JSON:
             "knowledge_bases": {
                 "type": "object",
                 "description": "how each knowledge base searched answered",
-                "additionalProperties": obj({"mode": STR, "fallback": OPT_STR}),
+                "additionalProperties": obj(
+                    {"mode": STR, "fallback": OPT_STR, "indexing": INDEXING}, ["mode", "fallback"]
+                ),
             },
             "mode": {**STR, "description": "what answered: one mode, or `mixed`"},
             "passages": items(PASSAGE),

@@ -31,8 +31,9 @@ WRITE = Catalog()
     "Add a document",
     "Add a document to a knowledge base: either `content` (Markdown, not empty; give a "
     "`title`) to record what you learned, or `file_path` (an absolute path on this "
-    "machine: PDF, Word, PowerPoint, Excel, HTML, ...) to convert a file. Answers the "
-    "document's id, path and content_sha256.",
+    "machine: PDF, Word, PowerPoint, Excel, HTML, ...) to convert a file. Its file is named "
+    "after its title, in `folder` (default: the knowledge base's add_folder setting). "
+    "Answers the document's id, path and content_sha256.",
     arguments(
         {
             "kb": kb("the knowledge base to add to"),
@@ -43,6 +44,12 @@ WRITE = Catalog()
             "file_path": string(
                 "an absolute path of a file to convert (instead of content)",
                 min_length=1,
+                max_length=4096,
+                nullable=True,
+            ),
+            "folder": string(
+                "the knowledge base's folder to add it to, like `Inbox` or `areas/cooking` "
+                '("" its top; default: the knowledge base\'s add_folder setting)',
                 max_length=4096,
                 nullable=True,
             ),
@@ -61,6 +68,8 @@ def add_document(client: Client, args: JSON) -> JSON:
         if file_path is not None
         else {"content": content, "title": args.get("title")}
     )
+    if args.get("folder") is not None:
+        body["folder"] = args["folder"]
     return ingested(client.post(kb_path(client, args, "/documents"), body))
 
 

@@ -75,27 +75,38 @@ def _blocks(body: str) -> Iterator[tuple[int, str, str, int]]:
         yield 0, "", "\n".join(para), start
 
 
-def _split_large(text: str, size: int) -> list[str]:
-    """Break one oversized block on lines, and a line that is still too big on words."""
+def _split_large(text: str, size: int, first: int | None = None) -> list[str]:
+    """Break one oversized block on lines, and a line that is still too big on words: the
+    first piece up to `first` words (default `size`), the others up to `size`."""
     pieces: list[str] = []
     current: list[str] = []
     words = 0
+
+    def budget() -> int:
+        return size if pieces or first is None else first
+
     for line in text.split("\n"):
         n = count_words(line)
-        if n > size:
-            if current:
-                pieces.append("\n".join(current))
-                current, words = [], 0
-            pieces += _pieces_of(size).findall(line)
-            continue
-        if words + n > size and current:
+        if current and words + n > budget():
             pieces.append("\n".join(current))
             current, words = [], 0
+        if n > budget():
+            pieces += _split_line(line, budget(), size)
+            continue
         current.append(line)
         words += n
     if current:
         pieces.append("\n".join(current))
     return pieces
+
+
+def _split_line(line: str, first: int, size: int) -> list[str]:
+    """A line in pieces of `size` words, the first of `first`."""
+    if first == size:
+        return _pieces_of(size).findall(line)
+    head = _pieces_of(first).search(line)
+    assert head is not None  # the line holds more than `first` words
+    return [head.group(), *_pieces_of(size).findall(line, head.end())]
 
 
 def _tail(text: str, words: int) -> str:
@@ -114,6 +125,84 @@ def _tail(text: str, words: int) -> str:
         window *= 4
 
 
+class _Chunks:
+    """Chunks made section by section: blocks gather in the section under way until the
+    next would not fit; a section's later chunks start with the tail of the one before.
+
+    A heading never makes a chunk of its own while something follows it: a heading with
+    nothing under it waits for what comes next, and one before a block too large to fit
+    leads the block's first piece (a passage that is only `# Sourdough` says nothing)."""
+
+    def __init__(
+        self, title: str, size: int, overlap: int, first_line: int, max_chunks: int | None
+    ) -> None:
+        self.title, self.size, self.overlap = title, size, overlap
+        self.first_line, self.max_chunks = first_line, max_chunks
+        self.chunks: list[Chunk] = []
+        self.path: list[tuple[int, str]] = []
+        self.blocks: list[tuple[int, str]] = []  # the section's, under way: (first line, text)
+        self.words = 0
+        self.only_headings = False  # what is under way is headings alone
+        self.parts = 0  # chunks of this section so far (then the next repeats a tail)
+
+    def heading(self, level: int, name: str, block: str, start: int) -> None:
+        if not self.only_headings:
+            self.flush()
+        self.parts = 0
+        while self.path and self.path[-1][0] >= level:
+            self.path.pop()
+        self.path.append((level, name))
+        self.add(block, start, is_heading=True)
+
+    def add(self, block: str, start: int, *, is_heading: bool = False) -> None:
+        n = count_words(block)
+        if self.words + n > self.room() and (is_heading or not self.only_headings):
+            self.flush()  # (headings under way wait for the text they lead)
+        if self.words + n > self.room():
+            self.split(block, start)
+            return
+        self.only_headings = is_heading and (self.only_headings or not self.blocks)
+        self.blocks.append((start, block))
+        self.words += n
+
+    def room(self) -> int:
+        """Words the chunk under way may hold (its tail of the chunk before counts)."""
+        return self.size - (self.overlap if self.parts else 0)
+
+    def split(self, block: str, start: int) -> None:
+        """A block too large for the chunk under way, in pieces; the headings under way
+        lead its first piece when there is room beside them."""
+        if not (self.only_headings and self.words < self.room()):
+            self.flush()
+        pieces = _split_large(block, self.size - self.overlap, first=self.room() - self.words)
+        cursor, line = 0, start
+        for piece in pieces:
+            at = block.find(piece, cursor)
+            line += block.count("\n", cursor, at)  # counted on from the last piece
+            cursor = at + len(piece)
+            self.blocks.append((line, piece))
+            line += piece.count("\n")
+            self.flush()
+
+    def flush(self) -> None:
+        text = "\n\n".join(block for _, block in self.blocks).strip()
+        if text:
+            if self.parts and self.overlap:
+                text = _tail(self.chunks[-1].text, self.overlap) + "\n\n" + text
+            first = min(start for start, _ in self.blocks)
+            last = max(start + block.count("\n") for start, block in self.blocks)
+            if self.max_chunks is not None and len(self.chunks) >= self.max_chunks:
+                raise TooManyChunks
+            span = (self.first_line + first, self.first_line + last)
+            self.chunks.append(Chunk(len(self.chunks), text, self.heading_path(), *span))
+            self.parts += 1
+        self.blocks, self.words, self.only_headings = [], 0, False
+
+    def heading_path(self) -> tuple[str, ...]:
+        names = [name for _, name in self.path]
+        return tuple(names if names and names[0] == self.title else [self.title, *names])
+
+
 def chunk_markdown(
     body: str,
     title: str,
@@ -125,58 +214,14 @@ def chunk_markdown(
     """Chunks with the lines they come from (`first_line` is the body's first line in its
     file, counting from 1); TooManyChunks as soon as there would be more than
     `max_chunks`."""
-    chunks: list[Chunk] = []
-    path: list[tuple[int, str]] = []
-
-    def heading_path() -> tuple[str, ...]:
-        names = [name for _, name in path]
-        return tuple(names if names and names[0] == title else [title, *names])
-
-    section: list[str] = []
-    section_words = 0
-    section_parts = 0
-    lines: list[int] = []  # first and last line of what the section holds
-
-    def flush() -> None:
-        nonlocal section, section_words, section_parts, lines
-        text = "\n\n".join(section).strip()
-        if text:
-            if section_parts and overlap:
-                previous = chunks[-1].text
-                text = _tail(previous, overlap) + "\n\n" + text
-            span = (first_line + min(lines), first_line + max(lines)) if lines else (0, 0)
-            if max_chunks is not None and len(chunks) >= max_chunks:
-                raise TooManyChunks
-            chunks.append(Chunk(len(chunks), text, heading_path(), *span))
-            section_parts += 1
-        section, section_words, lines = [], 0, []
-
+    chunks = _Chunks(title, size, overlap, first_line, max_chunks)
     for level, name, block, start in _blocks(body):
         if level:
-            flush()
-            section_parts = 0
-            while path and path[-1][0] >= level:
-                path.pop()
-            path.append((level, name))
-        n = count_words(block)
-        if n > size:
-            flush()
-            cursor, first = 0, start
-            for piece in _split_large(block, size - overlap if section_parts else size):
-                at = block.find(piece, cursor)
-                first += block.count("\n", cursor, at)  # counted on from the last piece
-                cursor = at + len(piece)
-                section, lines = [piece], [first, first + piece.count("\n")]
-                first += piece.count("\n")
-                flush()
-            continue
-        if section_words + n > size - (overlap if section_parts else 0):
-            flush()
-        section.append(block)
-        section_words += n
-        lines += [start, start + block.count("\n")]
-    flush()
-    return chunks
+            chunks.heading(level, name, block, start)
+        else:
+            chunks.add(block, start)
+    chunks.flush()
+    return chunks.chunks
 
 
 def plain_chunks(body: str, title: str, size: int, first_line: int = 1) -> list[Chunk]:

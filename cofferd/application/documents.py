@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cofferd.application import markdown
+from cofferd.application import markdown, references
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
 from cofferd.domain.errors import (
@@ -24,6 +24,8 @@ from cofferd.domain.ports import DocsTree, DocumentCatalog
 from cofferd.locations import normalize_relpath
 
 LIST_LIMIT_MAX = 500
+AMBIGUOUS_SHOWN = 10  # documents named when a reference fits several
+ID_PREFIX_MIN_CHARS = 4  # a shorter start of an id (a document's, a trash entry's) names none
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class DocumentView:
     folder_path: str
     body: str | None = None
     frontmatter: dict[str, Any] | None = None
+    file_text: str | None = None  # the whole file, frontmatter included (asked for)
 
 
 class Documents:
@@ -63,33 +66,76 @@ class Documents:
         return await self._views(docs), total
 
     async def find(self, kb: str, ref: str) -> Document:
-        """The document `ref` names: its id, its path in the KB (`notes/2024/plan.md`), or
-        a prefix of its id that no other document's id starts with."""
+        """The document `ref` names: its id, its path in the KB (`notes/2024/plan.md`), a
+        prefix of its id that no other document's id starts with, or else a name people
+        use (application/references: the path without `.md`, its end, the title). Names
+        nothing: DocumentNotFound with the documents of close names."""
         self.kbs.get(kb)
         if not ref or "\0" in ref:
             raise DocumentNotFound(kb, ref)
         ref = normalize_relpath(ref)
         found = await self.store.find_documents(kb, ref)
-        if len(found) == 1 and (found[0].id == ref or found[0].path == ref or len(ref) >= 4):
+        if len(found) == 1 and (
+            found[0].id == ref or found[0].path == ref or len(ref) >= ID_PREFIX_MIN_CHARS
+        ):
             return found[0]
         if len(found) > 1:
+            listed = references.listed([(d.id, d.path) for d in found])
             raise DocumentAmbiguous(
-                f"{ref!r} is the start of several document ids; give more of it",
+                f"{ref!r} is the start of several document ids: {listed}; give more of it",
                 id=ref,
                 candidates=[{"id": d.id, "relative_path": d.path} for d in found],
             )
-        raise DocumentNotFound(kb, ref)
+        return await self._find_by_name(kb, ref)
 
-    async def get(self, kb: str, doc_id: str) -> DocumentView:
+    async def _find_by_name(self, kb: str, ref: str) -> Document:
+        """The document `ref` names as people name one (application/references), looked
+        for from the cheapest way to the dearest: the path with `.md` added; the few
+        documents whose path holds the reference's last part or whose title it is (SQL,
+        any ASCII case: enough for a reference in ASCII); every document. None: the
+        documents of close names, suggested."""
+        for path in (f"{ref}.md", f"{ref}.markdown"):
+            found = await self.store.find_documents(kb, path)
+            if len(found) == 1 and found[0].path == path:
+                return found[0]
+        matches: list[references.Name] = []
+        if ref.isascii():
+            few = await self.store.document_names(kb, like=references.last_part(ref))
+            matches = references.named(few, ref)
+        names: list[references.Name] = []
+        if not matches:
+            names = await self.store.document_names(kb)
+            matches = await asyncio.to_thread(references.named, names, ref)  # CPU over all
+        if len(matches) > 1:
+            shown = matches[:AMBIGUOUS_SHOWN]
+            listed = references.listed([(path, title) for _, path, title in shown])
+            raise DocumentAmbiguous(
+                f"{ref!r} names {len(matches)} documents: {listed}; give its path",
+                id=ref,
+                candidates=references.described(shown),
+            )
+        found = await self.store.find_documents(kb, matches[0][0]) if matches else []
+        if not found:
+            near = await asyncio.to_thread(references.near, names, ref)
+            raise DocumentNotFound(kb, ref, references.described(near))
+        return found[0]
+
+    async def get(self, kb: str, doc_id: str, *, file_text: bool = False) -> DocumentView:
+        """The document with its body and frontmatter as the file says now; `file_text`:
+        with the whole file's text too."""
         doc = await self.find(kb, doc_id)
-        read = await asyncio.to_thread(self._read, kb, doc.path)  # YAML, decoding: off the loop
+        # YAML, decoding: off the loop
+        read = await asyncio.to_thread(self._read, kb, doc.path, file_text)
         if read is None:
             raise DocumentNotFound(kb, doc.id)
-        path, body, frontmatter = read
-        return DocumentView(doc, path, posixpath.dirname(path), body, frontmatter)
+        path, body, frontmatter, text = read
+        return DocumentView(doc, path, posixpath.dirname(path), body, frontmatter, text)
 
-    def _read(self, kb: str, relpath: str) -> tuple[str, str, dict[str, Any]] | None:
-        """(where it is, its body, its frontmatter) as the file says now."""
+    def _read(
+        self, kb: str, relpath: str, file_text: bool
+    ) -> tuple[str, str, dict[str, Any], str | None] | None:
+        """(where it is, its body, its frontmatter, its whole text if asked) as the file
+        says now."""
         content = self.tree.read(kb, relpath)
         if content is None:
             return None
@@ -98,7 +144,8 @@ class Documents:
         except markdown.NotText:
             return None  # not a document any more
         frontmatter, body, _ = markdown.split_frontmatter(text)
-        return self.tree.absolute(kb, relpath), body, _jsonable(frontmatter)
+        written = _as_written(content.data) if file_text else None
+        return self.tree.absolute(kb, relpath), body, _jsonable(frontmatter), written
 
     async def edit(
         self,
@@ -197,6 +244,15 @@ def _mark_edited(text: str) -> str:
         return text  # the author's frontmatter is left exactly as written
     frontmatter["source_mode"] = "edited"
     return markdown.compose(frontmatter, body)
+
+
+def _as_written(data: bytes) -> str:
+    """A file's text with nothing made uniform (its line endings, a byte order mark); one
+    that is not UTF-8 as indexing reads it."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return markdown.decode(data)[0]
 
 
 def _jsonable(data: dict[str, Any]) -> dict[str, Any]:

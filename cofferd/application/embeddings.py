@@ -75,7 +75,9 @@ class Embeddings:
 
     async def retry_now(self, kb: str) -> None:
         """A reconcile asks for another try of failed embeds, without waiting out backoff."""
-        self._state.pop(kb, None)
+        state = self._state.get(kb)
+        if state is not None:  # what was embedded since the start stays counted
+            state.failures, state.last_error = 0, None
         async with self.kbs.registry.lock(kb):
             await self.store.retry_embeds_now(kb)
         self.wake()

@@ -46,7 +46,11 @@ class IndexingState:
     last_full_reconcile_at: str | None = None
     last_full_reconcile_s: float | None = None
     reconciled: set[str] = field(default_factory=set)  # KBs fully reconciled since start
+    passed: set[str] = field(default_factory=set)  # KBs whose whole pass ended, done or not
     failing: dict[str, str] = field(default_factory=dict)  # KB -> why its last pass failed
+    # KB -> why its folder could not be used at its last pass: not a failure of indexing
+    # (status asks the boundary itself, and says it once), only logged once
+    unavailable: dict[str, str] = field(default_factory=dict)
     retries: dict[str, int] = field(default_factory=dict)  # KB -> storage failures in a row
 
 
@@ -96,17 +100,30 @@ class IndexingService:
         """Drop queued work of a KB that is about to be deleted."""
         self.pending.pop(kb, None)
         self._full.discard(kb)
-        self.state.failing.pop(kb, None)
+        self._clear(kb)
+        self.state.passed.discard(kb)
 
     def problems(self) -> dict[str, str]:
-        """KB -> why indexing it fails now."""
+        """KB -> why indexing it fails now (a folder away or refused is not a failure of
+        indexing: the boundary says so, at the moment it is asked)."""
         return dict(self.state.failing)
 
     def _failed(self, name: str, exc: BaseException) -> None:
         message = exc.message if isinstance(exc, CofferError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, KBUnavailable):
+            self.state.failing.pop(name, None)  # whatever failed before, the folder is away
+            if self.state.unavailable.get(name) != message:  # logged once, not every retry
+                log.warning("%s: %s", name, message)
+            self.state.unavailable[name] = message
+            return
         if self.state.failing.get(name) != message:  # logged once, not every retry
             log.error("%s: %s", name, message)
         self.state.failing[name] = message
+
+    def _clear(self, name: str) -> None:
+        """Nothing of the KB's earlier passes is reported any more."""
+        for known in (self.state.failing, self.state.retries, self.state.unavailable):
+            known.pop(name, None)
 
     def _retry(self, name: str, paths: set[str] | None) -> None:
         """Do this work again later: writing failed (disk full, read-only), not the files."""
@@ -219,6 +236,12 @@ class IndexingService:
     def queue_depth(self) -> int:
         return sum(len(p) for p in self.pending.values()) + len(self._full)
 
+    def first_pass_pending(self, kb: str) -> bool:
+        """Whether `kb` waits for its first whole pass since the daemon started (or since it
+        was made): its index may lack files. A pass that could not end well (a failure, a
+        folder away) is not waited for: status says why."""
+        return kb not in self.state.passed
+
     def startup_done(self) -> bool:
         """Every enabled KB has been reconciled whole since the daemon started."""
         return all(kb.name in self.state.reconciled for kb in self.kbs.list() if kb.enabled)
@@ -246,6 +269,7 @@ class IndexingService:
                 else:
                     self._full.discard(kb)
                     await self._reconcile(kb, None)
+                    self.state.passed.add(kb)
             finally:
                 self.state.busy.discard(kb)
 
@@ -270,8 +294,7 @@ class IndexingService:
                 self.state.last_full_reconcile_s = round(time.perf_counter() - started, 3)
             else:
                 result = await self.reindexer.sync_paths(kb, paths)
-            self.state.failing.pop(name, None)
-            self.state.retries.pop(name, None)
+            self._clear(name)
             log.debug(
                 "%s: %s in %.3f s: %s",
                 name,

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
-from ulid import ULID
-
 from cofferd.application import markdown
 from cofferd.application.documents import Documents, DocumentView, remove_files
 from cofferd.application.knowledge_bases import KnowledgeBases
@@ -28,6 +26,7 @@ from cofferd.domain.errors import (
     SourceMissing,
     ValidationFailed,
 )
+from cofferd.domain.file_names import UNTITLED, file_stem, folder_in_kb
 from cofferd.domain.models import Document, KnowledgeBase, ReindexResult, utc_now
 from cofferd.domain.ports import (
     ConversionFailed,
@@ -47,6 +46,15 @@ class IngestResult:
     status: Status
     document: DocumentView
     message: str
+
+
+@dataclass(frozen=True)
+class _Original:
+    """A file being converted: where its bytes are, its name and its format."""
+
+    path: Path
+    filename: str
+    format: str
 
 
 @dataclass
@@ -110,7 +118,14 @@ class Ingest:
     # -- adding -------------------------------------------------------------------------
 
     async def add_path(
-        self, kb_name: str, given: str, *, replace: bool, track: bool, actor: str
+        self,
+        kb_name: str,
+        given: str,
+        *,
+        replace: bool,
+        track: bool,
+        actor: str,
+        folder: str | None = None,
     ) -> IngestResult:
         """Add a file on this machine by its path (see source_paths for which may be);
         tracked for check-sources unless `track` is false."""
@@ -124,6 +139,7 @@ class Ingest:
             replace=replace,
             source_path=str(source) if track else None,
             actor=actor,
+            folder=folder,
         )
 
     async def add_file(
@@ -135,10 +151,13 @@ class Ingest:
         replace: bool = False,
         source_path: str | None = None,
         actor: str = "user",
+        folder: str | None = None,
     ) -> IngestResult:
         """Convert and add one file (a temporary upload, or the user's own file when
-        `source_path` tracks it)."""
+        `source_path` tracks it). A new document goes into `folder` of the KB (None: its
+        `add_folder`), named after its title."""
         kb = self.kbs.get_enabled(kb_name)
+        into = self._folder(kb, folder)
         filename = PurePath(filename).name or "document"
         await self._check_file(kb, source, filename)
         digest = await asyncio.to_thread(sha256_file, source)
@@ -151,8 +170,17 @@ class Ingest:
             if isinstance(known, IngestResult):
                 return known
             return await self._write(
-                kb, source, filename, digest, known, source_path, converted, actor
+                kb, source, filename, digest, known, source_path, converted, actor, into
             )
+
+    @staticmethod
+    def _folder(kb: KnowledgeBase, given: str | None) -> str:
+        """The folder a new document of the KB goes into: the one asked for, else the KB's
+        `add_folder`."""
+        try:
+            return folder_in_kb(kb.config.add_folder if given is None else given)
+        except ValueError as exc:
+            raise ValidationFailed(f"folder {exc}", field="folder") from None
 
     async def _match(
         self, kb: KnowledgeBase, filename: str, digest: str, replace: bool, source_path: str | None
@@ -188,28 +216,49 @@ class Ingest:
         return named[0] if named else None
 
     async def add_markdown(
-        self, kb_name: str, content: str, title: str | None, *, actor: str
+        self,
+        kb_name: str,
+        content: str,
+        title: str | None,
+        *,
+        actor: str,
+        folder: str | None = None,
     ) -> IngestResult:
-        """A new document written directly in Markdown (an agent's notes, say)."""
+        """A new document written directly in Markdown (an agent's notes, say), in
+        `folder` of the KB (None: its `add_folder`), named after its title."""
         kb = self.kbs.get_enabled(kb_name)
+        into = self._folder(kb, folder)
         if not content.strip():
             raise IngestRejected("empty", "the document is empty")
         if len(content.encode()) > kb.config.max_document_bytes:
             raise IngestRejected("too_large", "the document is larger than max_document_bytes")
-        doc_id = str(ULID())
-        text = await asyncio.to_thread(_titled, content, title)  # YAML: off the serving loop
+        text, name = await asyncio.to_thread(_titled, content, title)  # YAML: off the loop
         async with self.kbs.registry.lock(kb.name):
-            await asyncio.to_thread(self.tree.write, kb.name, f"{doc_id}.md", text.encode())
-            await self._index_new(kb, doc_id, actor)
+            relpath = await self._create(kb, into, name, text)
+            doc_id = await self._id_of(kb, relpath)
+            await self._index_new(kb, relpath, doc_id, actor)
         return IngestResult("added", await self.documents.get(kb.name, doc_id), "added")
 
-    async def _index_new(self, kb: KnowledgeBase, doc_id: str, actor: str) -> ReindexResult:
+    async def _create(self, kb: KnowledgeBase, folder: str, title: str, text: str) -> str:
+        """Write a new document named after its title; its path."""
+        return await asyncio.to_thread(
+            self.tree.create, kb.name, folder, file_stem(title), text.encode()
+        )
+
+    async def _id_of(self, kb: KnowledgeBase, relpath: str) -> str:
+        """The id the index gives the file at `relpath` (derived from the path)."""
+        known = await self.store.document_ids(kb.name, [relpath])
+        return known.get(relpath) or markdown.document_id(relpath)
+
+    async def _index_new(
+        self, kb: KnowledgeBase, relpath: str, doc_id: str, actor: str
+    ) -> ReindexResult:
         """Index a document this request has just written; when that fails, its files go
         again: the caller is told it failed, so nothing of it may stay behind."""
         try:
-            return await self.reindexer.sync_paths_locked(kb, [f"{doc_id}.md"], actor=actor)
+            return await self.reindexer.sync_paths_locked(kb, [relpath], actor=actor)
         except Exception:
-            await asyncio.to_thread(remove_files, self.tree, kb.name, f"{doc_id}.md", doc_id)
+            await asyncio.to_thread(remove_files, self.tree, kb.name, relpath, doc_id)
             raise
 
     async def _check_file(self, kb: KnowledgeBase, source: Path, filename: str) -> None:
@@ -246,11 +295,12 @@ class Ingest:
         source_path: str | None,
         converted: tuple[dict[str, Any], str],
         actor: str,
+        folder: str = "",
     ) -> IngestResult:
-        """Keep the original, write the Markdown and index it (the caller holds the lock)."""
+        """Keep the original, write the Markdown and index it (the caller holds the lock):
+        over the document's own file for `target`, else as a new file in `folder`."""
         fmt = self.formats.file_format(filename)
         frontmatter, body = converted
-        doc_id = target.id if target else str(ULID())
         passthrough = self.formats.is_passthrough(fmt)
         frontmatter.update(
             {
@@ -265,25 +315,51 @@ class Ingest:
         if source_path:
             frontmatter["source_path"] = source_path
         text = await asyncio.to_thread(_with_provenance, frontmatter, body)
-        await asyncio.to_thread(self.tree.keep_original, kb.name, doc_id, fmt, source)
-        await asyncio.to_thread(self.tree.write, kb.name, f"{doc_id}.md", text.encode())
         if target:
-            result = await self.reindexer.sync_paths_locked(kb, [f"{doc_id}.md"], actor=actor)
+            doc_id = target.id
+            await asyncio.to_thread(self.tree.keep_original, kb.name, doc_id, fmt, source)
+            await asyncio.to_thread(self.tree.write, kb.name, target.path, text.encode())
+            await self.reindexer.sync_paths_locked(kb, [target.path], actor=actor)
         else:
-            result = await self._index_new(kb, doc_id, actor)
-        if result.skipped and not target:
-            await asyncio.to_thread(remove_files, self.tree, kb.name, f"{doc_id}.md", doc_id)
-            reason = result.skipped[0]["reason"]
-            raise IngestRejected(
-                "too_large" if reason == "too_large" else "conversion_failed",
-                f"{filename!r} converted to Markdown that cannot be indexed: {reason}",
-            )
+            original = _Original(source, filename, fmt)
+            title = str(frontmatter["title"])
+            doc_id = await self._write_new(kb, folder, title, text, original, actor)
         if source_path:
             await self.tracked.track_source(kb.name, doc_id, source_path)
         view = await self.documents.get(kb.name, doc_id)
         if target:
             return IngestResult("updated", view, f"updated {view.document.title!r} in place")
         return IngestResult("added", view, f"added {view.document.title!r}")
+
+    async def _write_new(
+        self,
+        kb: KnowledgeBase,
+        folder: str,
+        title: str,
+        text: str,
+        original: _Original,
+        actor: str,
+    ) -> str:
+        """A new converted document: its Markdown file named after its title, its original
+        kept, indexed; its id. Nothing of it stays when any step fails."""
+        relpath = await self._create(kb, folder, title, text)
+        doc_id = await self._id_of(kb, relpath)
+        try:
+            await asyncio.to_thread(
+                self.tree.keep_original, kb.name, doc_id, original.format, original.path
+            )
+        except BaseException:
+            await asyncio.to_thread(self.tree.remove, kb.name, relpath)
+            raise
+        result = await self._index_new(kb, relpath, doc_id, actor)
+        if result.skipped:
+            await asyncio.to_thread(remove_files, self.tree, kb.name, relpath, doc_id)
+            reason = result.skipped[0]["reason"]
+            raise IngestRejected(
+                "too_large" if reason == "too_large" else "conversion_failed",
+                f"{original.filename!r} converted to Markdown that cannot be indexed: {reason}",
+            )
+        return doc_id
 
     async def _to_markdown(self, source: Path, filename: str) -> tuple[dict[str, Any], str]:
         """(frontmatter, body) of the converted document, its title set."""
@@ -428,12 +504,15 @@ class Ingest:
 # What follows parses or writes YAML and Markdown of any size: it runs in threads.
 
 
-def _titled(content: str, title: str | None) -> str:
-    """Markdown given directly, with `title` (when given) first in its frontmatter."""
+def _titled(content: str, title: str | None) -> tuple[str, str]:
+    """Markdown given directly, with `title` (when given) first in its frontmatter; and the
+    title to name its file after (the frontmatter's, else its first heading's)."""
     frontmatter, body, _ = markdown.split_frontmatter(content)
     if title:
         frontmatter = {"title": title, **{k: v for k, v in frontmatter.items() if k != "title"}}
-    return markdown.compose(frontmatter, body) if frontmatter else body
+    text = markdown.compose(frontmatter, body) if frontmatter else body
+    name = frontmatter.get("title") or markdown.first_heading(body) or UNTITLED
+    return text, str(name)
 
 
 def _with_provenance(frontmatter: dict[str, Any], body: str) -> str:

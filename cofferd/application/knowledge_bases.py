@@ -10,12 +10,7 @@ from typing import Any, NamedTuple
 
 from cofferd.application.registry import KBRegistry
 from cofferd.application.reindexer import Reindexer
-from cofferd.domain.config import (
-    KnowledgeBaseConfig,
-    check_kb_name,
-    merge_config,
-    parse_config,
-)
+from cofferd.domain.config import KnowledgeBaseConfig, check_kb_name, merge_config
 from cofferd.domain.errors import KBDisabled, KBExists, KBNotFound, ValidationFailed
 from cofferd.domain.models import KnowledgeBase, ReindexResult, utc_now
 from cofferd.domain.ports import ActivityLog, KBIndex, KBRepository
@@ -80,7 +75,8 @@ class KnowledgeBases:
     ) -> KnowledgeBase:
         """A new KB: its own docs folder in the data home, or `folder` attached in place."""
         check_kb_name(name)
-        parsed = await self._vetted(parse_config(config or {}))
+        # the settings given over the defaults, as a change would (null: the default)
+        parsed = await self._vetted(merge_config(KnowledgeBaseConfig(), config or {}))
         async with self.registry.lock(name):
             if self.registry.get(name) is not None or await self.registry.reload(name):
                 raise KBExists(name)

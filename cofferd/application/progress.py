@@ -15,8 +15,10 @@ from cofferd.domain.models import utc_now
 log = logging.getLogger(__name__)
 
 Phase = Literal["indexing", "embedding"]
-# Work this large is logged when it starts and ends; smaller work is not worth a line.
-LOGGED_FROM = 1000
+UNITS: dict[Phase, str] = {"indexing": "files", "embedding": "documents"}
+# Work this large is logged when it starts and ends; smaller work (a save, the vectors it
+# owes) is not an event worth a line at INFO: it is logged at DEBUG.
+LOGGED_FROM = 10
 
 
 @dataclass
@@ -65,23 +67,24 @@ class ProgressBoard:
     def start(self, kb: str, phase: Phase, total: int) -> Progress:
         progress = Progress(kb, phase, total)
         self._running[(kb, phase)] = progress
-        if total >= LOGGED_FROM:
-            log.info("%s: %s %d", kb, phase, total)
+        log.log(_level(total), "%s: %s %d %s", kb, phase, total, UNITS[phase])
         return progress
 
     def finish(self, progress: Progress) -> None:
         key = (progress.kb, progress.phase)
         if self._running.get(key) is progress:
             del self._running[key]
-        if progress.total >= LOGGED_FROM:
-            log.info(
-                "%s: %s done: %d of %d in %.1f s",
-                progress.kb,
-                progress.phase,
-                progress.done,
-                progress.total,
-                progress.elapsed_s(),
-            )
+        log.log(
+            _level(progress.total),
+            "%s: %s done: %d of %d %s in %.1f s (%.1f/s)",
+            progress.kb,
+            progress.phase,
+            progress.done,
+            progress.total,
+            UNITS[progress.phase],
+            progress.elapsed_s(),
+            progress.rate_per_s(),
+        )
 
     @contextmanager
     def track(self, kb: str, phase: Phase, total: int) -> Iterator[Progress]:
@@ -90,3 +93,7 @@ class ProgressBoard:
             yield progress
         finally:
             self.finish(progress)
+
+
+def _level(total: int) -> int:
+    return logging.INFO if total >= LOGGED_FROM else logging.DEBUG

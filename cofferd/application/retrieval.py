@@ -6,6 +6,10 @@ with such a model, results on Chinese fell from 0.82 to 0.53 nDCG@10 when measur
 A chunk only the model found must be similar enough to the query (the model's floor), or
 a query about nothing in the knowledge base would always get the nearest chunks; a query
 with no letter or digit (`#`, `"`, an emoji) is not embedded at all.
+
+The query syntax holds in every mode: the model embeds the query without its operators,
+and the chunks it may return are those keyword search could (holding every quoted phrase
+word for word, none of what `-` excludes).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from cofferd.domain.errors import InvalidPattern, ModeDisabled, ValidationFailed
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, SearchResult
 from cofferd.domain.ports import DocsTree, DocumentCatalog, Grepper, KeywordSearch, VectorStore
+from cofferd.domain.query_syntax import parse_query
 
 log = logging.getLogger(__name__)
 
@@ -212,24 +217,29 @@ class Retrieval:
         current = (embedding.identity(), embedding.dimensions)
         if await self.vectors.vector_model(kb.name) != current:  # a model switch under way
             return await self._keyword(kb, query, top_k, filters, "vectors_pending")
-        if hybrid and beyond_latin(query) and not embedding.covers_all_languages():
+        # the model reads the query without its operators; what they say is applied to
+        # the chunks it may return, as keyword search applies it
+        syntax = parse_query(query)
+        if hybrid and beyond_latin(syntax.meaning) and not embedding.covers_all_languages():
             return await self._keyword(kb, query, top_k, filters, "language_not_covered")
         floor = embedding.similarity_floor()
-        if not has_words(query):  # nothing a model could mean: only keywords can match it
+        if not has_words(syntax.meaning):  # nothing a model could mean: only keywords match
             found = await self._keyword(kb, query, top_k, filters)
             return replace(found, mode="hybrid" if hybrid else "vector")
         if not hybrid:
-            vector = await self.embeddings.embed_query(kb, query)
+            vector = await self.embeddings.embed_query(kb, syntax.meaning)
             if vector is None:
                 return await self._keyword(kb, query, top_k, filters, "embedder_unavailable")
-            passages = await self.vectors.vector_search(kb.name, vector, top_k, filters, floor)
+            passages = await self.vectors.vector_search(
+                kb.name, vector, top_k, filters, floor, syntax
+            )
             return SearchResult(mode="vector", passages=passages)
         # the keyword list is read while the query is embedded
         keyword_task = asyncio.ensure_future(
             self.keywords.keyword_search(kb.name, query, max(top_k, KEYWORD_CANDIDATES), filters)
         )
         try:
-            vector = await self.embeddings.embed_query(kb, query)
+            vector = await self.embeddings.embed_query(kb, syntax.meaning)
         except BaseException:
             keyword_task.cancel()
             raise
@@ -239,7 +249,7 @@ class Retrieval:
                 mode="keyword", passages=keyword[:top_k], fallback="embedder_unavailable"
             )
         semantic = await self.vectors.vector_search(
-            kb.name, vector, max(top_k, VECTOR_CANDIDATES), filters
+            kb.name, vector, max(top_k, VECTOR_CANDIDATES), filters, syntax=syntax
         )
         # fused as found, then a chunk only the model found is dropped if it is not similar
         # enough (dropping it before fusion would move the others up: measured worse)

@@ -10,10 +10,16 @@ from datetime import datetime, timedelta
 
 from ulid import ULID
 
-from cofferd.application.documents import Documents, DocumentView
+from cofferd.application import references
+from cofferd.application.documents import ID_PREFIX_MIN_CHARS, Documents, DocumentView
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
-from cofferd.domain.errors import CofferError, DocumentNotFound, TrashEntryNotFound
+from cofferd.domain.errors import (
+    CofferError,
+    DocumentAmbiguous,
+    DocumentNotFound,
+    TrashEntryNotFound,
+)
 from cofferd.domain.models import Document, utc_now, utc_text
 from cofferd.domain.ports import DocsTree, DocumentRemoval, TrackedSources, TrashBin, TrashEntry
 
@@ -89,9 +95,7 @@ class Trash:
         """Put the files back where they were and index the document at once."""
         kb = self.kbs.get_enabled(kb_name)
         async with self.kbs.registry.lock(kb_name):
-            entry = await asyncio.to_thread(self.bin.get, kb_name, trash_id)
-            if entry is None or self._expired(self._trashed(entry)):
-                raise TrashEntryNotFound(kb_name, trash_id)
+            entry = await asyncio.to_thread(self._entry, kb_name, trash_id)
             await asyncio.to_thread(self.bin.restore, kb_name, entry)
             await self.reindexer.sync_paths_locked(kb, [entry.relative_path], actor=actor)
             view = await self.documents.get(kb_name, entry.relative_path)
@@ -105,6 +109,30 @@ class Trash:
             {"path": entry.relative_path, "trash_id": entry.id},
         )
         return view
+
+    def _entry(self, kb: str, ref: str) -> TrashEntry:
+        """The unexpired entry `ref` names: its id, or a start of it (any case, as long as
+        a start of a document id must be) that no other unexpired entry's id shares."""
+        entry = self.bin.get(kb, ref)
+        if entry is None and len(ref) >= ID_PREFIX_MIN_CHARS:
+            fits = [
+                e
+                for e in self.bin.entries(kb)
+                if e.id.startswith(ref.upper()) and not self._expired(self._trashed(e))
+            ]
+            if len(fits) > 1:
+                listed = references.listed([(e.id, e.relative_path) for e in fits])
+                raise DocumentAmbiguous(
+                    f"{ref!r} is the start of several trash ids: {listed}; give more of it",
+                    id=ref,
+                    candidates=references.described(
+                        [(e.id, e.relative_path, e.title) for e in fits]
+                    ),
+                )
+            entry = fits[0] if fits else None
+        if entry is None or self._expired(self._trashed(entry)):
+            raise TrashEntryNotFound(kb, ref)
+        return entry
 
     def _expired(self, trashed: Trashed) -> bool:
         return trashed.expires_at <= utc_now()  # one fixed-width UTC form: text order is time

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from cofferd.domain.errors import ValidationFailed
+from cofferd.domain.file_names import folder_in_kb
 from cofferd.domain.validation import validation_failed
 
 RetrievalMode = Literal["grep", "keyword", "vector", "hybrid"]
@@ -32,7 +33,7 @@ _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])")
 
 
 # Raised when the way text is indexed changes: every document is indexed again, once.
-INDEX_FORMAT = "v5"
+INDEX_FORMAT = "v6"
 LOCAL_DEFAULT_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DEFAULT_DIMENSIONS = 384
 # Cosine similarity below which the bundled model's nearest chunk is not relevant
@@ -112,6 +113,12 @@ class KnowledgeBaseConfig(BaseModel):
     max_document_bytes: int = Field(default=25 * 1024 * 1024, ge=1024, le=104_857_600)
     embedding: EmbeddingConfig | None = None
     auto_update_sources: bool = False
+    add_folder: str = ""  # where `add` writes new documents, inside the KB ("": its top)
+
+    @field_validator("add_folder")
+    @classmethod
+    def _a_folder_inside(cls, value: str) -> str:
+        return folder_in_kb(value)
 
     @model_validator(mode="before")
     @classmethod
@@ -179,9 +186,70 @@ def join_config(portable: dict[str, Any], local: dict[str, Any]) -> dict[str, An
 
 
 def merge_config(current: KnowledgeBaseConfig, patch: dict[str, Any]) -> KnowledgeBaseConfig:
-    merged = current.model_dump(exclude_unset=True)
-    merged.update(patch)
-    return parse_config(merged)
+    """The settings `patch` (a JSON merge patch) makes of `current`."""
+    return parse_config(merge_patch(current.model_dump(exclude_unset=True), patch))
+
+
+def merge_patch(current: Any, patch: Any) -> Any:
+    """JSON merge patch (RFC 7396): an object changes only the keys it names, recursively;
+    null removes a key (its default applies again); any other value replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(current) if isinstance(current, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
+# Where a setting in use comes from: its default, the KB's portable kb.yaml, this machine's
+# own settings (local/<kb>.yaml), or the embedding model (a default that depends on it).
+Source = Literal["default", "kb_yaml", "machine", "model"]
+
+
+def effective_settings(config: KnowledgeBaseConfig) -> dict[str, dict[str, Any]]:
+    """Every setting's value in use, with where it comes from; the embedding's one by one
+    (`embedding.min_similarity`)."""
+    values = config.model_dump(mode="json")
+    found = {}
+    for key in KnowledgeBaseConfig.model_fields:
+        if key == "embedding" and config.embedding is not None:
+            found.update(_embedding_settings(config.embedding))
+            continue
+        source = _source(key in config.model_fields_set, key in MACHINE_LOCAL)
+        found[key] = {"value": values[key], "source": source}
+    return found
+
+
+def _embedding_settings(embedding: EmbeddingConfig) -> dict[str, dict[str, Any]]:
+    values = embedding.model_dump(mode="json")
+    found = {}
+    for key in EmbeddingConfig.model_fields:
+        source = _source(key in embedding.model_fields_set, key in MACHINE_LOCAL_EMBEDDING)
+        found[f"embedding.{key}"] = {"value": values[key], "source": source}
+    for key, value in _model_defaults(embedding).items():
+        if values[key] is None:
+            found[f"embedding.{key}"] = {"value": value, "source": "model"}
+    return found
+
+
+def _model_defaults(embedding: EmbeddingConfig) -> dict[str, Any]:
+    """The settings left unset that the chosen model decides."""
+    if embedding.provider is None:
+        return {}
+    found: dict[str, Any] = {"multilingual": embedding.covers_all_languages()}
+    floor = embedding.similarity_floor()
+    if floor > -1.0:
+        found["min_similarity"] = floor
+    return found
+
+
+def _source(is_set: bool, machine_local: bool) -> Source:
+    if not is_set:
+        return "default"
+    return "machine" if machine_local else "kb_yaml"
 
 
 def check_kb_name(name: str) -> str:

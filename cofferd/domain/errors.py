@@ -79,8 +79,18 @@ class KBNotFound(NotFound):
 class DocumentNotFound(NotFound):
     code = "DOCUMENT_NOT_FOUND"
 
-    def __init__(self, kb: str, doc_id: str) -> None:
-        super().__init__(f"document {doc_id!r} does not exist in {kb!r}", kb=kb, id=doc_id)
+    def __init__(
+        self, kb: str, doc_id: str, suggestions: list[dict[str, str]] | None = None
+    ) -> None:
+        """`suggestions`: documents of close names ({id, relative_path, title})."""
+        message = f"document {doc_id!r} does not exist in {kb!r}"
+        if not suggestions:
+            super().__init__(message, kb=kb, id=doc_id)
+            return
+        near = " or ".join(f"{s['relative_path']} ({s['title']})" for s in suggestions)
+        super().__init__(
+            f"{message}; did you mean {near}?", kb=kb, id=doc_id, suggestions=suggestions
+        )
 
 
 class TrashEntryNotFound(NotFound):

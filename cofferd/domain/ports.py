@@ -11,6 +11,7 @@ from cofferd.domain.conflicts import ConflictCopy
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.links import Link
 from cofferd.domain.models import Document, KnowledgeBase, Passage
+from cofferd.domain.query_syntax import Query
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,8 @@ class DocsTree(Protocol):
     def places(self, kb: str, relpaths: Iterable[str]) -> dict[str, str]: ...
 
     def write(self, kb: str, relpath: str, data: bytes) -> None: ...
+
+    def create(self, kb: str, folder: str, stem: str, data: bytes) -> str: ...
 
     def confined(self, kb: str, relpath: str) -> Path: ...
 
@@ -203,6 +206,11 @@ class DocumentCatalog(Protocol):
     """Documents as indexed: by reference, by path, by metadata, listed."""
 
     async def find_documents(self, kb: str, ref: str) -> list[Document]: ...
+
+    async def document_names(self, kb: str, like: str | None = None) -> list[tuple[str, str, str]]:
+        """(id, path, title) of every document: what people may call one; with `like`, of
+        those whose path holds it or whose title is it (any ASCII case): a few, found fast."""
+        ...
 
     async def merge_conflicts(self, kb: str) -> list[Document]: ...
 
@@ -362,7 +370,11 @@ class VectorStore(Protocol):
         top_k: int,
         filters: SearchFilters | None = None,
         min_similarity: float = -1.0,
-    ) -> list[Passage]: ...
+        syntax: Query | None = None,
+    ) -> list[Passage]:
+        """The nearest chunks the filters allow that hold the query's phrases and none of
+        what it excludes (`syntax`), as passages scored by cosine similarity."""
+        ...
 
 
 LinkRow = tuple[str, str, Link]  # (the linking document's id, its path, the link)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from cofferd.domain.errors import KBUnavailable, PathRefused, StorageError
 from cofferd.infrastructure.doc_files import disk_path, inside
-from cofferd.infrastructure.fsutil import atomic_write
+from cofferd.infrastructure.fsutil import atomic_write, make_folder
 from cofferd.locations import Locations, check_relpath
 
 CONTROL_FILE_MAX = 1024 * 1024  # settings or ignore rules larger than this are not written by hand
@@ -220,20 +220,19 @@ class Boundary:
         asked."""
         root = self.root(kb)
         path = disk_path(root, check_relpath(relpath))
-        folder = root
-        for part in path.relative_to(root).parts[:-1]:
-            folder = folder / part
-            if not _is_folder(folder, make=make_folders):
-                if not os.path.lexists(folder):
-                    return path  # not there: nothing below it either
-                raise PathRefused(
-                    f"{relpath} is below {folder.relative_to(root)}, which is a link or a "
-                    "file, not a folder of the knowledge base",
-                    path=relpath,
-                )
+        if not _through_folders(root, path.parent, relpath, make=make_folders):
+            return path  # a folder on the way is not there: nothing below it either
         with contextlib.suppress(FileNotFoundError):
             if not stat.S_ISREG(os.lstat(path).st_mode):
                 raise PathRefused(f"{relpath} is a link or not a regular file", path=relpath)
+        return path
+
+    def folder(self, kb: str, relpath: str) -> Path:
+        """A folder of the KB ("": its root) for a new file: below the root checked now,
+        through no link (PathRefused), made with its missing parents."""
+        root = self.root(kb)
+        path = disk_path(root, check_relpath(relpath)) if relpath else root
+        _through_folders(root, path, relpath, make=True)
         return path
 
     def raw_folder(self, kb: str) -> Path:
@@ -249,10 +248,36 @@ class Boundary:
                 )
         return raw
 
+    def shown(self, kb: str, path: Path) -> str:
+        """A path below the KB's root as people know it, for a message: under the folder
+        they attached (where its link says), not where links on the way resolve to."""
+        root = self._roots.get(kb)
+        if root is None or not inside(str(path), str(root)):
+            return str(path)
+        return str(self.locations.docs_folder(kb) / path.relative_to(root))
+
     def holds(self, kb: str, path: Path) -> bool:
         """Whether a folder really is below the KB's root (as last checked)."""
         root = self._roots.get(kb)
         return root is not None and inside(os.path.realpath(path), str(root))
+
+
+def _through_folders(root: Path, below: Path, relpath: str, *, make: bool) -> bool:
+    """Whether every folder from `root` down to `below` is a folder and not a link (made
+    when missing and `make`); False when one is missing; PathRefused when one is a link or
+    a file."""
+    folder = root
+    for part in below.relative_to(root).parts:
+        folder = folder / part
+        if not _is_folder(folder, make=make):
+            if not os.path.lexists(folder):
+                return False
+            raise PathRefused(
+                f"{relpath} is below {folder.relative_to(root)}, which is a link or a "
+                "file, not a folder of the knowledge base",
+                path=relpath,
+            )
+    return True
 
 
 def _is_folder(path: Path, *, make: bool) -> bool:
@@ -263,7 +288,7 @@ def _is_folder(path: Path, *, make: bool) -> bool:
         if not make:
             return False
     with contextlib.suppress(FileExistsError):
-        os.mkdir(path)
+        make_folder(path)  # with its parent's permissions: a folder of yours stays as yours
     return stat.S_ISDIR(os.lstat(path).st_mode)
 
 

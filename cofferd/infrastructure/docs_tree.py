@@ -13,14 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cofferd.domain.conflicts import ConflictCopy, conflict_copy
-from cofferd.domain.errors import PathRefused, StorageError
+from cofferd.domain.errors import PathRefused, StorageError, ValidationFailed
+from cofferd.domain.file_names import numbered, same_name
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
 from cofferd.infrastructure.doc_files import TreeReader, disk_path, stat_of
 from cofferd.infrastructure.document_policy import DocumentPolicy, Kind, has_markdown_suffix
-from cofferd.infrastructure.fsutil import atomic_write
+from cofferd.infrastructure.fsutil import atomic_write, create_new, mode_for_files_in
 from cofferd.locations import Locations, normalize_relpath
 
 log = logging.getLogger(__name__)
+
+NAMES_TRIED = 10_000  # `Plan 2.md` ... before a folder is taken for full
+PRIVATE = 0o600  # a document Coffer writes in the data home
 
 
 @dataclass
@@ -87,6 +91,9 @@ class FileDocsTree:
         )
 
     def _unreadable(self, kb: str, exc: OSError) -> StorageError:
+        """Why the docs folder cannot be listed: KBUnavailable when it went away meanwhile
+        (raised from here), else a StorageError to raise."""
+        self.boundary.root(kb)
         folder = self.locations.docs_folder(kb)
         return StorageError(
             f"cannot read the docs folder {folder}: {exc.strerror or exc}", path=str(folder)
@@ -138,8 +145,13 @@ class FileDocsTree:
         return stat_of(st) if stat_mod.S_ISREG(st.st_mode) else None
 
     def read(self, kb: str, relpath: str) -> FileContent | None:
-        """The file's bytes, read again while it changes under us (a save in progress)."""
-        return TreeReader(self.boundary.root(kb)).read(relpath)
+        """The file's bytes, read again while it changes under us (a save in progress).
+        None when it is not there; KBUnavailable when its folder is not (not even since
+        the read began: a disk unplugged takes every file with it)."""
+        content = TreeReader(self.boundary.root(kb)).read(relpath)
+        if content is None:
+            self.boundary.root(kb)
+        return content
 
     def absolute(self, kb: str, relpath: str) -> str:
         """The file's path as people know it (in an attached folder, not through the link)."""
@@ -160,7 +172,65 @@ class FileDocsTree:
         return found
 
     def write(self, kb: str, relpath: str, data: bytes) -> None:
-        atomic_write(self.boundary.place(kb, relpath, make_folders=True), data)
+        """Replace the file with `data`, keeping its permissions (a new one gets those of
+        `_new_file_mode`)."""
+        path = self.boundary.place(kb, relpath, make_folders=True)
+        atomic_write(path, data, new_mode=self._new_file_mode(kb, path.parent))
+
+    def create(self, kb: str, folder: str, stem: str, data: bytes) -> str:
+        """Write a new document in `folder` (relative; "" the top), named `stem.md`, or
+        `stem 2.md`, ... : the first name that no file of that folder has in any case or
+        Unicode form (the same file on macOS and Windows). Its missing folders are made.
+        Answers its path; never replaces a file."""
+        self._check_open(kb, folder)
+        where = self.boundary.folder(kb, folder)
+        taken = {same_name(name) for name in os.listdir(where)}
+        mode = self._new_file_mode(kb, where)
+        for n in range(1, NAMES_TRIED + 1):
+            name = numbered(stem, n)
+            relpath = self._relpath(folder, name)
+            if same_name(name) in taken or not self._indexed_as_document(kb, relpath):
+                continue
+            try:
+                create_new(where / name, data, mode)
+            except FileExistsError:  # made meanwhile, by an editor or a sync
+                taken.add(same_name(name))
+                continue
+            return relpath
+        raise StorageError(f"no free name for {stem!r} in {folder or 'the top folder'}")
+
+    def _check_open(self, kb: str, folder: str) -> None:
+        """A document in `folder` would be indexed: no part of it is hidden, noise or
+        ignored (ValidationFailed otherwise)."""
+        self.boundary.root(kb)  # the ignore rules are read from the root checked now
+        if folder and self.policy.classify(kb, folder, True) is not Kind.FOLDER:
+            raise ValidationFailed(
+                f"{folder} is a hidden folder, or one an ignore file excludes: a document "
+                "added there would not be indexed",
+                field="folder",
+            )
+
+    def _indexed_as_document(self, kb: str, relpath: str) -> bool:
+        """Whether a new file at `relpath` would be a document; False for a name a sync
+        tool gives its conflict copies (another name will do); ValidationFailed when an
+        ignore file excludes it (no name would do)."""
+        kind = self.policy.classify(kb, relpath)
+        if kind is Kind.OTHER:
+            raise ValidationFailed(
+                f"{relpath} would not be indexed: an ignore file of the knowledge base excludes it"
+            )
+        return kind is Kind.DOCUMENT
+
+    @staticmethod
+    def _relpath(folder: str, name: str) -> str:
+        return f"{folder}/{name}" if folder else name
+
+    def _new_file_mode(self, kb: str, folder: Path) -> int:
+        """A new document in the data home is private; one in a folder of the user's gets
+        what a file they made there would: that folder's permissions without execute."""
+        if self.locations.attached_folder(kb) is None:
+            return PRIVATE
+        return mode_for_files_in(folder)
 
     def remove(self, kb: str, relpath: str) -> None:
         with contextlib.suppress(FileNotFoundError):

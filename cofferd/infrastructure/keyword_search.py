@@ -1,5 +1,6 @@
-"""Keyword search, the KeywordSearch port: the query parsed (fts), BM25 over the KB's FTS
-table (keyword_index), the hits as passages (chunk_rows)."""
+"""Keyword search, the KeywordSearch port: the query parsed (query_syntax) and put in FTS5's
+terms (fts), BM25 over the KB's FTS table (keyword_index), the hits as passages
+(chunk_rows) with their snippets (fts)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ from typing import Any
 
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.models import Passage
+from cofferd.domain.query_syntax import parse_query
 from cofferd.infrastructure import chunk_rows, fts, keyword_index
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.search_filter import chunks_within
 from cofferd.infrastructure.sqlite import Connection
-
-PHRASE_CANDIDATES = 5  # x top_k, read to keep those that hold quoted phrases verbatim
 
 
 def _hits(
@@ -27,7 +27,7 @@ def _hits(
             rows[h["seq"]],
             fts.display_text(h["text"]),
             float(h["score"]),
-            fts.display_text(h["snip"]),
+            fts.snippet(fts.display_text(h["snip"])),
         )
         for h in found
         if h["seq"] in rows
@@ -42,19 +42,19 @@ class SqliteKeywordSearch:
         self, kb: str, query: str, top_k: int, filters: SearchFilters | None = None
     ) -> list[Passage]:
         """BM25 over words; when nothing matches, the words are tried again as prefixes."""
-        parsed = fts.parse_query(query)
-        match = parsed.match()
+        parsed = parse_query(query)
+        match = fts.match(parsed)
         if match is None:
             return []
         within = chunks_within(kb, filters, "seq") if filters else None
 
         def run(conn: Connection) -> list[Passage]:
             if parsed.phrases:  # stemmed matches are checked word for word
-                hits = _hits(conn, kb, match, top_k * PHRASE_CANDIDATES, within)
+                hits = _hits(conn, kb, match, top_k * fts.PHRASE_CANDIDATES, within)
                 return [h for h in hits if parsed.holds_phrases(h.text)][:top_k]
             hits = _hits(conn, kb, match, top_k, within)
             if not hits:
-                hits = _hits(conn, kb, parsed.match(prefix=True) or match, top_k, within)
+                hits = _hits(conn, kb, fts.match(parsed, prefix=True) or match, top_k, within)
             return hits
 
         return await self.db.read(run)

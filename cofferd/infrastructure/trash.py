@@ -9,7 +9,6 @@ and then the removal of the source. Nothing is ever moved over an existing file.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -24,14 +23,12 @@ from typing import Any
 from cofferd.domain.errors import PathOccupied, StorageError
 from cofferd.domain.ports import TrashEntry
 from cofferd.infrastructure.confinement import Boundary, ControlFileRefused, read_control_file
-from cofferd.infrastructure.fsutil import atomic_write, fsync_dir
+from cofferd.infrastructure.fsutil import NO_LINKS, atomic_write, fsync_dir, link_new
 from cofferd.locations import Locations, TrashEntryFiles, check_relpath
 
 log = logging.getLogger(__name__)
 
 TRASH_ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
-# a filesystem that cannot hard-link (FAT, some network shares) says one of these
-NO_LINKS = {errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK}
 COPY_BLOCK = 1024 * 1024
 
 
@@ -44,7 +41,7 @@ class FileTrash:
         """Move the document's files into a new entry; on failure, back where they were."""
         files = self.locations.trash_entry(kb, entry.id)
         files.folder.mkdir(mode=0o700, parents=True)
-        moved = {files.document: markdown}
+        moved = {files.document: Path(self.boundary.shown(kb, markdown))}  # as people know it
         if original is not None:
             moved[files.original(original.name)] = original
         try:
@@ -53,7 +50,7 @@ class FileTrash:
             move_file(markdown, files.document)
         except OSError as exc:
             shutil.rmtree(files.folder, ignore_errors=True)
-            raise _refused(f"cannot move {markdown} to the trash", exc) from exc
+            raise _refused(f"cannot move {moved[files.document]} to the trash", exc) from exc
         if original is None:
             return
         try:
@@ -101,13 +98,14 @@ class FileTrash:
         )
         for place in (target, original_target):
             if place is not None and os.path.lexists(place):
-                raise _occupied(place)
+                raise _occupied(Path(self.boundary.shown(kb, place)))
         try:
             move_file(files.document, target)
         except FileExistsError:
-            raise _occupied(target) from None
+            raise _occupied(Path(self.boundary.shown(kb, target))) from None
         except OSError as exc:
-            raise _refused(f"cannot move the document back to {target}", exc) from exc
+            shown = self.boundary.shown(kb, target)
+            raise _refused(f"cannot move the document back to {shown}", exc) from exc
         if entry.original and original_target is not None:
             kept = files.original(entry.original)
             try:
@@ -164,16 +162,7 @@ def _copy(src: Path, dst: Path, st: os.stat_result) -> None:
             os.fsync(out.fileno())
         os.chmod(tmp, stat.S_IMODE(st.st_mode))
         os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
-        try:
-            os.link(tmp, dst)
-        except FileExistsError:
-            raise
-        except OSError as exc:
-            if exc.errno not in NO_LINKS:
-                raise
-            if os.path.lexists(dst):
-                raise FileExistsError(errno.EEXIST, "file exists", str(dst)) from None
-            os.rename(tmp, dst)
+        link_new(tmp, dst)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -8,16 +8,16 @@ from, and answers KNN queries with passages.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from cofferd.domain.filters import SearchFilters
-from cofferd.domain.models import Passage
+from cofferd.domain.models import KB_KIND, Passage
 from cofferd.domain.ports import EmbedJob
-from cofferd.infrastructure import chunk_rows, document_rows, keyword_index, vec_index
+from cofferd.domain.query_syntax import Query
+from cofferd.infrastructure import chunk_rows, document_rows, fts, keyword_index, vec_index
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.search_filter import chunks_within
 from cofferd.infrastructure.sqlite import Connection
-
-SNIPPET_CHARS = 300
 
 
 def embedding_text(heading: list[str], text: str) -> str:
@@ -115,13 +115,17 @@ class SqliteVectors:
         top_k: int,
         filters: SearchFilters | None = None,
         min_similarity: float = -1.0,
+        syntax: Query | None = None,
     ) -> list[Passage]:
         """The nearest chunks, as passages scored by cosine similarity; none below
-        `min_similarity`."""
-        within = chunks_within(kb, filters, "id") if filters else None
+        `min_similarity`. With `syntax`, only chunks that keyword search could return for
+        it: holding its phrases word for word and nothing it excludes."""
+        holds = syntax.holds_phrases if syntax and syntax.phrases else None
 
         def run(conn: Connection) -> list[Passage]:
-            hits = vec_index.search(conn, kb, vector, top_k, within)
+            within = _within(conn, kb, filters, syntax)
+            k = top_k * fts.PHRASE_CANDIDATES if holds else top_k
+            hits = vec_index.search(conn, kb, vector, k, within)
             hits = [
                 (chunk, distance) for chunk, distance in hits if 1.0 - distance >= min_similarity
             ]
@@ -129,10 +133,39 @@ class SqliteVectors:
                 return []
             rows = chunk_rows.with_documents(conn, "id", [chunk for chunk, _ in hits])
             texts = keyword_index.texts(conn, kb, [r["seq"] for r in rows.values()])
-            return [
-                chunk_rows.passage(row, text, 1.0 - distance, text[:SNIPPET_CHARS])
+            passages = [
+                chunk_rows.passage(row, text, 1.0 - distance, fts.snippet(text))
                 for chunk, distance in hits
                 if (row := rows.get(chunk)) is not None and (text := texts.get(row["seq"]))
             ]
+            if holds:  # the index stems: the phrases are checked word for word
+                passages = [p for p in passages if holds(p.text)]
+            return passages[:top_k]
 
         return await self.db.read(run)
+
+
+def _within(
+    conn: Connection, kb: str, filters: SearchFilters | None, syntax: Query | None
+) -> tuple[str, list[Any]] | None:
+    """A subquery (with its arguments) selecting the ids of the chunks a search may return:
+    those the filters allow that FTS matches as keyword search does with the query's
+    phrases and without what it excludes (in the text, the heading path or the title)."""
+    if syntax is None or not syntax.constrains():
+        return chunks_within(kb, filters, "id") if filters else None
+    conditions: list[str] = []
+    args: list[Any] = [KB_KIND, kb]
+    if filters:
+        subquery, more = chunks_within(kb, filters, "id")
+        conditions.append(f"id IN ({subquery})")
+        args += more
+    if syntax.phrases:
+        subquery, more = keyword_index.matching(conn, kb, fts.all_of(syntax.phrases))
+        conditions.append(f"seq IN ({subquery})")
+        args += more
+    if syntax.excluded:
+        subquery, more = keyword_index.matching(conn, kb, fts.match_expression(syntax.excluded))
+        conditions.append(f"seq NOT IN ({subquery})")
+        args += more
+    where = " AND ".join(conditions)
+    return f"SELECT id FROM chunks WHERE kind = ? AND resource_name = ? AND {where}", args

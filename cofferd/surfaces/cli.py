@@ -28,7 +28,6 @@ import asyncio
 import logging
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from cofferd import __version__
@@ -62,12 +61,18 @@ class JournalFormatter(CappedFormatter):
 
 
 def setup_logging(level: str) -> None:
+    """Coffer's own loggers at `level`. Libraries log at INFO what is no event here
+    (watchfiles every save, httpx every request): they are heard from at WARNING, and at
+    every level only when the daemon runs at DEBUG."""
     handler = BarAwareHandler(sys.stderr)
     if os.environ.get("JOURNAL_STREAM"):  # stderr goes to the journal, which adds the time
         handler.setFormatter(JournalFormatter("%(name)s: %(message)s"))
     else:
         handler.setFormatter(CappedFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    own = logging.getLevelName(level.upper())
+    libraries = own if own == logging.DEBUG else max(own, logging.WARNING)
+    logging.basicConfig(level=libraries, handlers=[handler], force=True)
+    logging.getLogger("cofferd").setLevel(own)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -136,9 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log_level)
     locations = Locations.from_env()
     if args.home:
-        locations = replace(locations, home=Path(args.home).expanduser().absolute())
+        locations = locations.replace(home=Path(args.home).expanduser().absolute())
     if args.socket:
-        locations = replace(locations, socket=Path(args.socket).expanduser().absolute())
+        locations = locations.replace(socket=Path(args.socket).expanduser().absolute())
     if args.reconcile_interval <= 0 or args.activity_keep < 1:
         print("cofferd: --reconcile-interval and --activity-keep must be positive", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from cofferd import __version__
 from cofferd.application.knowledge_bases import DEFAULT_KB
+from cofferd.domain.models import KnowledgeBase
 from cofferd.infrastructure.fs_probe import FsProbe
 from cofferd.locations import Locations
 from cofferd.surfaces import systemd, unix_socket
@@ -130,63 +131,73 @@ class Daemon:
             await coffer.converter.interrupt()  # in-flight uploads are answered, not dropped
         log.info("stopped")
 
+    async def _kb_status(
+        self, kb: KnowledgeBase, folder: tuple[str | None, str] | None
+    ) -> dict[str, Any]:
+        """One KB's entry of `status`; `folder` is what `_folder` found (None: its folder
+        did not answer in time)."""
+        coffer = self.coffer
+        counts = await coffer.kbs.counts(kb.name)
+        progress = coffer.progress.get(kb.name)
+        docs_path = folder[1] if folder else kb.attached
+        entry: dict[str, Any] = {
+            "name": kb.name,
+            "enabled": kb.enabled,
+            "documents": counts["documents"],
+            "documents_degraded": counts["documents_degraded"],
+            "skipped": coffer.reindexer.skipped_count(kb.name),
+            "progress": progress.as_dict() if progress else None,
+            "docs_path": docs_path or str(self.locations.docs_dir(kb.name)),
+        }
+        if kb.attached:
+            entry["attached"] = True
+        conflicts = await coffer.documents.conflict_count(kb.name)
+        if conflicts:
+            entry["conflicts"] = conflicts
+        entry.update(self._state(kb, folder, entry["docs_path"]))
+        entry["problems"] += coffer.kbs.problems(kb)
+        if kb.ignored_settings:
+            entry["ignored_settings"] = list(kb.ignored_settings)
+        if kb.settings_error:
+            entry["settings_error"] = kb.settings_error
+        if kb.config.vector_enabled and kb.config.embedding is not None:
+            vectors = coffer.embeddings.status(kb.name)
+            entry["vectors"] = {
+                "model": kb.config.embedding.model,
+                "provider": kb.config.embedding.provider,
+                "embed_pending": counts["embed_pending"],
+                **vectors,
+            }
+            if vectors["unavailable"]:
+                entry["problems"].append(vectors["unavailable"])
+            if vectors["last_error"]:
+                entry["problems"].append(f"embedding fails: {vectors['last_error']}")
+        return entry
+
+    def _state(
+        self, kb: KnowledgeBase, folder: tuple[str | None, str] | None, docs_path: str
+    ) -> dict[str, Any]:
+        """`state`, and the `problem` behind it, listed once in `problems`: its folder away
+        or refused now (`unavailable`: what search finds may be stale), else indexing that
+        fails now (`failing`), else `ok`."""
+        if folder is None:
+            why = f"its docs folder {docs_path} does not answer (a network mount that went away?)"
+            return {"state": "unavailable", "problem": why, "problems": [why]}
+        if folder[0] is not None:
+            return {"state": "unavailable", "problem": folder[0], "problems": [folder[0]]}
+        failure = self.coffer.indexing.problems().get(kb.name)
+        if failure is not None:
+            why = f"indexing fails: {failure}"
+            return {"state": "failing", "problem": why, "problems": [why]}
+        return {"state": "ok", "problems": []}
+
     async def status(self) -> dict[str, Any]:
         coffer = self.coffer
         # read before the counts: once it says done, the counts below are complete
         startup_done = coffer.indexing.startup_done()
-        kbs = []
-        problems = coffer.indexing.problems()
         known = coffer.kbs.list()
         folders = await self._folders(lambda: {kb.name: self._folder(kb.name) for kb in known})
-        for kb in known:
-            counts = await coffer.kbs.counts(kb.name)
-            progress = coffer.progress.get(kb.name)
-            found = (folders or {}).get(kb.name)
-            refused, docs_path = found or (None, kb.attached or "")
-            entry: dict[str, Any] = {
-                "name": kb.name,
-                "enabled": kb.enabled,
-                "state": "failing" if kb.name in problems else "ok",
-                "documents": counts["documents"],
-                "documents_degraded": counts["documents_degraded"],
-                "skipped": coffer.reindexer.skipped_count(kb.name),
-                "progress": progress.as_dict() if progress else None,
-                "problems": [],
-                "docs_path": docs_path or str(self.locations.docs_dir(kb.name)),
-            }
-            if kb.attached:
-                entry["attached"] = True
-            conflicts = await coffer.documents.conflict_count(kb.name)
-            if conflicts:
-                entry["conflicts"] = conflicts
-            if kb.name in problems:
-                entry["problem"] = problems[kb.name]
-                entry["problems"].append(f"indexing fails: {problems[kb.name]}")
-            if found is None or refused:  # what search finds may be stale
-                entry["state"] = "unavailable"
-                entry["problems"].append(
-                    refused
-                    or f"its docs folder {entry['docs_path']} does not answer (a network "
-                    "mount that went away?)"
-                )
-            entry["problems"] += coffer.kbs.problems(kb)
-            if kb.ignored_settings:
-                entry["ignored_settings"] = list(kb.ignored_settings)
-            if kb.settings_error:
-                entry["settings_error"] = kb.settings_error
-            if kb.config.vector_enabled and kb.config.embedding is not None:
-                vectors = coffer.embeddings.status(kb.name)
-                entry["vectors"] = {
-                    "model": kb.config.embedding.model,
-                    "provider": kb.config.embedding.provider,
-                    "embed_pending": counts["embed_pending"],
-                    **vectors,
-                }
-                if vectors["unavailable"]:
-                    entry["problems"].append(vectors["unavailable"])
-                if vectors["last_error"]:
-                    entry["problems"].append(f"embedding fails: {vectors['last_error']}")
-            kbs.append(entry)
+        kbs = [await self._kb_status(kb, (folders or {}).get(kb.name)) for kb in known]
         indexing = coffer.indexing.status()
         watcher = self.watcher.status()
         return {

@@ -15,6 +15,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from cofferd import __version__
+from cofferd.domain.config import effective_settings
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.models import KB_KIND
 from cofferd.domain.validation import validation_failed
@@ -42,6 +43,7 @@ from cofferd.surfaces.http_json import (
 from cofferd.surfaces.http_query import (
     AddQuery,
     AuditQuery,
+    DocumentQuery,
     DocumentsQuery,
     InvocationsQuery,
     ResourcesQuery,
@@ -158,7 +160,8 @@ async def attach_kb(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/knowledge_bases/{name}")
 async def get_kb(request: web.Request) -> web.Response:
-    return json_response(kb_json(request.app[COFFER].kbs.get(request.match_info["name"])))
+    kb = request.app[COFFER].kbs.get(request.match_info["name"])
+    return json_response({**kb_json(kb), "effective": effective_settings(kb.config)})
 
 
 @routes.patch("/api/v1/knowledge_bases/{name}")
@@ -207,9 +210,10 @@ async def list_documents(request: web.Request, query: DocumentsQuery) -> web.Res
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/documents/{doc_id}")
-async def get_document(request: web.Request) -> web.Response:
+@with_query(DocumentQuery)
+async def get_document(request: web.Request, query: DocumentQuery) -> web.Response:
     view = await request.app[COFFER].documents.get(
-        request.match_info["name"], request.match_info["doc_id"]
+        request.match_info["name"], request.match_info["doc_id"], file_text=query.file_text
     )
     return json_response(document_json(view))
 
@@ -252,7 +256,9 @@ async def add_document(request: web.Request, query: AddQuery) -> web.Response:
         if (body.source_path is None) == (body.content is None):
             raise ValidationFailed("give exactly one of source_path or content")
         if body.content is not None:
-            result = await coffer.ingest.add_markdown(name, body.content, body.title, actor=actor)
+            result = await coffer.ingest.add_markdown(
+                name, body.content, body.title, actor=actor, folder=body.folder
+            )
         else:
             assert body.source_path is not None
             result = await coffer.ingest.add_path(
@@ -261,6 +267,7 @@ async def add_document(request: web.Request, query: AddQuery) -> web.Response:
                 replace=body.replace or query.replace,
                 track=body.track_source,
                 actor=actor,
+                folder=body.folder,
             )
     return json_response(ingest_json(result), status=201 if result.status == "added" else 200)
 
@@ -352,16 +359,28 @@ async def skipped(request: web.Request) -> web.Response:
     return json_response({"items": await coffer.reindexer.skipped(kb.name)})
 
 
+def _indexing(coffer: Coffer, kb: str) -> dict[str, Any]:
+    """`{"indexing": {"done", "total"}}` while the KB's index may lack files (its files
+    being indexed, or its first pass since the start not over: `total` is null until its
+    files are counted), for a search answer to say that it may be incomplete; else `{}`."""
+    progress = coffer.progress.get(kb)
+    if progress is not None and progress.phase == "indexing" and progress.total:
+        return {"indexing": {"done": progress.done, "total": progress.total}}
+    if coffer.indexing.first_pass_pending(kb):
+        return {"indexing": {"done": 0, "total": None}}
+    return {}
+
+
 @routes.post("/api/v1/knowledge_bases/{name}/search")
 async def search(request: web.Request) -> web.Response:
     body = await _json(request, SearchRequest)
-    result = await request.app[COFFER].retrieval.search(
-        request.match_info["name"], body.query, body.top_k, body.search_filters()
-    )
+    coffer, name = request.app[COFFER], request.match_info["name"]
+    result = await coffer.retrieval.search(name, body.query, body.top_k, body.search_filters())
     return json_response(
         {
             "mode": result.mode,
             "fallback": result.fallback,
+            **_indexing(coffer, name),
             "passages": [passage_json(p) for p in result.passages],
         }
     )
@@ -370,7 +389,8 @@ async def search(request: web.Request) -> web.Response:
 @routes.post("/api/v1/search")
 async def search_all(request: web.Request) -> web.Response:
     body = await _json(request, SearchAllRequest)
-    passages, per_kb = await request.app[COFFER].retrieval.search_all(
+    coffer = request.app[COFFER]
+    passages, per_kb = await coffer.retrieval.search_all(
         body.query, body.top_k, body.knowledge_bases, body.search_filters()
     )
     modes = {answer.mode for answer in per_kb.values()}
@@ -378,7 +398,7 @@ async def search_all(request: web.Request) -> web.Response:
         {
             "mode": modes.pop() if len(modes) == 1 else "mixed",
             "knowledge_bases": {
-                name: {"mode": answer.mode, "fallback": answer.fallback}
+                name: {"mode": answer.mode, "fallback": answer.fallback, **_indexing(coffer, name)}
                 for name, answer in per_kb.items()
             },
             "passages": [passage_json(p) for p in passages],

@@ -16,7 +16,7 @@ from cofferd.application.trash import Trashed
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.filters import SearchFilters, parse_filters
 from cofferd.domain.models import KB_KIND, KnowledgeBase, Passage, ReindexResult
-from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START
+from cofferd.infrastructure.fts import unmark
 
 PATH_MAX = 4096
 
@@ -107,6 +107,8 @@ class AddDocument(_Body):
     content: Omittable[str] = None
     title: str | None = Field(default=None, max_length=500)
     replace: bool = False
+    # the KB's folder a new document goes into ("": its top); absent: the KB's add_folder
+    folder: Omittable[str] = Field(default=None, max_length=PATH_MAX)
 
 
 _FLAGS = {"1": True, "true": True, "yes": True, "on": True,
@@ -158,6 +160,8 @@ def document_json(view: DocumentView) -> dict[str, Any]:
     if view.body is not None:
         out["content"] = view.body
         out["frontmatter"] = view.frontmatter or {}
+    if view.file_text is not None:
+        out["file_text"] = view.file_text
     return out
 
 
@@ -182,16 +186,8 @@ def passage_json(p: Passage) -> dict[str, Any]:
 
 def split_highlights(marked: str) -> tuple[str, list[list[int]]]:
     """Plain snippet text plus [start, end) offsets of the matched terms."""
-    plain: list[str] = []
-    spans: list[list[int]] = []
-    length = 0
-    for i, part in enumerate(marked.split(HIGHLIGHT_START)):
-        hit, _, rest = part.partition(HIGHLIGHT_END) if i else ("", "", part)
-        if hit:
-            spans.append([length, length + len(hit)])
-        plain.append(hit + rest)
-        length += len(hit) + len(rest)
-    return "".join(plain), spans
+    plain, spans = unmark(marked)
+    return plain, [list(span) for span in spans]
 
 
 def ingest_json(result: IngestResult) -> dict[str, Any]:

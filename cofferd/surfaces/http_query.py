@@ -59,6 +59,10 @@ class DocumentsQuery(Query):
     offset: QueryInt = Field(default=0, ge=0, le=INT_MAX)
 
 
+class DocumentQuery(Query):
+    file_text: QueryBool = False  # the whole file too, frontmatter included
+
+
 class AddQuery(Query):
     replace: QueryBool = False
 

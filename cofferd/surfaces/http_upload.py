@@ -3,7 +3,8 @@ knowledge base's size limit, then added like any file.
 
 A `source_path` field names where the client read the file (cofferctl sends it): the
 document tracks that file for check-sources, as if the daemon had read it there. This is
-how files reach a daemon that cannot see them (a service with a private /tmp)."""
+how files reach a daemon that cannot see them (a service with a private /tmp). A `folder`
+field names the knowledge base's folder a new document goes into."""
 
 from __future__ import annotations
 
@@ -38,14 +39,17 @@ async def receive_upload(
     tmp: Path | None = None
     filename = None
     source_path: str | None = None
+    folder: str | None = None
     try:
         while (part := await _next_part(reader)) is not None:
             if not isinstance(part, BodyPartReader):
                 continue
-            if part.name in ("replace", "source_path"):
+            if part.name in ("replace", "source_path", "folder"):
                 value = (await part.read(decode=False)).decode("utf-8", "replace")
                 if part.name == "replace":
                     replace = flag(value, "replace")
+                elif part.name == "folder":
+                    folder = value
                 else:
                     source_path = _source_path(value)
             elif part.name == "file" and tmp is None:
@@ -71,7 +75,13 @@ async def receive_upload(
         if tmp is None or filename is None:
             raise ValidationFailed("multipart field 'file' is required", field="file")
         return await coffer.ingest.add_file(
-            name, tmp, filename, replace=replace, source_path=source_path, actor=actor
+            name,
+            tmp,
+            filename,
+            replace=replace,
+            source_path=source_path,
+            actor=actor,
+            folder=folder,
         )
     finally:
         if tmp is not None:
