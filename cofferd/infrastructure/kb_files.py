@@ -258,22 +258,35 @@ class KBFiles:
         os.replace(fresh, docs)
         self.boundary.record(name, folder)
 
+    def unrecorded_links(self) -> list[str] | None:
+        """Attached KBs whose link has no recorded identity, when a data home from before
+        identities were recorded is opened for the first time; None once it has been."""
+        if self._links_recorded.exists():
+            return None
+        return [
+            name
+            for name in self.names()
+            if self.locations.attached_folder(name) is not None
+            and self.boundary.attachment(name) is None
+        ]
+
     def trust_existing_links(self, indexed: Collection[str]) -> None:
-        """Once, when a data home from before attachments were recorded is first opened:
-        the links of the KBs this machine has already indexed (`indexed`) were made here."""
-        marker = self.locations.local_dir / ".attachments-recorded"
-        if marker.exists():
-            return
-        for name in self.names():
+        """Once: the links of the KBs this machine has already indexed (`indexed`, of
+        `unrecorded_links`) were made here, and are recorded as attached."""
+        for name in indexed:
             folder = self.locations.attached_folder(name)
-            if folder is None or name not in indexed or self.boundary.attachment(name):
+            if folder is None:
                 continue
             try:
                 self.boundary.record(name, self.check_attachable(folder, name))
             except (ValidationFailed, OSError) as exc:
                 message = exc.message if isinstance(exc, ValidationFailed) else str(exc)
                 log.warning("%s: its attached folder is not trusted: %s", name, message)
-        atomic_write(marker, b"", mode=0o600)
+        atomic_write(self._links_recorded, b"", mode=0o600)
+
+    @property
+    def _links_recorded(self) -> Path:
+        return self.locations.local_dir / ".attachments-recorded"
 
     def remove(self, name: str) -> None:
         # rmtree unlinks links, never what they point to: an attached folder stays whole

@@ -203,10 +203,11 @@ class Coffer:
         """Attached folders from before their identity was recorded: those this machine
         has indexed are recorded as attached here, once (kb_files.trust_existing_links)."""
         repo = self.registry.repo
+        unrecorded = await asyncio.to_thread(repo.unrecorded_links)
+        if unrecorded is None:
+            return  # done once already: no document counts at start
         indexed = [
-            name
-            for name in await asyncio.to_thread(repo.names)
-            if (await self.stores.index.metrics(name))["documents"]
+            name for name in unrecorded if (await self.stores.index.metrics(name))["documents"]
         ]
         await asyncio.to_thread(repo.trust_existing_links, indexed)
 
