@@ -26,6 +26,8 @@ import unicodedata
 import urllib.parse
 from collections.abc import Sequence
 
+from cofferd.durations import time_left
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~3 ms of each start
 if TYPE_CHECKING:
     from typing import Any, TextIO
@@ -149,7 +151,8 @@ def _aligned(cells: Sequence[str], widths: Sequence[int]) -> str:
 
 
 class Progress:
-    """`[#####     ] 12/40 3.1/s name`, redrawn in place; nothing when not enabled."""
+    """`[#####     ] 12/40 3.1/s 8 s left name`, redrawn in place; nothing when not
+    enabled."""
 
     WIDTH = 30
 
@@ -160,15 +163,25 @@ class Progress:
         self.started = time.monotonic()
         self.drawn = False
 
-    def show(self, done: int, total: int, note: str = "", rate: float | None = None) -> None:
+    def show(
+        self,
+        done: int,
+        total: int,
+        note: str = "",
+        rate: float | None = None,
+        eta_s: float | None = None,
+    ) -> None:
         if not self.enabled or total <= 0:
             return
         if rate is None:
             elapsed = time.monotonic() - self.started
             rate = done / elapsed if elapsed > 0 else 0.0
+        if eta_s is None and rate > 0:
+            eta_s = (total - done) / rate
+        left = f" {time_left(eta_s)} left" if eta_s is not None and done < total else ""
         filled = min(self.WIDTH, int(self.WIDTH * done / total))
         bar = "#" * filled + " " * (self.WIDTH - filled)
-        text = f"\r{self.what} [{bar}] {done}/{total} {rate:.1f}/s {visible(note)[:40]:<40}"
+        text = f"\r{self.what} [{bar}] {done}/{total} {rate:.1f}/s{left} {visible(note)[:40]:<40}"
         print(text, end="", file=self.stream, flush=True)
         self.drawn = True
 

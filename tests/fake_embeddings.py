@@ -32,6 +32,8 @@ class FakeEmbeddings:
         self.dims = dims
         self.mode: Mode = "ok"
         self.requests = 0
+        self.slow_after: int | None = None  # requests past this many are "slow"
+        self.inputs: list[str] = []  # every text it was asked to embed
         self.keys: set[str] = set()
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -43,8 +45,9 @@ class FakeEmbeddings:
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         if self.mode == "down":
             return web.json_response({"error": {"message": "overloaded"}}, status=503)
-        if self.mode == "slow":
+        if self.mode == "slow" or (self.slow_after is not None and self.requests > self.slow_after):
             await asyncio.sleep(5)
+        self.inputs += texts
         dims = self.dims + 1 if self.mode == "wrong_dim" else self.dims
         data: list[dict[str, Any]] = []
         for i, text in enumerate(texts):

@@ -12,6 +12,7 @@ import pytest
 
 from cofferd.application.progress import ProgressBoard
 from cofferd.domain.models import KnowledgeBase
+from cofferd.durations import time_left
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.progress_bar import CLEAR, ProgressBar, render
 from tests.daemon import Daemon
@@ -41,6 +42,7 @@ async def test_a_reconcile_shows_its_progress_then_none(coffer: Coffer, kb: Know
     done = [s["done"] for s in seen]
     assert done == sorted(done) and done[0] < 1200
     assert all(s["rate_per_s"] >= 0 and s["started_at"] for s in seen)
+    assert all((s["eta_s"] is None) == (s["done"] == 0) for s in seen)
     assert coffer.progress.get(kb.name) is None
 
 
@@ -72,7 +74,8 @@ def test_the_terminal_line_has_counts_and_a_rate() -> None:
     progress.started -= 2.0  # two seconds in
     line = render([progress], 200)
     assert line.startswith("cofferd: notes indexing [#####...............] 1,000/4,000 ")
-    assert line.endswith("/s") and len(render([progress], 30)) == 30
+    assert line.endswith("/s, 6 s left") and len(render([progress], 30)) == 30
+    assert progress.as_dict()["eta_s"] == pytest.approx(6.0, abs=0.2)
 
     stream = io.StringIO()
     bar = ProgressBar(board, stream)
@@ -87,3 +90,9 @@ def test_the_terminal_line_has_counts_and_a_rate() -> None:
 def test_a_daemon_not_on_a_terminal_draws_no_bar(shared_daemon: Daemon) -> None:
     shared_daemon.client.get("/api/v1/status")
     assert "\x1b[K" not in shared_daemon.log.read_text(errors="replace")
+
+
+def test_time_left_reads_as_people_say_it() -> None:
+    assert [time_left(s) for s in (4.2, 59.4, 61, 725, 3569, 3600, 11_100)] == [
+        "4 s", "59 s", "1 min", "12 min", "59 min", "1 h 00 min", "3 h 05 min",
+    ]  # fmt: skip

@@ -50,7 +50,11 @@ def _watching(c: Client, kb: str, path: str, progress: Progress) -> Any:
         current = next((e.get("progress") for e in entries if e["name"] == kb), None)
         if current:
             progress.show(
-                current["done"], current["total"], current["phase"], current["rate_per_s"]
+                current["done"],
+                current["total"],
+                current["phase"],
+                current["rate_per_s"],
+                current.get("eta_s"),
             )
         worker.join(POLL_S)
     worker.join()

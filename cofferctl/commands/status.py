@@ -7,6 +7,7 @@ from typing import Any
 
 from cofferctl.client import Client
 from cofferctl.output import Output
+from cofferd.durations import time_left
 
 
 def cmd_status(c: Client, a: argparse.Namespace, out: Output) -> Any:
@@ -69,9 +70,11 @@ def kb_notes(k: dict[str, Any]) -> list[str]:
 
 def describe_progress(p: dict[str, Any]) -> str:
     percent = 100 * p["done"] / p["total"] if p["total"] else 0.0
+    eta = p.get("eta_s")
+    left = f", {time_left(eta)} left" if eta is not None and p["done"] < p["total"] else ""
     return (
         f"{p['phase']} {p['done']}/{p['total']} ({percent:.0f}%), "
-        f"{p['rate_per_s']:.1f}/s since {p['started_at'][:19]}"
+        f"{p['rate_per_s']:.1f}/s{left} since {p['started_at'][:19]}"
     )
 
 

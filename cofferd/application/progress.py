@@ -41,12 +41,20 @@ class Progress:
         elapsed = self.elapsed_s()
         return round(self.done / elapsed, 1) if elapsed > 0 else 0.0
 
+    def eta_s(self) -> float | None:
+        """Seconds until done at the rate so far; None before anything is done."""
+        elapsed = self.elapsed_s()
+        if self.done <= 0 or elapsed <= 0:
+            return None
+        return round((self.total - self.done) * elapsed / self.done, 1)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "phase": self.phase,
             "done": self.done,
             "total": self.total,
             "rate_per_s": self.rate_per_s(),
+            "eta_s": self.eta_s(),
             "started_at": self.started_at,
         }
 

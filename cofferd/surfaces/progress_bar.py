@@ -1,6 +1,7 @@
 """cofferd in the foreground on a terminal: one line showing long work (the start-up
-reconcile, embedding catch-up) with counts and a rate. It reads the progress board a few
-times a second, so the work itself pays nothing for it; log lines clear it first."""
+reconcile, embedding catch-up) with counts, a rate and the time left. It reads the progress
+board a few times a second, so the work itself pays nothing for it; log lines clear it
+first."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import shutil
 from typing import TextIO
 
 from cofferd.application.progress import Progress, ProgressBoard
+from cofferd.durations import time_left
 
 REDRAW_S = 0.25
 SHOW_AFTER_S = 0.5  # work shorter than this never flashes a bar
@@ -22,7 +24,11 @@ def render(running: list[Progress], width: int) -> str:
     for p in running:
         filled = BAR_CELLS * p.done // p.total if p.total else BAR_CELLS
         bar = "#" * filled + "." * (BAR_CELLS - filled)
-        parts.append(f"{p.kb} {p.phase} [{bar}] {p.done:,}/{p.total:,} {p.rate_per_s():,.0f}/s")
+        eta = p.eta_s()
+        left = f", {time_left(eta)} left" if eta is not None and p.done < p.total else ""
+        parts.append(
+            f"{p.kb} {p.phase} [{bar}] {p.done:,}/{p.total:,} {p.rate_per_s():,.0f}/s{left}"
+        )
     line = "cofferd: " + " | ".join(parts)
     return line if len(line) <= width else line[: max(width - 1, 0)] + "…"
 
