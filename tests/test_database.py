@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from array import array
 from pathlib import Path
 
 import pytest
 
-from cofferd.infrastructure import keyword_index, schema, sqlite
+from cofferd.infrastructure import keyword_index, schema, sqlite, vec_index
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.sqlite import atomic
 
@@ -118,6 +119,33 @@ def test_upgrading_keeps_keyword_rows_until_the_reindex(
     assert [r[0] for r in keyword_index.search(conn, "notes", '"old"', 5)] == [7]
     columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
     assert {"tags", "aliases"} <= columns
+
+
+def test_upgrading_keeps_every_vector_in_int8(tmp_path: Path) -> None:
+    conn = sqlite.connect(tmp_path / "c.db")
+    assert vec_index.load(conn)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:8])
+        schema.migrate(conn)
+    old = "vec_" + vec_index.table_name("notes").removeprefix("vecq_")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE {old} USING vec0("
+        "chunk_id TEXT PRIMARY KEY, embedding float[3] distance_metric=cosine)"
+    )
+    vectors = {"a": [1.0, 0.0, 0.0], "b": [0.6, 0.8, 0.0], "c": [0.0, 0.0, -2.0]}
+    for chunk, vector in vectors.items():
+        conn.execute(f"INSERT INTO {old} VALUES (?, ?)", (chunk, array("f", vector).tobytes()))
+    conn.execute("INSERT INTO vec_tables VALUES ('notes', ?, 'model', 3)", (old,))
+    conn.commit()
+    schema.migrate(conn)
+    assert vec_index.recorded(conn, "notes") == ("model", 3)
+    assert vec_index.chunk_ids(conn, "notes") == ["a", "b", "c"]
+    assert (
+        conn.execute("SELECT count(*) FROM sqlite_master WHERE name = ?", (old,)).fetchone()[0] == 0
+    )
+    nearest = vec_index.search(conn, "notes", [0.5, 1.0, 0.0], 3)
+    assert [c for c, _ in nearest] == ["b", "a", "c"]
+    assert [d for _, d in nearest] == pytest.approx([0.0161, 0.5528, 1.0], abs=0.01)
 
 
 def _file_mb(path: Path) -> float:

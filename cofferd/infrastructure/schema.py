@@ -65,6 +65,14 @@ def _tags_links_and_titles(conn: Connection) -> None:
         conn.execute(f"ALTER TABLE {name}_v7 RENAME TO {name}")
 
 
+def _int8_vectors(conn: Connection) -> None:
+    """9: vectors stored as int8 (vec_index), copied from each KB's float32 table."""
+    for kb, table, dimensions in conn.execute(
+        "SELECT resource_name, table_name, dimensions FROM vec_tables"
+    ).fetchall():
+        vec_index.requantize(conn, kb, table, int(dimensions))
+
+
 MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE documents (
@@ -162,6 +170,7 @@ MIGRATIONS: list[Migration] = [
     # 8: documents indexed in a bounded form (over a budget: metadata.degraded), counted and
     # listed through their partial index
     f"CREATE INDEX idx_documents_degraded ON documents(kind, resource_name) WHERE {DEGRADED}",
+    _int8_vectors,
 ]
 
 
