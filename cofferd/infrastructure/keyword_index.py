@@ -100,6 +100,18 @@ def search(
     ).fetchall()
 
 
+def count(conn: Connection, kb: str, match: str) -> int:
+    """How many chunks `match` matches: a walk of its postings, without ranking (~50x
+    cheaper a row than `search`)."""
+    if not exists(conn, kb):
+        return 0
+    name = table_name(kb)
+    (found,) = conn.execute(
+        f"SELECT count(*) FROM {name} WHERE {name} MATCH ?", (match,)
+    ).fetchone()
+    return int(found)
+
+
 def matching(conn: Connection, kb: str, match: str) -> tuple[str, list[Any]]:
     """A subquery (with its arguments) selecting the seqs of the chunks `match` matches."""
     if not exists(conn, kb):
