@@ -71,9 +71,9 @@ def table_name(kb: str) -> str:
 
 def quantized(vector: Sequence[float]) -> bytes:
     """A vector as stored and searched: unit length, scaled into int8 (see above)."""
-    norm = math.sqrt(math.fsum(x * x for x in vector)) or 1.0
-    scale = 127.0 * math.sqrt(len(vector)) / (SPREAD * norm)
-    return array("b", [max(-127, min(127, round(x * scale))) for x in vector]).tobytes()
+    scale = 127.0 * math.sqrt(len(vector)) / (SPREAD * (math.hypot(*vector) or 1.0))
+    scaled = map(round, map(scale.__mul__, vector))
+    return array("b", [127 if q > 127 else -127 if q < -127 else q for q in scaled]).tobytes()
 
 
 def recorded(conn: Connection, kb: str) -> tuple[str, int] | None:
