@@ -37,6 +37,7 @@ EMBED_RECHECK_S = 15.0  # the embedding queue looks for retries that came due th
 RETRY_S = (2.0, 5.0, 15.0, 30.0, 60.0)  # after the storage failed: retried until it works
 RESTART_S = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0)  # a session that fails in a row
 STABLE_S = 60.0  # a session that ran this long before failing starts again at once
+FIRST_PASSES_POLL_S = 0.25
 
 
 @dataclass
@@ -241,6 +242,12 @@ class IndexingService:
         was made): its index may lack files. A pass that could not end well (a failure, a
         folder away) is not waited for: status says why."""
         return kb not in self.state.passed
+
+    async def first_passes(self) -> None:
+        """Wait until every enabled KB's first whole pass since the start has ended (well
+        or not: a failure or a folder away is not waited for)."""
+        while any(self.first_pass_pending(kb.name) for kb in self.kbs.list() if kb.enabled):
+            await asyncio.sleep(FIRST_PASSES_POLL_S)
 
     def startup_done(self) -> bool:
         """Every enabled KB has been reconciled whole since the daemon started."""

@@ -27,6 +27,7 @@ from cofferd.domain.ports import (
     DocumentWrite,
     FileStat,
     IndexedFile,
+    IndexedFiles,
     TreeScan,
 )
 from cofferd.domain.preparation import (
@@ -79,7 +80,7 @@ class _Batch:
 
 @dataclass
 class _Plan:
-    observed: Mapping[str, FileStat | None]  # files found, and indexed files proved gone
+    observed: Mapping[str, tuple[int, int]]  # the files found: (size, mtime_ns)
     result: ReindexResult
     todo: list[PrepareItem] = field(default_factory=list)
     known: dict[str, IndexedFile | None] = field(default_factory=dict)  # of those to prepare
@@ -234,7 +235,7 @@ class Reindexer:
             result.skipped.append({"relative_path": path, "reason": reason})
 
     def _observe(self, kb: str, paths: list[str]) -> TreeScan:
-        files: dict[str, FileStat] = {}
+        files: dict[str, tuple[int, int]] = {}
         failed: list[str] = []
         unusable: dict[str, str] = {}
         for path in paths:
@@ -252,7 +253,7 @@ class Reindexer:
         self,
         kb: KnowledgeBase,
         scan: TreeScan,
-        indexed: Mapping[str, IndexedFile],
+        indexed: IndexedFiles,
         actor: str,
         *,
         interactive: bool,
@@ -277,24 +278,25 @@ class Reindexer:
             await self.store.reclaim(large_work=large)
         return result
 
-    def _plan(self, kb: KnowledgeBase, scan: TreeScan, indexed: Mapping[str, IndexedFile]) -> _Plan:
+    def _plan(self, kb: KnowledgeBase, scan: TreeScan, indexed: IndexedFiles) -> _Plan:
         """What a pass must do: the files to prepare, the documents whose files are gone,
         the counts of those left as they are."""
-        observed = _observed(scan, indexed)
-        plan = _Plan(observed, ReindexResult(sum(1 for s in observed.values() if s is not None)))
-        chunking = kb.config.chunking_key()
-        for path, stat in observed.items():
-            known = indexed.get(path)
-            if stat is None:
-                if known is not None:
-                    plan.removed.append(known.document_id)
+        files = scan.files
+        plan = _Plan(files, ReindexResult(len(files)))
+        for path in indexed.gone(files):
+            # a file under a folder that could not be read: its absence proves nothing
+            if scan.covers(path):
+                plan.removed.append(indexed[path].document_id)
                 plan.forget.append((kb.name, path))
-            elif known and known.stat == stat and known.chunking == chunking:
-                plan.result.documents_unchanged += 1
-            elif (skip := self._skipped.get((kb.name, path))) and skip[0] == stat:
+        changed = indexed.changed(files, kb.config.chunking_key())
+        plan.result.documents_unchanged = len(files) - len(changed)
+        for path in changed:
+            stat = FileStat(*files[path])
+            if (skip := self._skipped.get((kb.name, path))) and skip[0] == stat:
                 plan.result.documents_skipped += 1
                 plan.result.skipped.append({"relative_path": path, "reason": skip[1]})
             else:
+                known = indexed.get(path)
                 plan.todo.append(PrepareItem(path, stat.size, known))
                 plan.known[path] = known
                 plan.forget.append((kb.name, path))
@@ -344,7 +346,7 @@ class Reindexer:
         kb: str,
         outcome: Outcome,
         known: Mapping[str, IndexedFile | None],
-        observed: Mapping[str, FileStat | None],
+        observed: Mapping[str, tuple[int, int]],
         batch: _Batch,
         result: ReindexResult,
     ) -> None:
@@ -375,7 +377,8 @@ class Reindexer:
             assert isinstance(outcome, Failed)
             log.warning("%s: %s not indexed: %s", kb, path, outcome.reason)
             reason = outcome.reason
-            stat = observed.get(path) or RECHECK  # tried again once the file changes
+            found = observed.get(path)  # tried again once the file changes
+            stat = RECHECK if found is None else FileStat(*found)
         if reason is not None:
             self._skipped[(kb, path)] = (stat, reason)
             result.documents_skipped += 1
@@ -405,13 +408,3 @@ class Reindexer:
 
 def _under(path: str, paths: Iterable[str]) -> bool:
     return any(path == p or path.startswith(p.rstrip("/") + "/") for p in paths)
-
-
-def _observed(scan: TreeScan, indexed: Mapping[str, IndexedFile]) -> dict[str, FileStat | None]:
-    """Files found, plus indexed files the scan proves gone (None). A file under a folder
-    that could not be read is left out: its absence proves nothing."""
-    observed: dict[str, FileStat | None] = dict(scan.files)
-    for path in indexed:
-        if path not in observed and scan.covers(path):
-            observed[path] = None
-    return observed

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from cofferd.domain.conflicts import ConflictCopy
 from cofferd.domain.filters import SearchFilters
@@ -14,20 +14,24 @@ from cofferd.domain.models import Document, KnowledgeBase, Passage
 from cofferd.domain.query_syntax import Query
 
 
-@dataclass(frozen=True, slots=True)
-class FileStat:
+class FileStat(NamedTuple):
+    """A file's size and modification time: what tells a changed file. A tuple: a full
+    reconcile makes one per file, hundreds of thousands, and compares them all."""
+
     size: int
     mtime_ns: int
-
-    def __reduce__(self) -> tuple[type[FileStat], tuple[int, int]]:
-        return FileStat, (self.size, self.mtime_ns)  # one call to unpickle: many cross
 
 
 @dataclass(frozen=True)
 class TreeScan:
-    """Markdown files under a docs tree by relative POSIX path, and the folders that failed."""
+    """Markdown files under a docs tree by relative POSIX path, and the folders that failed.
 
-    files: Mapping[str, FileStat]
+    A file's stat is a plain (size, mtime_ns) tuple, equal to its FileStat: a scan holds
+    one per file, and plain tuples of numbers are left alone by the garbage collector
+    (a FileStat, a tuple subclass, is not; hundreds of thousands slow every collection).
+    """
+
+    files: Mapping[str, tuple[int, int]]
     failed_dirs: Sequence[str]
     unusable: Mapping[str, str] = field(default_factory=dict)  # path -> why it is skipped
     conflicts: Mapping[str, ConflictCopy] = field(default_factory=dict)  # sync tools' copies
@@ -122,6 +126,49 @@ class IndexedFile:
     chunking: str
 
 
+# A row of IndexedFiles: (path, document id, size, mtime_ns, content_sha256, chunking).
+IndexedRow = tuple[str, str, int, int, str, str]
+
+
+class IndexedFiles(Mapping[str, IndexedFile]):
+    """What the index remembers about many files, by path. Kept as the rows were read:
+    an IndexedFile is made only for a file looked at closer, so a pass over an unchanged
+    KB makes no object per file."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: Iterable[IndexedRow]) -> None:
+        self._rows = {row[0]: row for row in rows}
+
+    def __getitem__(self, path: str) -> IndexedFile:
+        _, doc_id, size, mtime_ns, sha, chunking = self._rows[path]
+        return IndexedFile(doc_id, FileStat(size, mtime_ns), sha, chunking)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._rows
+
+    def changed(self, files: Mapping[str, tuple[int, int]], chunking: str) -> list[str]:
+        """The paths of `files` not indexed as they are now: new, of another size or time,
+        or chunked another way."""
+        rows = self._rows
+        found = []
+        for path, (size, mtime_ns) in files.items():
+            row = rows.get(path)
+            if row is None or row[2] != size or row[3] != mtime_ns or row[5] != chunking:
+                found.append(path)
+        return found
+
+    def gone(self, files: Mapping[str, object]) -> list[str]:
+        """The indexed paths that are not among `files`."""
+        return [path for path in self._rows if path not in files]
+
+
 @dataclass(frozen=True)  # no slots: unpickled (from a worker) twice as fast
 class IndexedChunk:
     """A chunk as stored: where it is, its heading path, and its text and heading path
@@ -165,9 +212,7 @@ class WriteFailure:
 class DocumentIndex(Protocol):
     """What is indexed of a KB's files, and the one write path (the Reindexer's)."""
 
-    async def indexed_files(
-        self, kb: str, paths: Sequence[str] | None = None
-    ) -> dict[str, IndexedFile]: ...
+    async def indexed_files(self, kb: str, paths: Sequence[str] | None = None) -> IndexedFiles: ...
 
     async def apply(
         self,

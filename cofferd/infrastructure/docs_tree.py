@@ -17,7 +17,12 @@ from cofferd.domain.errors import PathRefused, StorageError, ValidationFailed
 from cofferd.domain.file_names import numbered, same_name
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
 from cofferd.infrastructure.doc_files import TreeReader, disk_path, stat_of
-from cofferd.infrastructure.document_policy import DocumentPolicy, Kind, has_markdown_suffix
+from cofferd.infrastructure.document_policy import (
+    DocumentPolicy,
+    FolderNames,
+    Kind,
+    has_markdown_suffix,
+)
 from cofferd.infrastructure.fsutil import atomic_write, create_new, mode_for_files_in
 from cofferd.locations import Locations, normalize_relpath
 
@@ -25,11 +30,12 @@ log = logging.getLogger(__name__)
 
 NAMES_TRIED = 10_000  # `Plan 2.md` ... before a folder is taken for full
 PRIVATE = 0o600  # a document Coffer writes in the data home
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass
 class _Found:
-    files: dict[str, FileStat] = field(default_factory=dict)
+    files: dict[str, tuple[int, int]] = field(default_factory=dict)  # (size, mtime_ns)
     failed: list[str] = field(default_factory=list)
     unusable: dict[str, str] = field(default_factory=dict)  # path -> why it is skipped
     conflicts: dict[str, ConflictCopy] = field(default_factory=dict)
@@ -71,18 +77,20 @@ class FileDocsTree:
         stack: list[tuple[str, str]] = [(under + "/" if under else "", str(start))]
         while stack:
             prefix, folder = stack.pop()
-            if rules.unreadable(prefix.rstrip("/")):
-                found.failed.append(prefix.rstrip("/"))
+            relfolder = prefix.rstrip("/")
+            if rules.unreadable(relfolder):
+                found.failed.append(relfolder)
                 continue
+            names = self.policy.in_folder(kb, relfolder)
+            if names is None:
+                continue  # nothing in it is indexed (a folder is stacked only when it is)
             try:
-                with os.scandir(folder) as entries:
-                    for entry in entries:
-                        self._visit(kb, entry, prefix, found, stack)
+                self._list(folder, prefix, names, found, stack)
             except OSError as exc:
                 if not prefix and not under:
                     raise self._unreadable(kb, exc) from exc
                 log.warning("cannot list %s: %s", folder, exc)
-                found.failed.append(prefix.rstrip("/"))
+                found.failed.append(relfolder)
         return TreeScan(
             files=found.files,
             failed_dirs=found.failed,
@@ -99,40 +107,64 @@ class FileDocsTree:
             f"cannot read the docs folder {folder}: {exc.strerror or exc}", path=str(folder)
         )
 
-    def _visit(
+    def _list(
         self,
-        kb: str,
-        entry: os.DirEntry[str],
+        folder: str,
         prefix: str,
+        names: FolderNames,
         found: _Found,
         stack: list[tuple[str, str]],
     ) -> None:
+        """One folder's documents into `found`, its folders onto `stack`. The folder is
+        opened without following a link (one swapped in since it was listed is refused),
+        and its files are looked at in that very folder, never through a link either."""
+        files = found.files
+        classify = names.classify
+        fd = os.open(folder, _FOLDER_FLAGS)
+        try:
+            with os.scandir(fd) as entries:
+                for entry in entries:  # a tight loop: it runs for every file of the tree
+                    name = entry.name
+                    if name.isascii():  # the common case, and already NFC
+                        relpath = prefix + name
+                    else:
+                        named = self._unicode(entry, prefix, found)
+                        if named is None:
+                            continue
+                        relpath, name = named
+                    try:
+                        if entry.is_symlink():
+                            continue  # never a document, never followed: indexed where it is
+                        kind = classify(relpath, name, entry.is_dir())
+                        if kind is Kind.DOCUMENT and entry.is_file():
+                            st = entry.stat(follow_symlinks=False)
+                            files[relpath] = (st.st_size, st.st_mtime_ns)
+                        elif kind is Kind.FOLDER:
+                            stack.append((relpath + "/", f"{folder}{os.sep}{entry.name}"))
+                        elif kind is Kind.CONFLICT_COPY and entry.is_file():
+                            copy = conflict_copy(relpath)
+                            if copy is not None:
+                                found.conflicts[relpath] = copy
+                    except OSError as exc:  # vanished or unreadable between listing and stat
+                        log.debug("skipping %s%s%s: %s", folder, os.sep, entry.name, exc)
+        finally:
+            os.close(fd)
+
+    def _unicode(
+        self, entry: os.DirEntry[str], prefix: str, found: _Found
+    ) -> tuple[str, str] | None:
+        """(relative path, name) of an entry whose name is not ASCII, NFC; None for a name
+        that is not UTF-8 (reported in `found` when it could be a document or a folder)."""
         name = entry.name
-        if name.isascii():  # the common case, and already NFC
-            relpath = prefix + name
-        elif not _utf8(name):  # undecodable bytes arrive as surrogates: no key can hold it
+        if not _utf8(name):  # undecodable bytes arrive as surrogates: no key can hold it
             shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
             if not self.policy.is_noise(shown) and (
                 entry.is_dir(follow_symlinks=False) or has_markdown_suffix(shown)
             ):
                 found.unusable[prefix + shown] = "the name is not valid UTF-8: rename it"
-            return
-        else:
-            relpath = normalize_relpath(prefix + name)
-        try:
-            if entry.is_symlink():
-                return  # never a document, never followed: its target is indexed where it is
-            kind = self.policy.classify(kb, relpath, entry.is_dir())
-            if kind is Kind.FOLDER:
-                stack.append((relpath + "/", entry.path))
-            elif kind is Kind.DOCUMENT and entry.is_file():
-                found.files[relpath] = stat_of(entry.stat())
-            elif kind is Kind.CONFLICT_COPY and entry.is_file():
-                copy = conflict_copy(relpath)
-                if copy is not None:
-                    found.conflicts[relpath] = copy
-        except OSError as exc:  # vanished or unreadable between listing and stat
-            log.debug("skipping %s: %s", entry.path, exc)
+            return None
+        relpath = normalize_relpath(prefix + name)
+        return relpath, relpath.rpartition("/")[2]
 
     def stat(self, kb: str, relpath: str) -> FileStat | None:
         """The file's size and mtime if it is a document, else None."""

@@ -23,7 +23,7 @@ from pathlib import Path, PurePath
 
 from cofferd.domain.conflicts import conflict_copy
 from cofferd.infrastructure.confinement import Boundary
-from cofferd.infrastructure.ignore_rules import IGNORE_FILES, IgnoreRules
+from cofferd.infrastructure.ignore_rules import IGNORE_FILES, FolderRules, IgnoreRules
 from cofferd.locations import Locations
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -72,21 +72,23 @@ class DocumentPolicy:
         (the scanner also requires a document to be a regular file). `is_dir` None: not
         known (a path that is gone); a Markdown name is taken for a file."""
         folder, _, name = relpath.rpartition("/")
-        if folder and not self._open(kb, folder):
-            return Kind.OTHER
-        if name in IGNORE_FILES and not is_dir:
-            return Kind.IGNORE_FILE
-        if self.is_noise(name):
+        names = self.in_folder(kb, folder)
+        if names is None:
             return Kind.OTHER
         if is_dir is None:
+            if name in IGNORE_FILES:
+                return Kind.IGNORE_FILE
             is_dir = not has_markdown_suffix(name)
-        if self.ignore_rules(kb).decides(relpath.split("/"), is_dir):
-            return Kind.OTHER
-        if is_dir:
-            return Kind.FOLDER
-        if not has_markdown_suffix(name):
-            return Kind.OTHER
-        return Kind.DOCUMENT if conflict_copy(relpath) is None else Kind.CONFLICT_COPY
+        return names.classify(relpath, name, is_dir)
+
+    def in_folder(self, kb: str, folder: str) -> FolderNames | None:
+        """`classify` for the names in one folder ("": the top), what they share looked
+        at once (a scan asks of every file); None when nothing in it is indexed (its path
+        is noise or ignored)."""
+        if folder and not self._open(kb, folder):
+            return None
+        parts = folder.split("/") if folder else []
+        return FolderNames(self._noise, self.ignore_rules(kb).in_folder(parts))
 
     def is_document(self, kb: str, relpath: str) -> bool:
         return self.classify(kb, relpath) is Kind.DOCUMENT
@@ -164,6 +166,31 @@ class DocumentPolicy:
         for glob in NOISE_GLOBS:
             args += ["--iglob", f"!{glob}"]
         return args
+
+
+class FolderNames:
+    """What the names in one folder are, by the DocumentPolicy's rules (its folders above
+    already looked at)."""
+
+    __slots__ = ("_noise", "_rules")
+
+    def __init__(self, noise: re.Pattern[str], rules: FolderRules) -> None:
+        self._noise = noise.match
+        self._rules = rules if rules else None  # most folders have no ignore file above
+
+    def classify(self, relpath: str, name: str, is_dir: bool) -> Kind:
+        """The Kind of `name`, a file or folder of this folder at `relpath`."""
+        if name in IGNORE_FILES and not is_dir:
+            return Kind.IGNORE_FILE
+        if self._noise(name) is not None or (
+            self._rules is not None and self._rules.excludes(name, is_dir)
+        ):
+            return Kind.OTHER
+        if is_dir:
+            return Kind.FOLDER
+        if not has_markdown_suffix(name):
+            return Kind.OTHER
+        return Kind.DOCUMENT if conflict_copy(relpath) is None else Kind.CONFLICT_COPY
 
 
 def has_markdown_suffix(name: str) -> bool:

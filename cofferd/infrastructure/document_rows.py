@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cofferd.domain.models import KB_KIND, WORKSPACE_GLOBAL, Document, utc_from_ns
-from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFile
+from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFiles
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.schema import DEGRADED, MERGE_CONFLICT
 from cofferd.infrastructure.sqlite import Connection
@@ -153,16 +153,16 @@ def retry_embeds_now(conn: Connection, kb: str) -> None:
 # -- lookups --------------------------------------------------------------------------------
 
 
-def indexed_files(
-    conn: Connection, kb: str, paths: Sequence[str] | None = None
-) -> dict[str, IndexedFile]:
+def indexed_files(conn: Connection, kb: str, paths: Sequence[str] | None = None) -> IndexedFiles:
     """All indexed files of a KB, or those at `paths` or inside them as folders."""
     sql = (
         "SELECT path, id, file_size, file_mtime_ns, content_sha256, chunking"
         f" FROM documents WHERE {SCOPE}"
     )
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples, kept as they are (IndexedFiles)
     if paths is None:
-        rows = conn.execute(sql, (KB_KIND, kb)).fetchall()
+        rows = cursor.execute(sql, (KB_KIND, kb)).fetchall()
     else:
         rows = []
         for p in paths:
@@ -170,12 +170,12 @@ def indexed_files(
             # '/'); it also holds siblings like `p.md`, dropped here.
             rows += [
                 r
-                for r in conn.execute(
+                for r in cursor.execute(
                     sql + " AND path >= ? AND path < ?", (KB_KIND, kb, p, p + "0")
                 )
                 if r[0] == p or r[0].startswith(p + "/")
             ]
-    return {r[0]: IndexedFile(r[1], FileStat(r[2], r[3]), r[4], r[5]) for r in rows}
+    return IndexedFiles(rows)
 
 
 def path_of(conn: Connection, kb: str, doc_id: str) -> str | None:

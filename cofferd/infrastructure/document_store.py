@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFile, WriteFailure
+from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFiles, WriteFailure
 from cofferd.infrastructure import (
     activity_store,
     chunk_rows,
@@ -110,9 +110,7 @@ class SqliteDocumentIndex:
         self.db = db
         self.tracked = tracked
 
-    async def indexed_files(
-        self, kb: str, paths: Sequence[str] | None = None
-    ) -> dict[str, IndexedFile]:
+    async def indexed_files(self, kb: str, paths: Sequence[str] | None = None) -> IndexedFiles:
         """All indexed files of a KB, or those at `paths` or inside them as folders."""
         return await self.db.read(lambda conn: document_rows.indexed_files(conn, kb, paths))
 

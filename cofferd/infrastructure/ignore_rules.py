@@ -59,12 +59,17 @@ class IgnoreRules:
     def decides(self, parts: list[str], is_dir: bool) -> bool:
         """Whether the ignore files above this path (its folders not looked at) exclude it:
         the deepest file with a matching pattern decides."""
-        for depth, spec in self._chain(parts[:-1]):
-            matcher = spec.folders if is_dir else spec.files
-            decision = matcher.check_file("/".join(parts[depth:])).include
-            if decision is not None:
-                return decision
-        return False
+        return self.in_folder(parts[:-1]).excludes(parts[-1], is_dir)
+
+    def in_folder(self, folder_parts: list[str]) -> FolderRules:
+        """The ignore files that apply to the names in one folder (`[]`: the top)."""
+        below = len(folder_parts)
+        return FolderRules(
+            [
+                ("/".join(folder_parts[depth:]) + "/" if depth < below else "", spec)
+                for depth, spec in self._chain(folder_parts)
+            ]
+        )
 
     def _chain(self, folder_parts: list[str]) -> list[tuple[int, _Spec]]:
         folder = "/".join(folder_parts)
@@ -129,6 +134,29 @@ class IgnoreRules:
                 )
             lines += found.data.decode("utf-8", errors="replace").splitlines()
         return lines
+
+
+class FolderRules:
+    """The ignore files above one folder, deepest first, each with the path from its
+    folder down to this one."""
+
+    __slots__ = ("_chain",)
+
+    def __init__(self, chain: list[tuple[str, _Spec]]) -> None:
+        self._chain = chain
+
+    def __bool__(self) -> bool:
+        return bool(self._chain)
+
+    def excludes(self, name: str, is_dir: bool) -> bool:
+        """Whether they exclude the file or folder `name` of this folder: the deepest
+        file with a matching pattern decides."""
+        for below, spec in self._chain:
+            matcher = spec.folders if is_dir else spec.files
+            decision = matcher.check_file(below + name).include
+            if decision is not None:
+                return decision
+        return False
 
 
 class _Spec:

@@ -196,7 +196,10 @@ class Coffer:
 
     async def check_index(self) -> None:
         """Read the whole index once (damage in the middle shows only on reading); a
-        damaged one is moved aside and rebuilt from the files."""
+        damaged one is moved aside and rebuilt from the files. At start, once the first
+        reconciles are done: the check takes a core for seconds in a large index, and
+        they are what start-up waits for."""
+        await self.indexing.first_passes()
         await self.stores.db.check()
 
     async def _trust_existing_links(self) -> None:
