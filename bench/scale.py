@@ -34,15 +34,11 @@ Run it at 38,000 too to see how each cost grows:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import random
 import shutil
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import sqlean
@@ -65,7 +61,7 @@ from bench.common import (
     wait,
 )
 from cofferctl.client import Client
-from tests.fake_embeddings import FakeEmbeddings
+from tests.fake_embeddings import serving
 
 KB = "big"
 STALL_S = 120  # the count has not moved for this long while the daemon is idle: give up
@@ -196,21 +192,6 @@ def vector_bytes(db: Path) -> int:
     return int(size)
 
 
-@contextmanager
-def provider(dims: int) -> Iterator[FakeEmbeddings]:
-    """A real OpenAI-compatible embeddings server on loopback, on a loop of its own."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = asyncio.run_coroutine_threadsafe(FakeEmbeddings(dims).start(), loop).result(10)
-    try:
-        yield server
-    finally:
-        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-
-
 def measure_vectors(
     client: Client,
     daemon: subprocess.Popen[bytes],
@@ -222,7 +203,7 @@ def measure_vectors(
     """(h) vectors at this scale: every chunk gets a seeded unit vector through the code's
     own write path, then vector and hybrid searches are timed by class. Returns the
     daemon, restarted."""
-    with provider(384) as server:
+    with serving(384) as server:  # a real OpenAI-compatible server on loopback
         server.mode = "down"  # the KB owes vectors but embeds none: the fill stands in
         client.request("PATCH", client.kb(KB), {"config": server.config()})
         wait(

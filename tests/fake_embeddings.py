@@ -9,6 +9,9 @@ import asyncio
 import hashlib
 import math
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from aiohttp import web
@@ -91,3 +94,18 @@ class FakeEmbeddings:
                 **extra,
             },
         }
+
+
+@contextmanager
+def serving(dims: int = 64) -> Iterator[FakeEmbeddings]:
+    """The server on a loop of its own thread, for callers that wait on a daemon meanwhile."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    server = asyncio.run_coroutine_threadsafe(FakeEmbeddings(dims).start(), loop).result(10)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)

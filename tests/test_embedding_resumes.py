@@ -3,8 +3,6 @@ was not is embedded after it (the queue is the index's own embed flags)."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.daemon import Daemon, cleanup, new_daemon, wait_for
-from tests.fake_embeddings import FakeEmbeddings
+from tests.fake_embeddings import FakeEmbeddings, serving
 from tests.helpers import write
 
 NOTES = 40  # the queue takes 16 documents a batch
@@ -20,16 +18,8 @@ NOTES = 40  # the queue takes 16 documents a batch
 
 @pytest.fixture
 def server() -> Iterator[FakeEmbeddings]:
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    fake = asyncio.run_coroutine_threadsafe(FakeEmbeddings().start(), loop).result(10)
-    try:
+    with serving() as fake:
         yield fake
-    finally:
-        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 @pytest.fixture

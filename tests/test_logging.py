@@ -3,10 +3,8 @@ embedding passes, with counts and a rate), nothing per save, no library chatter.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 
 from cofferd.surfaces.cli import setup_logging
 from tests.daemon import BIN, Daemon, cleanup, new_daemon, wait_for
-from tests.fake_embeddings import FakeEmbeddings
+from tests.fake_embeddings import FakeEmbeddings, serving
 from tests.helpers import write
 
 NOTES = 30
@@ -24,16 +22,8 @@ SAVES = 5
 @pytest.fixture
 def embeddings_server() -> Iterator[FakeEmbeddings]:
     """The fake provider on a loop of its own: the test waits on the daemon meanwhile."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = asyncio.run_coroutine_threadsafe(FakeEmbeddings().start(), loop).result(10)
-    try:
+    with serving() as server:
         yield server
-    finally:
-        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 @pytest.fixture
