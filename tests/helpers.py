@@ -66,3 +66,7 @@ def assert_matches_rebuild(d: Daemon, kb: str, scratch: Path) -> None:
         return d.settled(kb) and d.dump(kb) == expected
 
     wait_for(same, timeout=30)
+
+
+# The daemon's modules cofferctl imports: standard library only (an import contract).
+SHARED_WITH_CLI = ("cofferd", "cofferd.locations", "cofferd.sources", "cofferd.durations")

@@ -14,7 +14,7 @@ import pytest
 
 from cofferctl import cli
 from tests.daemon import BIN, REPO, Daemon, wait_for
-from tests.helpers import write
+from tests.helpers import SHARED_WITH_CLI, write
 
 
 def run(d: Daemon, *argv: str) -> tuple[int, str]:
@@ -144,13 +144,11 @@ def test_every_command_has_help_and_is_documented(command: list[str]) -> None:
 
 
 def test_cofferctl_imports_nothing_heavy() -> None:
-    # the modules shared with the daemon are standard library only (an import contract)
-    shared = "{'cofferd', 'cofferd.locations', 'cofferd.sources'}"
     code = (
         "import sys, cofferctl.cli, cofferctl.client; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'cofferd','aiohttp','pydantic','sqlean','aiosqlite','yaml','watchfiles','platformdirs'}"
-        f" and m not in {shared}))"
+        f" and m not in {SHARED_WITH_CLI!r}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -16,6 +16,7 @@ from mcp import Client, StdioServerParameters
 from mcp_types import Implementation
 
 from tests.daemon import BIN, Daemon
+from tests.helpers import SHARED_WITH_CLI
 
 PYTHONPATH = {k: v for k, v in os.environ.items() if k == "PYTHONPATH"}  # a checkout's code
 
@@ -231,11 +232,9 @@ def test_stderr_carries_only_coffers_own_lines(shared_daemon: Daemon) -> None:
 
 @pytest.mark.parametrize("module", ["mcp", "cofferd", "aiohttp", "pydantic"])
 def test_the_rest_of_cofferctl_does_not_import(module: str) -> None:
-    # the modules shared with the daemon are standard library only (an import contract)
-    shared = ("cofferd", "cofferd.locations", "cofferd.sources")
     code = (
         f"import sys, cofferctl.cli; print(any(m == {module!r} or m.startswith({module!r} + '.')"
-        f" for m in sys.modules if m not in {shared!r}))"
+        f" for m in sys.modules if m not in {SHARED_WITH_CLI!r}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
