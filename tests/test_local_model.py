@@ -1,5 +1,5 @@
-"""The bundled local model (all-MiniLM-L6-v2, int8) run for real: the vectors fastembed gave,
-in a small share of the memory."""
+"""The bundled local model (all-MiniLM-L6-v2, int8) run for real: the vectors fastembed gave
+(to int8 precision), in a small share of the memory."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from cofferd.infrastructure.embedders import (
     LocalEmbedder,
     bundled_model_dir,
 )
-from cofferd.infrastructure.onnx_graph import _model_class, gather_quantized_rows
+from cofferd.infrastructure.onnx_graph import _model_class, int8_model
 
 SENTENCE = "The daemon watches every folder and indexes each note a moment after it is saved. "
 TEXTS = [
@@ -48,14 +48,14 @@ def cosine(a: list[float], b: list[float]) -> float:
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("models")
-    bundled_model_dir(root, gather_quantized_rows)
+    bundled_model_dir(root, int8_model)
     return root
 
 
 async def test_the_bundled_model_gives_the_vectors_fastembed_gave(models: Path) -> None:
     from fastembed import TextEmbedding
 
-    folder = bundled_model_dir(models, gather_quantized_rows)
+    folder = bundled_model_dir(models, int8_model)
     reference = TextEmbedding(  # the path every vector was made on before issue 22
         BUNDLED_FASTEMBED_NAME, specific_model_path=str(folder), threads=1, local_files_only=True
     )
@@ -67,13 +67,14 @@ async def test_the_bundled_model_gives_the_vectors_fastembed_gave(models: Path) 
     finally:
         await embedder.close()
     pairs = list(zip(got, expected, strict=True))
-    assert min(cosine(a, b) for a, b in pairs) > 0.99999
-    assert max(abs(x - y) for a, b in pairs for x, y in zip(a, b, strict=True)) < 1e-5
-    assert cosine(alone[0], expected[1]) > 0.99999
+    # int8 arithmetic (onnx_graph.integer_matmuls): close, not equal; farthest for "   "
+    assert min(cosine(a, b) for a, b in pairs) > 0.99
+    assert sum(cosine(a, b) for a, b in pairs) / len(pairs) > 0.998
+    assert cosine(alone[0], got[1]) > 0.9999  # batched with others or alone: the same
 
 
 def test_the_word_table_stays_quantized_in_the_model_coffer_runs(models: Path) -> None:
-    folder = bundled_model_dir(models, gather_quantized_rows)
+    folder = bundled_model_dir(models, int8_model)
     original = _model_class().FromString((folder / "model.onnx").read_bytes())
     lean = _model_class().FromString((folder / LEAN_MODEL).read_bytes())
 
@@ -84,7 +85,7 @@ def test_the_word_table_stays_quantized_in_the_model_coffer_runs(models: Path) -
 
     assert lookups_in_a_widened_table(original) == 2  # words, positions: widened at load
     assert lookups_in_a_widened_table(lean) == 0
-    assert len(lean.graph.initializer) == len(original.graph.initializer)
+    assert {t.name for t in original.graph.initializer} <= {t.name for t in lean.graph.initializer}
 
 
 async def test_an_idle_model_is_unloaded_and_loaded_again_when_used(
@@ -110,8 +111,8 @@ from pathlib import Path
 from cofferd.domain.config import EmbeddingConfig
 from cofferd.infrastructure.embedders import LocalEmbedder
 
-def rss():
-    status = dict(l.split(":", 1) for l in open("/proc/self/status"))
+def rss(pid="self"):
+    status = dict(l.split(":", 1) for l in open(f"/proc/{pid}/status"))
     return {k: int(status[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM")}
 
 async def main():
@@ -121,9 +122,10 @@ async def main():
     await embedder.embed(texts)  # as the embedding queue does: 16 documents' chunks at once
     for text in texts[:20]:
         await embedder.embed([text[:40]])  # as searches do
-    after = rss()
+    after, model = rss(), rss(embedder._process.pid)
+    await embedder.close()
     print(json.dumps({"grown": after["VmRSS"] - before["VmRSS"],
-                      "peak": after["VmHWM"] - before["VmRSS"]}))
+                      "model": model["VmRSS"], "model_peak": model["VmHWM"]}))
 
 asyncio.run(main())
 """
@@ -138,5 +140,6 @@ def test_the_bundled_model_holds_little_memory(models: Path) -> None:
     )  # fmt: skip
     memory = json.loads(found.stdout)
     # fastembed as it was: 851 MB kept (a memory arena sized for 32 long chunks at once)
-    assert memory["grown"] < 150, memory  # libraries ~37 MB, the model ~65 MB
-    assert memory["peak"] < 300, memory
+    assert memory["grown"] < 20, memory  # the model runs in a process of its own
+    assert memory["model"] < 150, memory  # Python ~10 MB, libraries ~37 MB, the model ~30 MB
+    assert memory["model_peak"] < 200, memory

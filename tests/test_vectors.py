@@ -246,7 +246,8 @@ async def test_bundled_local_model_gives_reference_embeddings(tmp_path: Path) ->
     cosine = sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
         sum(x * x for x in a) * sum(y * y for y in b)
     )
-    assert len(a) == 384 and abs(cosine - 0.753) < 0.005
+    # 0.7535 in float32; 0.745 with the layers' int8 arithmetic (issue 23)
+    assert len(a) == 384 and abs(cosine - 0.753) < 0.012
 
 
 async def test_local_kb_end_to_end(coffer: Coffer) -> None:

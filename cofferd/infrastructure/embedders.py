@@ -1,6 +1,6 @@
-"""Embedding providers behind the Embedder port: any OpenAI-compatible API, or a local model
-in a worker thread, never on the event loop: the bundled one on onnxruntime directly
-(`sentence_encoder`), any other through fastembed.
+"""Embedding providers behind the Embedder port: any OpenAI-compatible API, or a local model,
+never on the event loop: the bundled one on onnxruntime directly (`sentence_encoder`) in a
+process of its own (`model_process`), any other through fastembed in a worker thread.
 
 Every vector is checked before anyone stores it: right width, finite, not all zeros.
 """
@@ -17,13 +17,14 @@ import shutil
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from cofferd.domain.config import LOCAL_DEFAULT_MODEL, EmbeddingConfig
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.ports import Embedder, EmbeddingFailed
 from cofferd.infrastructure import memory
 from cofferd.infrastructure.credentials import credential_problem
+from cofferd.infrastructure.model_process import EncoderSettings, ModelProcess
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class OpenAICompatibleEmbedder:
         await self._client.close()
 
 
-LEAN_MODEL = "model.rows-gathered.onnx"  # onnx_graph.gather_quantized_rows of model.onnx
+LEAN_MODEL = "model.int8.onnx"  # onnx_graph.int8_model of model.onnx
 BUNDLED_MAX_TOKENS = 256  # as sentence-transformers truncates all-MiniLM-L6-v2
 # The small settings files of sentence-transformers/all-MiniLM-L6-v2 that fastembed reads
 # beside tokenizer.json (docs/install.md says where each file comes from).
@@ -161,18 +162,20 @@ def bundled_model_dir(models_root: Path, lean: Callable[[bytes], bytes]) -> Path
         (staging / name).write_text(json.dumps(settings))
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
+    memory.trim()  # the rewrite's copies of the model (~25 MB of the ~150 it used) go back
     return target
 
 
-# The local model runs this many texts at a time at most (`batch_size` may ask for fewer):
-# a batch's working memory grows with its size, its throughput hardly (docs/benchmarks.md).
-LOCAL_BATCH_MAX = 4
-# A local model unused this long is unloaded: ~65 MB of the bundled one's ~100 go back.
+# The bundled model runs this many tokens at a time at most (padding counted: one text of
+# 256 tokens, or many short ones), and this many texts (`batch_size` may ask for fewer). A
+# larger batch was slower, not faster (its buffers outgrow the CPU's caches), and a batch's
+# working memory grows with it (docs/benchmarks.md).
+LOCAL_TOKEN_BUDGET = 256
+LOCAL_BATCH_MAX = 64
+# Other local models (fastembed's batches pad to the longest text) run this many at a time.
+FASTEMBED_BATCH_MAX = 4
+# A local model unused this long is unloaded: the bundled one's process (~100 MB) exits.
 IDLE_UNLOAD_S = 300.0
-
-
-class LocalModel(Protocol):
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
 class FastembedModel:
@@ -209,71 +212,80 @@ class FastembedModel:
         return vectors
 
 
-def load_bundled_model(models_root: Path, threads: int, batch_size: int) -> LocalModel:
-    """The bundled all-MiniLM-L6-v2, on onnxruntime directly (lean on memory)."""
-    try:  # onnxruntime, tokenizers and protobuf (onnxruntime's): the local extra
-        from cofferd.infrastructure.onnx_graph import gather_quantized_rows
-        from cofferd.infrastructure.sentence_encoder import SentenceEncoder
+def bundled_model_settings(models_root: Path, threads: int, batch_size: int) -> EncoderSettings:
+    """What the model process loads for the bundled all-MiniLM-L6-v2, its folder assembled
+    first if it is not yet (once: ~2 s)."""
+    try:  # protobuf (onnxruntime's): the local extra
+        from cofferd.infrastructure.onnx_graph import int8_model
     except ImportError:
         raise EngineUnavailable(
             "onnxruntime is not installed: pip install 'coffer[local]'"
         ) from None
-    folder = bundled_model_dir(models_root, gather_quantized_rows)
-    try:
-        return SentenceEncoder(
-            folder / LEAN_MODEL,
-            folder / "tokenizer.json",
-            threads=threads,
-            max_tokens=BUNDLED_MAX_TOKENS,
-            batch_size=batch_size,
-        )
-    except Exception as exc:  # noqa: BLE001 - onnxruntime and tokenizers raise many kinds
-        raise EngineUnavailable(f"the bundled model cannot be loaded: {exc}") from None
+    folder = bundled_model_dir(models_root, int8_model)
+    return EncoderSettings(
+        model=str(folder / LEAN_MODEL),
+        tokenizer=str(folder / "tokenizer.json"),
+        threads=threads,
+        max_tokens=BUNDLED_MAX_TOKENS,
+        batch_size=batch_size,
+        token_budget=LOCAL_TOKEN_BUDGET,
+    )
 
 
 class LocalEmbedder:
-    """A local model in-process, loaded on first use and unloaded after `IDLE_UNLOAD_S`
-    without use (loading it again takes ~0.1 s), run on one dedicated thread so the event
-    loop never waits."""
+    """A local model, loaded on first use and unloaded after `IDLE_UNLOAD_S` without use:
+    the bundled one in its own process (which then exits; starting it again takes ~0.5 s),
+    any other on one dedicated thread, so the event loop never waits."""
 
     def __init__(self, config: EmbeddingConfig, models_root: Path) -> None:
         self.config = config
         self.dimensions = config.dimensions
-        self._batch_size = min(config.batch_size, LOCAL_BATCH_MAX)
         self._models_root = models_root
+        self._bundled = not config.model_path and config.model in (
+            LOCAL_DEFAULT_MODEL,
+            BUNDLED_FASTEMBED_NAME,
+        )
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
-        self._model: LocalModel | None = None
+        self._process: ModelProcess | None = None  # the bundled model
+        self._model: FastembedModel | None = None  # any other
         self._unload: asyncio.TimerHandle | None = None
+        self._stopping: set[asyncio.Future[None]] = set()
 
     @property
     def loaded(self) -> bool:
-        return self._model is not None
+        return self._model is not None or (self._process is not None and self._process.running)
 
-    def _load(self) -> LocalModel:
+    def _fastembed(self, texts: list[str]) -> list[list[float]]:
         if self._model is None:
-            bundled = not self.config.model_path and self.config.model in (
-                LOCAL_DEFAULT_MODEL,
-                BUNDLED_FASTEMBED_NAME,
+            self._model = FastembedModel(
+                self.config, min(self.config.batch_size, FASTEMBED_BATCH_MAX)
             )
-            self._model = (
-                load_bundled_model(self._models_root, self.config.threads, self._batch_size)
-                if bundled
-                else FastembedModel(self.config, self._batch_size)
-            )
-        return self._model
-
-    def _embed(self, texts: list[str]) -> list[list[float]]:
-        return self._load().embed(texts)
+        return self._model.embed(texts)
 
     def _drop(self) -> None:
-        """Unload the model (on the model's thread: never while it runs)."""
+        """Unload the fastembed model (on the model's thread: never while it runs)."""
         self._model = None
         memory.trim()
+
+    async def _bundled_process(self) -> ModelProcess:
+        if self._process is None:
+            settings = await asyncio.get_running_loop().run_in_executor(
+                self._executor,
+                bundled_model_settings,
+                self._models_root,
+                self.config.threads,
+                min(self.config.batch_size, LOCAL_BATCH_MAX),
+            )
+            self._process = self._process or ModelProcess(settings)
+        return self._process
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         loop = asyncio.get_running_loop()
         try:
-            vectors = await loop.run_in_executor(self._executor, self._embed, list(texts))
+            if self._bundled:
+                vectors = await (await self._bundled_process()).embed(texts)
+            else:
+                vectors = await loop.run_in_executor(self._executor, self._fastembed, list(texts))
         except EngineUnavailable as exc:
             raise EmbeddingFailed(exc.message) from None
         finally:
@@ -284,11 +296,22 @@ class LocalEmbedder:
     def _unload_later(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._unload is not None:
             self._unload.cancel()
-        self._unload = loop.call_later(IDLE_UNLOAD_S, self._executor.submit, self._drop)
+        self._unload = loop.call_later(IDLE_UNLOAD_S, self._unload_now)
+
+    def _unload_now(self) -> None:
+        if self._process is not None:
+            stopping = asyncio.ensure_future(self._process.stop())
+            self._stopping.add(stopping)
+            stopping.add_done_callback(self._stopping.discard)
+        else:
+            self._executor.submit(self._drop)
 
     async def close(self) -> None:
         if self._unload is not None:
             self._unload.cancel()
+        if self._process is not None:
+            await self._process.close()
+        await asyncio.gather(*self._stopping, return_exceptions=True)
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 

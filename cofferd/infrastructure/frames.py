@@ -7,9 +7,13 @@ name arbitrary code.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import pickle
 import struct
+import sys
+from collections.abc import Callable
 from typing import IO, Any
 
 HEADER = struct.Struct(">I")
@@ -64,3 +68,12 @@ def read(stream: IO[bytes]) -> Any | None:
         return None
     data = stream.read(frame_length(header))
     return pickle.loads(data)  # from the daemon that started this worker: trusted
+
+
+def serve_stdio(serve: Callable[[IO[bytes], IO[bytes]], None]) -> None:
+    """A worker process's main: requests from stdin, replies on a private copy of stdout;
+    anything a library prints goes to stderr."""
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
+        serve(sys.stdin.buffer, replies)

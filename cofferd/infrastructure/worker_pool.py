@@ -53,7 +53,7 @@ class WorkFailed:
     reason: str
 
 
-class _WorkerGone(Exception):
+class WorkerGone(Exception):
     pass
 
 
@@ -81,7 +81,7 @@ class _Job(Generic[Item]):
         return bool(self.pending or self.in_flight or not self.out.empty())
 
 
-class _Worker:
+class Worker:
     """One worker process and its pipes."""
 
     def __init__(
@@ -95,7 +95,7 @@ class _Worker:
         self._buffer = bytearray()  # what has arrived of the next replies
 
     @classmethod
-    async def start(cls, module: str, nice: int = 0) -> _Worker:
+    async def start(cls, module: str, nice: int = 0) -> Worker:
         loop = asyncio.get_running_loop()
         transport, protocol = await loop.subprocess_exec(
             lambda: asyncio.subprocess.SubprocessStreamProtocol(limit=2**16, loop=loop),
@@ -110,7 +110,7 @@ class _Worker:
             ready = (await worker.receive(START_TIMEOUT_S))[0]
         except BaseException as exc:  # the pool closing, too: never leave a process behind
             await worker.kill()
-            if isinstance(exc, TimeoutError | _WorkerGone | frames.BrokenStream):
+            if isinstance(exc, TimeoutError | WorkerGone | frames.BrokenStream):
                 raise EngineUnavailable(
                     f"a worker process ({module}) could not start: {type(exc).__name__}",
                     engine="workers",
@@ -130,7 +130,7 @@ class _Worker:
             self.stdin.write(frames.encode(message))
             await self.stdin.drain()
         except (BrokenPipeError, ConnectionResetError) as exc:
-            raise _WorkerGone from exc
+            raise WorkerGone from exc
 
     async def receive(self, timeout: float) -> list[Any]:
         """The replies that have arrived, at least one, within `timeout`. Replies are read
@@ -140,10 +140,10 @@ class _Worker:
                 while not (complete := self._complete()):
                     block = await self.stdout.read(READ_BLOCK)
                     if not block:
-                        raise _WorkerGone
+                        raise WorkerGone
                     self._buffer += block
         except ConnectionResetError as exc:
-            raise _WorkerGone from exc
+            raise WorkerGone from exc
         if sum(map(len, complete)) > LARGE_REPLY:
             return await asyncio.to_thread(lambda: [frames.decode(f) for f in complete])
         return [frames.decode(f) for f in complete]
@@ -208,7 +208,7 @@ class WorkerPool:
         self.state = PoolState()
         self._jobs: list[_Job[Any]] = []
         self._wake = asyncio.Event()
-        self._workers: dict[int, _Worker] = {}  # by slot
+        self._workers: dict[int, Worker] = {}  # by slot
         self._slots: list[asyncio.Task[None]] = []
         self._closing = False
 
@@ -319,7 +319,7 @@ class WorkerPool:
 
     async def _start(self, index: int, job: _Job[Any] | None = None) -> bool:
         try:
-            self._workers[index] = await _Worker.start(
+            self._workers[index] = await Worker.start(
                 self.module, 0 if index == EXPRESS else BULK_NICE
             )
         except EngineUnavailable as exc:
@@ -354,7 +354,7 @@ class WorkerPool:
                     self._again(job, unit.items[position + 1 :])
                     await self._drop(index)
                     return
-                except (_WorkerGone, frames.BrokenStream):
+                except (WorkerGone, frames.BrokenStream):
                     await self._died(index, unit, position, done)
                     return
                 if position + len(replies) > len(unit.items):  # more than it was asked
@@ -362,7 +362,7 @@ class WorkerPool:
                     return
                 done += zip(unit.items[position : position + len(replies)], replies, strict=True)
                 position += len(replies)
-        except _WorkerGone:
+        except WorkerGone:
             await self._died(index, unit, 0, done)
         finally:
             job.in_flight -= 1

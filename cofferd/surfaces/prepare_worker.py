@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import resource
 import sys
 import traceback
@@ -26,7 +25,7 @@ from cofferd.application import preparation
 from cofferd.domain.preparation import Gone, Outcome, PrepareItem, PrepareSettings, Skipped
 from cofferd.infrastructure import fts, memory
 from cofferd.infrastructure.doc_files import TreeReader
-from cofferd.infrastructure.frames import read, write
+from cofferd.infrastructure.frames import read, serve_stdio, write
 
 log = logging.getLogger("cofferd.prepare_worker")
 
@@ -77,11 +76,7 @@ def limit_resources() -> None:
 
 def main() -> None:
     limit_resources()
-    # Replies get a private copy of stdout; anything a library prints goes to stderr.
-    replies = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
-        serve(sys.stdin.buffer, replies)
+    serve_stdio(serve)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,144 @@
+"""The bundled model run fast (issue 23): int8 arithmetic, batches by tokens, in a process of
+its own. The model and its process for real."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cofferd.domain.config import EmbeddingConfig
+from cofferd.domain.ports import EmbeddingFailed
+from cofferd.infrastructure import embedders
+from cofferd.infrastructure.embedders import LEAN_MODEL, LocalEmbedder, bundled_model_dir
+from cofferd.infrastructure.onnx_graph import _model_class, gather_quantized_rows, int8_model
+from cofferd.infrastructure.sentence_encoder import SentenceEncoder
+
+SENTENCE = "The daemon watches every folder and indexes each note a moment after it is saved. "
+TEXTS = [
+    "A man is eating food.",
+    SENTENCE * 30,
+    "x",
+    "東京都は日本の首都です。",
+    "- Extract a (compressed) archive into the current directory:\n\n`tar xvf {{source.tar}}`",
+    SENTENCE * 3,
+    "How do I restore a deleted note?",
+    "ownership and borrowing in the rust compiler",
+    SENTENCE * 12,
+]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("models")
+    bundled_model_dir(root, int8_model)
+    return root
+
+
+def model_pid(embedder: LocalEmbedder) -> int:
+    process = embedder._process
+    assert process is not None and process.pid is not None
+    return process.pid
+
+
+def encoder(model: Path, tokenizer: Path, budget: int = 256) -> SentenceEncoder:
+    return SentenceEncoder(
+        model, tokenizer, threads=1, max_tokens=256, batch_size=64, token_budget=budget
+    )
+
+
+def test_int8_vectors_agree_with_the_widened_models(models: Path, tmp_path: Path) -> None:
+    folder = models / "all-MiniLM-L6-v2"
+    widened = tmp_path / "widened.onnx"  # the model Coffer ran before issue 23
+    widened.write_bytes(gather_quantized_rows((folder / "model.onnx").read_bytes()))
+    expected = encoder(widened, folder / "tokenizer.json").embed_array(TEXTS)
+    got = encoder(folder / LEAN_MODEL, folder / "tokenizer.json").embed_array(TEXTS)
+    cosines = (expected * got).sum(axis=1)
+    assert cosines.min() > 0.995 and cosines.mean() > 0.998, cosines
+
+
+def test_the_model_coffer_runs_multiplies_int8(models: Path) -> None:
+    lean = _model_class().FromString((models / "all-MiniLM-L6-v2" / LEAN_MODEL).read_bytes())
+    ops = [node.op_type for node in lean.graph.node]
+    assert ops.count("MatMulInteger") == 30  # 6 layers: queries, keys, out, up, down
+    assert ops.count("MatMul") == 18  # 6 layers: values, and attention's two, in float32
+    assert ops.count("Gelu") == 6 and "Erf" not in ops
+    assert "IsNaN" not in ops
+
+
+def test_batches_hold_a_token_budget(models: Path) -> None:
+    folder = models / "all-MiniLM-L6-v2"
+    model = encoder(folder / LEAN_MODEL, folder / "tokenizer.json", budget=100)
+    lengths = [50, 3, 120, 10, 10, 25, 30, 99, 2]
+    batches = list(model._batches(lengths))
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    for batch in batches:
+        longest = max(lengths[i] for i in batch)
+        assert len(batch) == 1 or len(batch) * longest <= 100, batch
+    assert len(batches[0]) > 1  # the short ones together
+    alone = model.embed_array([TEXTS[1]])
+    mixed = model.embed_array(TEXTS)
+    assert float(np.dot(alone[0], mixed[1])) > 0.9999  # padding changes nothing
+
+
+async def test_the_model_runs_in_a_process_stopped_on_close(models: Path) -> None:
+    embedder = LocalEmbedder(EmbeddingConfig(provider="local"), models)
+    try:
+        await embedder.embed(["someone having a meal"])
+        pid = model_pid(embedder)
+        assert pid != os.getpid() and Path(f"/proc/{pid}").exists()
+    finally:
+        await embedder.close()
+    assert not Path(f"/proc/{pid}").exists()
+
+
+async def test_a_dead_model_process_fails_the_call_and_the_next_call_works(models: Path) -> None:
+    embedder = LocalEmbedder(EmbeddingConfig(provider="local"), models)
+    try:
+        first = await embedder.embed(["someone having a meal"])
+        pid = model_pid(embedder)
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(EmbeddingFailed, match="died"):
+            await embedder.embed(["someone having a meal"])
+        assert not embedder.loaded
+        again = await embedder.embed(["someone having a meal"])
+        assert model_pid(embedder) != pid
+        assert max(abs(a - b) for a, b in zip(first[0], again[0], strict=True)) < 1e-6
+    finally:
+        await embedder.close()
+
+
+async def test_a_query_given_up_on_leaves_the_process_in_step(models: Path) -> None:
+    embedder = LocalEmbedder(EmbeddingConfig(provider="local"), models)
+    try:
+        (meal,) = await embedder.embed(["someone having a meal"])
+        pid = model_pid(embedder)
+        long_batch = asyncio.ensure_future(embedder.embed([SENTENCE * 14] * 40))
+        await asyncio.sleep(0.05)
+        with pytest.raises(TimeoutError):  # waits behind the batch; its caller gives up
+            async with asyncio.timeout(0.05):
+                await embedder.embed(["a query"])
+        assert len(await long_batch) == 40
+        assert await embedder.embed(["someone having a meal"]) == [meal]  # its own reply
+        assert model_pid(embedder) == pid
+    finally:
+        await embedder.close()
+
+
+async def test_an_idle_model_process_exits(models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedders, "IDLE_UNLOAD_S", 0.05)
+    embedder = LocalEmbedder(EmbeddingConfig(provider="local"), models)
+    try:
+        await embedder.embed(["ready"])
+        pid = model_pid(embedder)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert not Path(f"/proc/{pid}").exists() and not embedder.loaded
+    finally:
+        await embedder.close()
