@@ -243,13 +243,17 @@ class Retrieval:
         except BaseException:
             keyword_task.cancel()
             raise
-        keyword = await keyword_task
         if vector is None:
+            keyword = await keyword_task
             return SearchResult(
                 mode="keyword", passages=keyword[:top_k], fallback="embedder_unavailable"
             )
-        semantic = await self.vectors.vector_search(
-            kb.name, vector, max(top_k, VECTOR_CANDIDATES), filters, syntax=syntax
+        # and the vector list beside it, on another reader (the scan is the longest part)
+        keyword, semantic = await asyncio.gather(
+            keyword_task,
+            self.vectors.vector_search(
+                kb.name, vector, max(top_k, VECTOR_CANDIDATES), filters, syntax=syntax
+            ),
         )
         # fused as found, then a chunk only the model found is dropped if it is not similar
         # enough (dropping it before fusion would move the others up: measured worse)
