@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
 import resource
@@ -37,6 +38,18 @@ def extract_tldr(into: Path) -> Path:
     into.mkdir(parents=True, exist_ok=True)
     subprocess.run(["tar", "-xzf", str(DATA / "tldr-pages.tar.gz"), "-C", str(into)], check=True)
     return into / "corpus-tldr"
+
+
+def scifact_notes(count: int) -> list[tuple[str, str]]:
+    """The first `count` SciFact abstracts as notes: (file name, `# title` + text)."""
+    found = []
+    with open(DATA / "scifact" / "corpus.jsonl", encoding="utf-8") as corpus:
+        for line in corpus:
+            row = json.loads(line)
+            found.append((f"{row['_id']}.md", f"# {row['title']}\n\n{row['text']}\n"))
+            if len(found) == count:
+                break
+    return found
 
 
 def peak_rss_mb() -> float:

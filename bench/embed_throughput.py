@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.common import (
-    DATA,
     add_repo_argument,
     code_env,
     descendants,
@@ -42,6 +41,7 @@ from bench.common import (
     kb_status,
     machine,
     median,
+    scifact_notes,
     scratch_home,
     start_daemon,
     stop_daemon,
@@ -71,17 +71,6 @@ class Figures:
     @property
     def chunks_per_s(self) -> float:
         return self.chunks / self.seconds
-
-
-def scifact_notes() -> list[tuple[str, str]]:
-    found = []
-    with open(DATA / "scifact" / "corpus.jsonl") as corpus:
-        for line in corpus:
-            row = json.loads(line)
-            found.append((f"{row['_id']}.md", f"# {row['title']}\n\n{row['text']}\n"))
-            if len(found) == SCIFACT_NOTES:
-                break
-    return found
 
 
 def tldr_notes(scratch: Path) -> list[tuple[str, str]]:
@@ -225,7 +214,10 @@ def main() -> None:
     try:
         sets = {
             name: load()
-            for name, load in (("scifact", scifact_notes), ("tldr", lambda: tldr_notes(scratch)))
+            for name, load in (
+                ("scifact", lambda: scifact_notes(SCIFACT_NOTES)),
+                ("tldr", lambda: tldr_notes(scratch)),
+            )
             if name in args.sets.split(",")
         }
         figures = {who: {corpus: [] for corpus in sets} for who in checkouts}

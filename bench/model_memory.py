@@ -45,6 +45,7 @@ from bench.common import (
     kb_status,
     machine,
     median,
+    scifact_notes,
     scratch_home,
     start_daemon,
     stop_daemon,
@@ -126,17 +127,6 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def notes() -> list[tuple[str, str]]:
-    found = []
-    with open(DATA / "scifact" / "corpus.jsonl") as corpus:
-        for line in corpus:
-            row = json.loads(line)
-            found.append((f"{row['_id']}.md", f"# {row['title']}\n\n{row['text']}\n"))
-            if len(found) == NOTES:
-                break
-    return found
-
-
 def claims() -> list[str]:
     with open(DATA / "scifact" / "queries.jsonl") as queries:
         return [json.loads(line)["text"] for line, _ in zip(queries, range(SEARCHES), strict=False)]
@@ -154,7 +144,7 @@ class Run:
         self.client = Client(self.socket, timeout=120)
         docs = self.home / "knowledge" / KB / "docs"
         docs.mkdir(parents=True)
-        for name, text in notes():
+        for name, text in scifact_notes(NOTES):
             (docs / name).write_text(text)
         self.daemon: subprocess.Popen[bytes] | None = None
 
