@@ -262,3 +262,13 @@ async def test_passages_say_where_they_are_in_the_file(
     assert (first.line_start, first.line_end) == (5, 7)  # after the frontmatter
     (grepped,) = (await coffer.retrieval.grep("notes", "pelican")).hits
     assert grepped.file == hit.file and grepped.line_number == 11
+
+
+async def test_a_long_cjk_run_is_found_across_its_pieces(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    """fts splits a CJK run in pieces of 1,024 characters: a phrase across a piece's end
+    is found as anywhere else."""
+    run = "东" * 1022 + "京都大" + "东" * 2000  # 京都大 spans characters 1023-1025
+    await indexed(coffer, kb, docs, {"long.md": run})
+    assert await paths(coffer, "京都大") == ["long.md"]
