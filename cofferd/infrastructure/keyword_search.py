@@ -7,8 +7,8 @@ so a query of common words over a large KB would rank most of it. Words are OR-e
 a query whose words match more than SCORED_MAX rows in all is ranked over a bounded set
 of candidates instead: the documents that hold its rarest words (up to SCORED_MAX rows),
 each scored for the whole query; or, when every word is that common, the documents that
-hold all of them. What only the common words would have found is left out: their weight
-in bm25 is what makes them common, small. docs/benchmarks.md measures both the time and
+hold all of them. What only the common words would have found is left out: bm25 gives
+common words little weight. docs/benchmarks.md measures both the time and
 the quality on SciFact, CMRC 2018 and JSQuAD.
 """
 
