@@ -120,6 +120,14 @@ def add_repo_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_comparison_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--repo`, and `--old`, `--rounds`, `--settle` for a run comparing two checkouts."""
+    add_repo_argument(parser)
+    parser.add_argument("--old", type=lambda t: Path(t).resolve(), help="a checkout to compare")
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each checkout, alternated")
+    parser.add_argument("--settle", type=float, default=5, help="idle seconds before reading")
+
+
 def code_env(root: Path, **extra: str) -> dict[str, str]:
     """The environment of a Python process that imports cofferd and cofferctl from `root`:
     first on the path, and the working folder not put before it (PYTHONSAFEPATH), in the

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.common import (
-    add_repo_argument,
+    add_comparison_arguments,
     code_env,
     descendants,
     describe_code,
@@ -203,10 +203,7 @@ def report(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_repo_argument(parser)
-    parser.add_argument("--old", type=lambda t: Path(t).resolve(), help="a checkout to compare")
-    parser.add_argument("--rounds", type=int, default=1, help="runs of each checkout, alternated")
-    parser.add_argument("--settle", type=float, default=5, help="idle seconds before reading")
+    add_comparison_arguments(parser)
     parser.add_argument("--sets", default="scifact,tldr", help="which sets, comma-separated")
     args = parser.parse_args()
     checkouts = {"NEW": args.repo, **({"OLD": args.old} if args.old else {})}

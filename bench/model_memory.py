@@ -38,7 +38,7 @@ from typing import Any
 
 from bench.common import (
     DATA,
-    add_repo_argument,
+    add_comparison_arguments,
     daemon_memory,
     describe_code,
     indexer_idle,
@@ -258,10 +258,7 @@ def report(name: str, repo: Path, runs: list[Figures], idle_s: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_repo_argument(parser)
-    parser.add_argument("--old", type=lambda t: Path(t).resolve(), help="a checkout to compare")
-    parser.add_argument("--rounds", type=int, default=1, help="runs of each checkout, alternated")
-    parser.add_argument("--settle", type=float, default=5, help="idle seconds before reading")
+    add_comparison_arguments(parser)
     parser.add_argument(
         "--idle", type=float, default=0, help="then this many seconds more, and read again"
     )
