@@ -220,7 +220,7 @@ async def keyword_lists(
     """The real keyword list of each query (`keyword_search`, DEPTH deep) under these bm25
     column weights."""
     saved = fts.RANK
-    fts.RANK = rank  # read by keyword_index.search at each call
+    fts.RANK = rank  # read by keyword_index.ranked at each call
     try:
         out = []
         for query in queries:

@@ -33,22 +33,22 @@ UNBOUNDED = 10**12
 async def rankings(coffer: Coffer, kb: str, queries: dict[str, str], budget: int) -> Any:
     """Ranked document ids by query id, and how many queries candidates answered."""
     answered = [0]
-    bounded = keyword_search._candidates_ranked
+    bounded = keyword_search.SqliteKeywordSearch._candidates
 
-    def counting(*args: Any) -> Any:
-        found = bounded(*args)
+    async def counting(*args: Any) -> Any:
+        found = await bounded(*args)
         answered[0] += len(found) >= args[4]
         return found
 
     keyword_search.SCORED_MAX = budget
-    keyword_search._candidates_ranked = counting  # type: ignore[assignment]
+    keyword_search.SqliteKeywordSearch._candidates = counting  # type: ignore[method-assign]
     try:
         ranked = {}
         for qid, text in queries.items():
             found = await coffer.retrieval.search(kb, text, top_k=10)
             ranked[qid] = ranked_documents(found.passages)
     finally:
-        keyword_search._candidates_ranked = bounded
+        keyword_search.SqliteKeywordSearch._candidates = bounded  # type: ignore[method-assign]
     return ranked, answered[0]
 
 

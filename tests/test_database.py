@@ -116,7 +116,7 @@ def test_upgrading_keeps_keyword_rows_until_the_reindex(
     conn.commit()
     schema.migrate(conn)
     assert keyword_index.dump(conn, "notes") == {7: ("old words", "Title", "")}
-    assert [r[0] for r in keyword_index.search(conn, "notes", '"old"', 5)] == [7]
+    assert [r[0] for r in keyword_index.ranked(conn, "notes", '"old"', 5)] == [7]
     columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
     assert {"tags", "aliases"} <= columns
 

@@ -74,13 +74,13 @@ async def test_what_is_ranked_when_words_are_common(
     coffer: Coffer, notes: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[str] = []
-    search = keyword_index.search
+    rank = keyword_index.ranked
 
-    def spy(conn, kb, match, top_k, within=None):  # type: ignore[no-untyped-def]
+    def spy(conn, kb, match, top_k, within=None, part=(0, 1)):  # type: ignore[no-untyped-def]
         asked.append(match)
-        return search(conn, kb, match, top_k, within)
+        return rank(conn, kb, match, top_k, within, part)
 
-    monkeypatch.setattr(keyword_index, "search", spy)
+    monkeypatch.setattr(keyword_index, "ranked", spy)
     await ranked(coffer, "every most", BOUND, 5)
     assert asked == ['"every" AND "most"']
     asked.clear()
@@ -92,3 +92,17 @@ async def test_what_is_ranked_when_words_are_common(
     asked.clear()
     await ranked(coffer, "rare scarce", BOUND, 5)  # few rows: ranked as they are
     assert asked == ['"rare" OR "scarce"']
+
+
+@pytest.mark.parametrize("query", ["every", "every most", "rare every", "some -rare", "filler1*"])
+async def test_a_ranking_split_between_readers_answers_the_same(
+    coffer: Coffer, notes: KnowledgeBase, query: str
+) -> None:
+    """SPLIT_MIN (lowered here) splits a ranking by rowid between the readers: each
+    scores its rows as the whole would, so the merged answer is the same."""
+    whole = await ranked(coffer, query, 10**9, 7)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(keyword_search, "SPLIT_MIN", 0)
+        split = await ranked(coffer, query, 10**9, 7)
+    assert whole
+    assert [key(p) for p in split] == [key(p) for p in whole]

@@ -53,6 +53,8 @@ BATCH_BYTES = 512 * 1024
 INTERACTIVE_FILES = 64
 # After this much text is indexed in one pass, memory is given back (Database.reclaim).
 LARGE_WORK = 4 * 1024 * 1024
+# After a pass that wrote this many documents, the KB's keyword index is merged.
+MERGE_AFTER_DOCUMENTS = 1_000
 # Markdown made from a document can be larger than the original (tables, frontmatter);
 # a Markdown file is skipped only beyond this multiple of max_document_bytes.
 MARKDOWN_LIMIT_FACTOR = 4
@@ -271,6 +273,9 @@ class Reindexer:
             await self._index(kb, plan, result, actor, progress, interactive)
         if self.on_change is not None and (result.documents_added or result.documents_updated):
             self.on_change()
+        written = result.documents_added + result.documents_updated + result.documents_removed
+        if written >= MERGE_AFTER_DOCUMENTS:
+            await self.store.merge_keyword_index(kb.name)
         large = todo_bytes >= LARGE_WORK
         # Removed and replaced rows leave free pages, large work memory: looked at after a
         # removal, large work or a bulk pass; a save or an API edit waits for no such look.

@@ -232,6 +232,11 @@ class DocumentIndex(Protocol):
         it), and after large work the memory it left; bytes freed."""
         ...
 
+    async def merge_keyword_index(self, kb: str) -> None:
+        """After bulk writes: the KB's keyword index made one piece again (every query
+        reads each piece), in steps that let other writes through."""
+        ...
+
 
 class DocumentRemoval(Protocol):
     """A document's rows dropped at once (it went to the trash)."""

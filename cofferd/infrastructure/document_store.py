@@ -21,11 +21,14 @@ from cofferd.infrastructure import (
     chunk_rows,
     document_rows,
     graph_store,
+    keyword_index,
     tracked_sources,
 )
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.sqlite import Connection, Error, atomic, damaged, storage_failed
 from cofferd.infrastructure.tracked_sources import SqliteTrackedSources
+
+MERGE_STEP = 2_000  # FTS5 pages (~4 KB) written per step of merging a keyword index
 
 
 def _write_documents(
@@ -139,6 +142,10 @@ class SqliteDocumentIndex:
 
     async def reclaim(self, *, large_work: bool = False) -> int:
         return await self.db.reclaim(large_work=large_work)
+
+    async def merge_keyword_index(self, kb: str) -> None:
+        while await self.db.write(lambda conn: keyword_index.merge_step(conn, kb, MERGE_STEP)):
+            pass  # a step per write: a save waits for one step at most
 
     async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool:
         removed = await self.db.transact(

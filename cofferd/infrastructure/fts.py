@@ -243,3 +243,8 @@ PHRASE_CANDIDATES = 5
 # twice a match in the text (measured best of 0-2 on SciFact, CMRC 2018 and JSQuAD, with
 # titles as a heading and as frontmatter: docs/benchmarks.md).
 RANK = "bm25(1.0, 0.5, 2.0)"
+
+
+def rank_of(table: str) -> str:
+    """RANK as an SQL expression over `table`'s matched row (lower is better)."""
+    return RANK.replace("bm25(", f"bm25({table}, ", 1)

@@ -3,85 +3,66 @@ terms (fts), BM25 over the KB's FTS table (keyword_index), the hits as passages
 (chunk_rows) with their snippets (fts).
 
 FTS5 computes bm25 for every row a query matches before it can sort them (~1 µs a row),
-so a query of common words over a large KB would rank most of it. Words are OR-ed, and
-a query whose words match more than SCORED_MAX rows in all is ranked over a bounded set
-of candidates instead: the documents that hold its rarest words (up to SCORED_MAX rows),
-each scored for the whole query; or, when every word is that common, the documents that
-hold all of them. What only the common words would have found is left out: bm25 gives
-common words little weight. docs/benchmarks.md measures both the time and
-the quality on SciFact, CMRC 2018 and JSQuAD.
+so a query of common words over a large KB would rank most of it. Two things bound that:
+
+* Words are OR-ed, and a query whose words match more than SCORED_MAX rows in all is
+  ranked over a bounded set of candidates instead: the documents that hold its rarest
+  words (up to SCORED_MAX rows), each scored for the whole query; or, when every word is
+  that common, the documents that hold all of them. What only the common words would have
+  found is left out: bm25 gives common words little weight.
+* A ranking over more than SPLIT_MIN rows is split between the database's readers, each
+  ranking the rows whose rowid falls to it (modulo), and the best of each are merged:
+  bm25 scores a row the same in either part, so the answer is the same.
+
+docs/benchmarks.md measures the time, and the quality on SciFact, CMRC 2018 and JSQuAD.
 """
 
 from __future__ import annotations
 
+import asyncio
+import heapq
+from functools import partial
 from typing import Any
 
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.models import Passage
 from cofferd.domain.query_syntax import parse_query
 from cofferd.infrastructure import chunk_rows, fts, keyword_index
-from cofferd.infrastructure.database import Database
+from cofferd.infrastructure.database import READERS, Database
 from cofferd.infrastructure.search_filter import chunks_within
 from cofferd.infrastructure.sqlite import Connection
 
 SCORED_MAX = 8_000
+SPLIT_MIN = 4_000
 Within = tuple[str, list[Any]] | None
+Ranked = list[tuple[int, float]]  # (seq, score), best first
 
 
-def _ranked(conn: Connection, kb: str, terms: list[list[str]], top_k: int, within: Within) -> Any:
-    """The best rows for the terms OR-ed, ranking at most about SCORED_MAX of them when
-    that still fills `top_k` (see above)."""
-    every = fts.match_expression(terms)
-    if len(terms) > 1:
-        counts = [keyword_index.count(conn, kb, fts.match_expression([t])) for t in terms]
-        if sum(counts) > SCORED_MAX:
-            found = _candidates_ranked(conn, kb, terms, counts, top_k, within)
-            if len(found) >= top_k:
-                return found
-    return keyword_index.search(conn, kb, every, top_k, within)
-
-
-def _candidates_ranked(
-    conn: Connection,
-    kb: str,
-    terms: list[list[str]],
-    counts: list[int],
-    top_k: int,
-    within: Within,
-) -> list[Any]:
-    order = sorted(range(len(terms)), key=counts.__getitem__)
-    if counts[order[0]] > SCORED_MAX:  # every word common: the rows holding them all
-        return list(keyword_index.search(conn, kb, fts.all_of(terms), top_k, within))
-    rare, scored = [terms[order[0]]], counts[order[0]]
-    for index in order[1:]:
-        scored += counts[index]
-        if scored > SCORED_MAX:
-            break
-        rare.append(terms[index])
-    common = [terms[i] for i in order[len(rare) :]]
-    either = fts.match_expression(rare)
-    # each term once in each expression: bm25 sums the terms' parts, so rows holding a rare
-    # and a common word get their whole score from the first, the others from the second
-    both = f"({either}) AND ({fts.match_expression(common)})"
-    best = {row["seq"]: row for row in keyword_index.search(conn, kb, either, top_k, within)}
-    best |= {row["seq"]: row for row in keyword_index.search(conn, kb, both, top_k, within)}
-    return sorted(best.values(), key=lambda row: (-row["score"], row["seq"]))[:top_k]
-
-
-def _passages(conn: Connection, found: Any) -> list[Passage]:
+def _passages(conn: Connection, kb: str, match: str, found: Ranked) -> list[Passage]:
     if not found:
         return []
-    rows = chunk_rows.with_documents(conn, "seq", [h["seq"] for h in found])
+    seqs = [seq for seq, _ in found]
+    rows = chunk_rows.with_documents(conn, "seq", seqs)
+    shown = keyword_index.marked(conn, kb, match, seqs)
     return [
         chunk_rows.passage(
-            rows[h["seq"]],
-            fts.display_text(h["text"]),
-            float(h["score"]),
-            fts.snippet(fts.display_text(h["snip"])),
+            rows[seq],
+            fts.display_text(shown[seq][0]),
+            score,
+            fts.snippet(fts.display_text(shown[seq][1])),
         )
-        for h in found
-        if h["seq"] in rows
+        for seq, score in found
+        if seq in rows and seq in shown
     ]
+
+
+def _best(lists: list[Ranked], top_k: int) -> Ranked:
+    scores = {seq: score for found in lists for seq, score in found}
+    return heapq.nsmallest(top_k, scores.items(), lambda r: (-r[1], r[0]))
+
+
+def _counts(conn: Connection, kb: str, terms: list[list[str]]) -> list[int]:
+    return [keyword_index.count(conn, kb, fts.match_expression([t])) for t in terms]
 
 
 class SqliteKeywordSearch:
@@ -97,18 +78,66 @@ class SqliteKeywordSearch:
         if match is None:
             return []
         within = chunks_within(kb, filters, "seq") if filters else None
+        if parsed.phrases:  # stemmed matches are checked word for word
+            wider = top_k * fts.PHRASE_CANDIDATES
+            found = await self._rank(kb, match, wider, within)
+            hits = await self._passages(kb, match, found)
+            return [h for h in hits if parsed.holds_phrases(h.text)][:top_k]
+        if parsed.excluded:
+            found = await self._rank(kb, match, top_k, within)
+        else:
+            found = await self._words(kb, parsed.words, top_k, within)
+        if not found:
+            match = fts.match(parsed, prefix=True) or match
+            found = await self._rank(kb, match, top_k, within)
+        return await self._passages(kb, match, found)
 
-        def run(conn: Connection) -> list[Passage]:
-            if parsed.phrases:  # stemmed matches are checked word for word
-                found = keyword_index.search(conn, kb, match, top_k * fts.PHRASE_CANDIDATES, within)
-                return [h for h in _passages(conn, found) if parsed.holds_phrases(h.text)][:top_k]
-            if parsed.excluded:
-                hits = _passages(conn, keyword_index.search(conn, kb, match, top_k, within))
-            else:
-                hits = _passages(conn, _ranked(conn, kb, parsed.words, top_k, within))
-            if not hits:
-                prefixed = fts.match(parsed, prefix=True) or match
-                hits = _passages(conn, keyword_index.search(conn, kb, prefixed, top_k, within))
-            return hits
+    async def _passages(self, kb: str, match: str, found: Ranked) -> list[Passage]:
+        return await self.db.read(lambda conn: _passages(conn, kb, match, found))
 
-        return await self.db.read(run)
+    async def _rank(
+        self, kb: str, match: str, top_k: int, within: Within, rows: int | None = None
+    ) -> Ranked:
+        """The best rows `match` matches; `rows` is how many it matches at most (counted
+        when not given)."""
+        if rows is None:
+            rows = await self.db.read(lambda conn: keyword_index.count(conn, kb, match))
+        parts = READERS if rows > SPLIT_MIN else 1
+        rank = partial(keyword_index.ranked, kb=kb, match=match, top_k=top_k, within=within)
+        lists = await asyncio.gather(
+            *(self.db.read(partial(rank, part=(i, parts))) for i in range(parts))
+        )
+        return _best(lists, top_k)
+
+    async def _words(self, kb: str, terms: list[list[str]], top_k: int, within: Within) -> Ranked:
+        """The best rows for the terms OR-ed, ranking at most about SCORED_MAX of them when
+        that still fills `top_k` (see above)."""
+        counts = await self.db.read(lambda conn: _counts(conn, kb, terms))
+        if len(terms) > 1 and sum(counts) > SCORED_MAX:
+            found = await self._candidates(kb, terms, counts, top_k, within)
+            if len(found) >= top_k:
+                return found
+        return await self._rank(kb, fts.match_expression(terms), top_k, within, sum(counts))
+
+    async def _candidates(
+        self, kb: str, terms: list[list[str]], counts: list[int], top_k: int, within: Within
+    ) -> Ranked:
+        order = sorted(range(len(terms)), key=counts.__getitem__)
+        if counts[order[0]] > SCORED_MAX:  # every word common: the rows holding them all
+            return await self._rank(kb, fts.all_of(terms), top_k, within, counts[order[0]])
+        rare, scored = [terms[order[0]]], counts[order[0]]
+        for index in order[1:]:
+            if scored + counts[index] > SCORED_MAX:
+                break
+            scored += counts[index]
+            rare.append(terms[index])
+        common = [terms[i] for i in order[len(rare) :]]
+        either = fts.match_expression(rare)
+        # each term once in each expression: bm25 sums the terms' parts, so rows holding a rare
+        # and a common word get their whole score from the first, the others from the second
+        both = f"({either}) AND ({fts.match_expression(common)})"
+        lists = await asyncio.gather(
+            self._rank(kb, either, top_k, within, scored),
+            self._rank(kb, both, top_k, within, scored),
+        )
+        return _best(list(lists), top_k)

@@ -1,0 +1,39 @@
+"""A pass that writes many documents leaves the KB's keyword index in one piece
+(reindexer.MERGE_AFTER_DOCUMENTS, lowered here): every query reads each piece."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cofferd.application import reindexer
+from cofferd.domain.models import KnowledgeBase
+from cofferd.infrastructure import keyword_index
+from cofferd.surfaces.core import Coffer
+from tests.helpers import write
+
+
+async def pieces_left(coffer: Coffer, kb: str) -> bool:
+    """Whether merging still finds pieces to merge (one step of one page)."""
+    return await coffer.stores.db.write(lambda conn: keyword_index.merge_step(conn, kb, 1))
+
+
+@pytest.mark.parametrize(("merge_after", "merged"), [(10, True), (10**6, False)])
+async def test_a_bulk_pass_merges_the_keyword_index(
+    coffer: Coffer,
+    kb: KnowledgeBase,
+    docs: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    merge_after: int,
+    merged: bool,
+) -> None:
+    monkeypatch.setattr(reindexer, "BATCH", 3)  # a commit, and an index piece, per 3 notes
+    monkeypatch.setattr(reindexer, "MERGE_AFTER_DOCUMENTS", merge_after)
+    for i in range(30):
+        write(docs / f"n{i:02}.md", f"# Note {i}\n\nalpha beta word{i}\n")
+    result = await coffer.reindexer.reconcile(kb)
+    assert result.documents_added == 30
+    assert await pieces_left(coffer, kb.name) is not merged
+    found = await coffer.retrieval.search(kb.name, "word7", top_k=3)
+    assert [p.path for p in found.passages] == ["n07.md"]
