@@ -33,22 +33,22 @@ UNBOUNDED = 10**12
 async def rankings(coffer: Coffer, kb: str, queries: dict[str, str], budget: int) -> Any:
     """Ranked document ids by query id, and how many queries candidates answered."""
     answered = [0]
-    bounded = keyword_search.SqliteKeywordSearch._candidates
+    bounded = keyword_search._Search._candidates
 
     async def counting(*args: Any) -> Any:
         found = await bounded(*args)
-        answered[0] += len(found) >= args[4]
+        answered[0] += len(found) >= args[3]
         return found
 
     keyword_search.SCORED_MAX = budget
-    keyword_search.SqliteKeywordSearch._candidates = counting  # type: ignore[method-assign]
+    keyword_search._Search._candidates = counting  # type: ignore[method-assign]
     try:
         ranked = {}
         for qid, text in queries.items():
             found = await coffer.retrieval.search(kb, text, top_k=10)
             ranked[qid] = ranked_documents(found.passages)
     finally:
-        keyword_search.SqliteKeywordSearch._candidates = bounded  # type: ignore[method-assign]
+        keyword_search._Search._candidates = bounded  # type: ignore[method-assign]
     return ranked, answered[0]
 
 

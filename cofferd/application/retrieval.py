@@ -236,7 +236,9 @@ class Retrieval:
             return SearchResult(mode="vector", passages=passages)
         # the keyword list is read while the query is embedded
         keyword_task = asyncio.ensure_future(
-            self.keywords.keyword_search(kb.name, query, max(top_k, KEYWORD_CANDIDATES), filters)
+            self.keywords.keyword_search(
+                kb.name, query, max(top_k, KEYWORD_CANDIDATES), filters, beside=True
+            )
         )
         try:
             vector = await self.embeddings.embed_query(kb, syntax.meaning)

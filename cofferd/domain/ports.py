@@ -277,8 +277,17 @@ class DocumentCatalog(Protocol):
 
 class KeywordSearch(Protocol):
     async def keyword_search(
-        self, kb: str, query: str, top_k: int, filters: SearchFilters | None = None
-    ) -> list[Passage]: ...
+        self,
+        kb: str,
+        query: str,
+        top_k: int,
+        filters: SearchFilters | None = None,
+        *,
+        beside: bool = False,
+    ) -> list[Passage]:
+        """`beside`: another read runs beside this search (hybrid's vector list), so it
+        keeps to one reader."""
+        ...
 
 
 class TrackedSources(Protocol):

@@ -12,7 +12,8 @@ so a query of common words over a large KB would rank most of it. Two things bou
   found is left out: bm25 gives common words little weight.
 * A ranking over more than SPLIT_MIN rows is split between the database's readers, each
   ranking the rows whose rowid falls to it (modulo), and the best of each are merged:
-  bm25 scores a row the same in either part, so the answer is the same.
+  bm25 scores a row the same in either part, so the answer is the same. Hybrid search
+  reads its vector list beside the keyword list, so there the ranking keeps to one.
 
 docs/benchmarks.md measures the time, and the quality on SciFact, CMRC 2018 and JSQuAD.
 """
@@ -70,61 +71,79 @@ class SqliteKeywordSearch:
         self.db = db
 
     async def keyword_search(
-        self, kb: str, query: str, top_k: int, filters: SearchFilters | None = None
+        self,
+        kb: str,
+        query: str,
+        top_k: int,
+        filters: SearchFilters | None = None,
+        *,
+        beside: bool = False,
     ) -> list[Passage]:
         """BM25 over words; when nothing matches, the words are tried again as prefixes."""
+        return await _Search(self.db, kb, 1 if beside else READERS).run(query, top_k, filters)
+
+
+class _Search:
+    """One keyword search, ranking on up to `readers` readers at once."""
+
+    def __init__(self, db: Database, kb: str, readers: int) -> None:
+        self.db = db
+        self.kb = kb
+        self.readers = readers
+
+    async def run(self, query: str, top_k: int, filters: SearchFilters | None) -> list[Passage]:
         parsed = parse_query(query)
         match = fts.match(parsed)
         if match is None:
             return []
-        within = chunks_within(kb, filters, "seq") if filters else None
+        within = chunks_within(self.kb, filters, "seq") if filters else None
         if parsed.phrases:  # stemmed matches are checked word for word
             wider = top_k * fts.PHRASE_CANDIDATES
-            found = await self._rank(kb, match, wider, within)
-            hits = await self._passages(kb, match, found)
+            found = await self._rank(match, wider, within)
+            hits = await self._passages(match, found)
             return [h for h in hits if parsed.holds_phrases(h.text)][:top_k]
         if parsed.excluded:
-            found = await self._rank(kb, match, top_k, within)
+            found = await self._rank(match, top_k, within)
         else:
-            found = await self._words(kb, parsed.words, top_k, within)
+            found = await self._words(parsed.words, top_k, within)
         if not found:
             match = fts.match(parsed, prefix=True) or match
-            found = await self._rank(kb, match, top_k, within)
-        return await self._passages(kb, match, found)
+            found = await self._rank(match, top_k, within)
+        return await self._passages(match, found)
 
-    async def _passages(self, kb: str, match: str, found: Ranked) -> list[Passage]:
-        return await self.db.read(lambda conn: _passages(conn, kb, match, found))
+    async def _passages(self, match: str, found: Ranked) -> list[Passage]:
+        return await self.db.read(lambda conn: _passages(conn, self.kb, match, found))
 
     async def _rank(
-        self, kb: str, match: str, top_k: int, within: Within, rows: int | None = None
+        self, match: str, top_k: int, within: Within, rows: int | None = None
     ) -> Ranked:
         """The best rows `match` matches; `rows` is how many it matches at most (counted
         when not given)."""
         if rows is None:
-            rows = await self.db.read(lambda conn: keyword_index.count(conn, kb, match))
-        parts = READERS if rows > SPLIT_MIN else 1
-        rank = partial(keyword_index.ranked, kb=kb, match=match, top_k=top_k, within=within)
+            rows = await self.db.read(lambda conn: keyword_index.count(conn, self.kb, match))
+        parts = self.readers if rows > SPLIT_MIN else 1
+        rank = partial(keyword_index.ranked, kb=self.kb, match=match, top_k=top_k, within=within)
         lists = await asyncio.gather(
             *(self.db.read(partial(rank, part=(i, parts))) for i in range(parts))
         )
         return _best(lists, top_k)
 
-    async def _words(self, kb: str, terms: list[list[str]], top_k: int, within: Within) -> Ranked:
+    async def _words(self, terms: list[list[str]], top_k: int, within: Within) -> Ranked:
         """The best rows for the terms OR-ed, ranking at most about SCORED_MAX of them when
         that still fills `top_k` (see above)."""
-        counts = await self.db.read(lambda conn: _counts(conn, kb, terms))
+        counts = await self.db.read(lambda conn: _counts(conn, self.kb, terms))
         if len(terms) > 1 and sum(counts) > SCORED_MAX:
-            found = await self._candidates(kb, terms, counts, top_k, within)
+            found = await self._candidates(terms, counts, top_k, within)
             if len(found) >= top_k:
                 return found
-        return await self._rank(kb, fts.match_expression(terms), top_k, within, sum(counts))
+        return await self._rank(fts.match_expression(terms), top_k, within, sum(counts))
 
     async def _candidates(
-        self, kb: str, terms: list[list[str]], counts: list[int], top_k: int, within: Within
+        self, terms: list[list[str]], counts: list[int], top_k: int, within: Within
     ) -> Ranked:
         order = sorted(range(len(terms)), key=counts.__getitem__)
         if counts[order[0]] > SCORED_MAX:  # every word common: the rows holding them all
-            return await self._rank(kb, fts.all_of(terms), top_k, within, counts[order[0]])
+            return await self._rank(fts.all_of(terms), top_k, within, counts[order[0]])
         rare, scored = [terms[order[0]]], counts[order[0]]
         for index in order[1:]:
             if scored + counts[index] > SCORED_MAX:
@@ -136,8 +155,9 @@ class SqliteKeywordSearch:
         # each term once in each expression: bm25 sums the terms' parts, so rows holding a rare
         # and a common word get their whole score from the first, the others from the second
         both = f"({either}) AND ({fts.match_expression(common)})"
-        lists = await asyncio.gather(
-            self._rank(kb, either, top_k, within, scored),
-            self._rank(kb, both, top_k, within, scored),
-        )
-        return _best(list(lists), top_k)
+        ranks = (partial(self._rank, m, top_k, within, scored) for m in (either, both))
+        if self.readers > 1:
+            lists = list(await asyncio.gather(*(rank() for rank in ranks)))
+        else:
+            lists = [await rank() for rank in ranks]
+        return _best(lists, top_k)
