@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import threading
@@ -205,9 +204,6 @@ def _quick_check(conn: Connection) -> list[str]:
 
 
 def _give_back_memory(conn: Connection) -> None:
-    # a large pass's cyclic garbage: few full collections happen while it runs (its rows
-    # are untracked tuples), and what is not collected cannot be given back
-    gc.collect()
     # the WAL written back now (without waiting for readers): the file shrinks at once
     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
     conn.execute("PRAGMA shrink_memory")  # the writer's page cache
