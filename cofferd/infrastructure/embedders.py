@@ -24,7 +24,7 @@ from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.ports import Embedder, EmbeddingFailed
 from cofferd.infrastructure import memory
 from cofferd.infrastructure.credentials import credential_problem
-from cofferd.infrastructure.model_process import EncoderSettings, ModelProcess
+from cofferd.infrastructure.model_process import NO_ONNXRUNTIME, EncoderSettings, ModelProcess
 
 log = logging.getLogger(__name__)
 
@@ -218,9 +218,7 @@ def bundled_model_settings(models_root: Path, threads: int, batch_size: int) -> 
     try:  # protobuf (onnxruntime's): the local extra
         from cofferd.infrastructure.onnx_graph import int8_model
     except ImportError:
-        raise EngineUnavailable(
-            "onnxruntime is not installed: pip install 'coffer[local]'"
-        ) from None
+        raise EngineUnavailable(NO_ONNXRUNTIME) from None
     folder = bundled_model_dir(models_root, int8_model)
     return EncoderSettings(
         model=str(folder / LEAN_MODEL),

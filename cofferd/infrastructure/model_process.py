@@ -27,6 +27,7 @@ MODULE = "cofferd.infrastructure.model_process"
 # A reply is waited for this long, plus this long per text (~0.04 s each on one core).
 TIMEOUT_S = 60.0
 TIMEOUT_PER_TEXT_S = 2.0
+NO_ONNXRUNTIME = "onnxruntime is not installed: pip install 'coffer[local]'"
 
 
 @dataclass(frozen=True)
@@ -151,9 +152,7 @@ def _load(settings: EncoderSettings) -> Any:
     try:  # onnxruntime, numpy and tokenizers: the local extra
         from cofferd.infrastructure.sentence_encoder import SentenceEncoder
     except ImportError:
-        raise EngineUnavailable(
-            "onnxruntime is not installed: pip install 'coffer[local]'"
-        ) from None
+        raise EngineUnavailable(NO_ONNXRUNTIME) from None
     try:
         return SentenceEncoder(
             Path(settings.model),
