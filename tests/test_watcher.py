@@ -150,6 +150,18 @@ def test_a_kb_folder_copied_in_is_adopted(shared_daemon: Daemon, tmp_path: Path)
     assert d.client.get(d.client.kb("travel"))["config"]["chunk_size"] == 128
 
 
+def test_a_kb_folder_filled_after_it_appears_is_adopted(shared_daemon: Daemon) -> None:
+    """A sync tool makes the folder first and brings its files later: the folder is no
+    KB when it appears, and whatever comes into it afterwards must still be seen."""
+    d = shared_daemon
+    name = "trip-" + uuid.uuid4().hex[:8]
+    seen = d.client.get("/api/v1/status")["watcher"]["events_seen"]
+    (d.home / "knowledge" / name).mkdir()
+    wait_for(lambda: d.client.get("/api/v1/status")["watcher"]["events_seen"] > seen)
+    write(d.home / "knowledge" / name / "docs" / "lima.md", "# Lima\n\nceviche markets")
+    wait_for(lambda: found(d, name, "ceviche") == ["lima.md"])
+
+
 @pytest.mark.parametrize("_", [0])
 def test_status_shows_watcher_state(shared_daemon: Daemon, _: Any) -> None:
     w = shared_daemon.client.get("/api/v1/status")["watcher"]

@@ -34,7 +34,13 @@ STEP_MS = 30  # quiet time that ends a batch: the main term of save-to-searchabl
 DEBOUNCE_MS = 1000  # longest a burst is grouped before it is handed over
 POLL_DELAY_MS = 2000  # polling, when the OS has no watches left for us
 WATCH_LIMIT = "watch limit"  # in the OSError watchfiles raises when inotify watches run out
-ROOTS_CHECK_S = 2.0  # how often attached folders are checked for coming and going
+LAYOUT_CHECK_S = 2.0  # how often KB roots and folders are checked for coming and going
+
+
+@dataclass(frozen=True)
+class _Layout:
+    roots: frozenset[tuple[str, Path, int, int]]  # (KB, root, st_dev, st_ino)
+    folders: frozenset[str]  # the folders of knowledge/
 
 
 @dataclass
@@ -95,23 +101,27 @@ class Watcher:
         }
 
     async def session(self) -> None:
-        """One watch: until the KBs' roots change, the watcher is stopped, or the backend
-        fails (raised: a file name that is not UTF-8 ends it).
+        """One watch: until the KBs' roots or the folders of knowledge/ change, the watcher
+        is stopped, or the backend fails (raised: a file name that is not UTF-8 ends it).
 
-        The knowledge root and each KB's folder are watched alone (KBs coming and going,
-        settings, docs/ links); each KB's root is watched whole where it really is, once
-        the boundary has checked it. Nothing is watched through a link of knowledge/: a
-        synced-in `docs -> ../..` would otherwise watch the data home again under that KB,
-        and its events for other KBs' files would arrive under its name."""
+        The knowledge root and each folder of it that may be a KB are watched alone (KBs
+        coming and going, settings, docs/ links); each KB's root is watched whole where it
+        really is, once the boundary has checked it. Nothing is watched through a link of
+        knowledge/: a synced-in `docs -> ../..` would otherwise watch the data home again
+        under that KB, and its events for other KBs' files would arrive under its name."""
         if self._stop.is_set():
             await asyncio.Event().wait()  # stopped: nothing to watch until the service stops
         self._cycle = asyncio.Event()
-        roots = await self._probe(self._roots) or frozenset()
-        changed = asyncio.create_task(self._until_roots_change(self._cycle, roots))
-        folders = [self.root, *(self.root / kb.name for kb in self.indexing.kbs.list())]
-        trees = {kb: path for kb, path, *_ in roots}
+        layout = await self._probe(self._layout) or _Layout(frozenset(), frozenset())
+        changed = asyncio.create_task(self._until_layout_changes(self._cycle, layout))
+        folders = [self.root, *(self.root / name for name in sorted(layout.folders))]
+        trees = {kb: path for kb, path, *_ in layout.roots}
         try:
             self.state.running = True
+            # A folder that is no KB yet (copied in, its settings still on their way) was
+            # not watched until now: whatever came into it meanwhile is read at once.
+            for name in layout.folders - {kb.name for kb in self.indexing.kbs.list()}:
+                self.indexing.request_full(name)
             watches = [asyncio.create_task(self._watch(folders, False, None))]
             if trees:
                 watches.append(asyncio.create_task(self._watch(list(trees.values()), True, trees)))
@@ -169,25 +179,28 @@ class Watcher:
             self._logged.add(message)
         return False
 
-    def _roots(self) -> frozenset[tuple[str, Path, int, int]]:
+    def _layout(self) -> _Layout:
         """Every KB's root that the boundary lets be used now, by identity (a remount or
-        a swapped folder is a new one)."""
+        a swapped folder is a new one), and every folder of knowledge/ that may be a KB (a
+        folder, never a link, with a KB's name), or become one once its settings arrive."""
         found = set()
         for kb in self.indexing.kbs.list():
             with contextlib.suppress(KBUnavailable, OSError):
                 root = self.boundary.root(kb.name)
                 st = os.stat(root)
                 found.add((kb.name, root, st.st_dev, st.st_ino))
-        return frozenset(found)
+        with os.scandir(self.root) as entries:
+            names = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+        folders = {name for name in names if self.indexing.kbs.repo.refusal(name) is None}
+        return _Layout(frozenset(found), frozenset(folders))
 
-    async def _until_roots_change(
-        self, cycle: asyncio.Event, watched: frozenset[tuple[str, Path, int, int]]
-    ) -> None:
-        """Ends the watch when a root comes, goes or changes. The roots are looked at in a
-        thread with a time limit: one on a dead mount never holds the daemon up."""
+    async def _until_layout_changes(self, cycle: asyncio.Event, watched: _Layout) -> None:
+        """Ends the watch when a root or a folder of knowledge/ comes, goes or changes. The
+        layout is looked at in a thread with a time limit: a root on a dead mount never
+        holds the daemon up."""
         while True:
-            await asyncio.sleep(ROOTS_CHECK_S)
-            now = await self._probe(self._roots)
+            await asyncio.sleep(LAYOUT_CHECK_S)
+            now = await self._probe(self._layout)
             if now is not None and now != watched:
                 break
         log.info("knowledge bases' folders changed; watching them afresh")
