@@ -87,7 +87,7 @@ class _Plan:
     todo: list[PrepareItem] = field(default_factory=list)
     known: dict[str, IndexedFile | None] = field(default_factory=dict)  # of those to prepare
     removed: list[str] = field(default_factory=list)  # documents whose files are gone
-    forget: list[tuple[str, str]] = field(default_factory=list)  # skipped files to read again
+    forget: list[tuple[str, str]] = field(default_factory=list)  # skipped files now gone
 
 
 class Reindexer:
@@ -263,7 +263,7 @@ class Reindexer:
         # a full pass plans over every file of the KB: off the serving loop
         plan = await asyncio.to_thread(self._plan, kb, scan, indexed)
         for key in plan.forget:
-            self._skipped.pop(key, None)  # gone, or read again: skipped again, or fixed
+            self._skipped.pop(key, None)
         result = plan.result
         todo = plan.todo
         todo_bytes = sum(item.size for item in todo)
@@ -304,7 +304,6 @@ class Reindexer:
                 known = indexed.get(path)
                 plan.todo.append(PrepareItem(path, stat.size, known))
                 plan.known[path] = known
-                plan.forget.append((kb.name, path))
         plan.result.documents_removed = len(plan.removed)
         return plan
 
@@ -355,8 +354,10 @@ class Reindexer:
         batch: _Batch,
         result: ReindexResult,
     ) -> None:
-        """One prepared file into the batch and the counts."""
+        """One prepared file into the batch and the counts. A file skipped before stays
+        listed, with its old reason, until its new outcome replaces it here."""
         path = outcome.path
+        self._skipped.pop((kb, path), None)
         indexed = known.get(path)
         if isinstance(outcome, DocumentWrite):
             batch.writes.append(outcome)
