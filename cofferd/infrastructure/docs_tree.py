@@ -17,13 +17,9 @@ from cofferd.domain.errors import PathRefused, StorageError, ValidationFailed
 from cofferd.domain.file_names import numbered, same_name
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
 from cofferd.infrastructure.doc_files import TreeReader, disk_path, stat_of
-from cofferd.infrastructure.document_policy import (
-    DocumentPolicy,
-    FolderNames,
-    Kind,
-    has_markdown_suffix,
-)
+from cofferd.infrastructure.document_policy import DocumentPolicy, Kind, has_markdown_suffix
 from cofferd.infrastructure.fsutil import atomic_write, create_new, mode_for_files_in
+from cofferd.infrastructure.ignore_rules import IGNORE_FILES, IgnoreRules
 from cofferd.locations import Locations, normalize_relpath
 
 log = logging.getLogger(__name__)
@@ -77,20 +73,13 @@ class FileDocsTree:
         stack: list[tuple[str, str]] = [(under + "/" if under else "", str(start))]
         while stack:
             prefix, folder = stack.pop()
-            relfolder = prefix.rstrip("/")
-            if rules.unreadable(relfolder):
-                found.failed.append(relfolder)
-                continue
-            names = self.policy.in_folder(kb, relfolder)
-            if names is None:
-                continue  # nothing in it is indexed (a folder is stacked only when it is)
             try:
-                self._list(folder, prefix, names, found, stack)
+                self._list(kb, rules, folder, prefix, found, stack)
             except OSError as exc:
                 if not prefix and not under:
                     raise self._unreadable(kb, exc) from exc
                 log.warning("cannot list %s: %s", folder, exc)
-                found.failed.append(relfolder)
+                found.failed.append(prefix.rstrip("/"))
         return TreeScan(
             files=found.files,
             failed_dirs=found.failed,
@@ -109,44 +98,56 @@ class FileDocsTree:
 
     def _list(
         self,
+        kb: str,
+        rules: IgnoreRules,
         folder: str,
         prefix: str,
-        names: FolderNames,
         found: _Found,
         stack: list[tuple[str, str]],
     ) -> None:
         """One folder's documents into `found`, its folders onto `stack`. The folder is
         opened without following a link (one swapped in since it was listed is refused),
-        and its files are looked at in that very folder, never through a link either."""
+        and its files are looked at in that very folder, never through a link either. Its
+        ignore files are read only when the listing shows one."""
+        relfolder = prefix.rstrip("/")
         files = found.files
-        classify = names.classify
         fd = os.open(folder, _FOLDER_FLAGS)
         try:
-            with os.scandir(fd) as entries:
-                for entry in entries:  # a tight loop: it runs for every file of the tree
-                    name = entry.name
-                    if name.isascii():  # the common case, and already NFC
-                        relpath = prefix + name
-                    else:
-                        named = self._unicode(entry, prefix, found)
-                        if named is None:
-                            continue
-                        relpath, name = named
-                    try:
-                        if entry.is_symlink():
-                            continue  # never a document, never followed: indexed where it is
-                        kind = classify(relpath, name, entry.is_dir())
-                        if kind is Kind.DOCUMENT and entry.is_file():
-                            st = entry.stat(follow_symlinks=False)
-                            files[relpath] = (st.st_size, st.st_mtime_ns)
-                        elif kind is Kind.FOLDER:
-                            stack.append((relpath + "/", f"{folder}{os.sep}{entry.name}"))
-                        elif kind is Kind.CONFLICT_COPY and entry.is_file():
-                            copy = conflict_copy(relpath)
-                            if copy is not None:
-                                found.conflicts[relpath] = copy
-                    except OSError as exc:  # vanished or unreadable between listing and stat
-                        log.debug("skipping %s%s%s: %s", folder, os.sep, entry.name, exc)
+            with os.scandir(fd) as listing:
+                entries = list(listing)
+            if not any(entry.name in IGNORE_FILES for entry in entries):
+                rules.none_in(relfolder)
+            if rules.unreadable(relfolder):
+                found.failed.append(relfolder)
+                return
+            names = self.policy.in_folder(kb, relfolder)
+            if names is None:
+                return  # nothing in it is indexed (a folder is stacked only when it is)
+            classify = names.classify
+            for entry in entries:  # a tight loop: it runs for every file of the tree
+                name = entry.name
+                if name.isascii():  # the common case, and already NFC
+                    relpath = prefix + name
+                else:
+                    named = self._unicode(entry, prefix, found)
+                    if named is None:
+                        continue
+                    relpath, name = named
+                try:
+                    if entry.is_symlink():
+                        continue  # never a document, never followed: indexed where it is
+                    kind = classify(relpath, name, entry.is_dir())
+                    if kind is Kind.DOCUMENT and entry.is_file():
+                        st = entry.stat(follow_symlinks=False)
+                        files[relpath] = (st.st_size, st.st_mtime_ns)
+                    elif kind is Kind.FOLDER:
+                        stack.append((relpath + "/", f"{folder}{os.sep}{entry.name}"))
+                    elif kind is Kind.CONFLICT_COPY and entry.is_file():
+                        copy = conflict_copy(relpath)
+                        if copy is not None:
+                            found.conflicts[relpath] = copy
+                except OSError as exc:  # vanished or unreadable between listing and stat
+                    log.debug("skipping %s%s%s: %s", folder, os.sep, entry.name, exc)
         finally:
             os.close(fd)
 

@@ -95,6 +95,10 @@ class IgnoreRules:
             log.warning("ignore files in %s skipped: too large to match (%s)", folder or ".", exc)
             return None
 
+    def none_in(self, folder: str) -> None:
+        """The folder holds no ignore file (a scan listed it): nothing to read there."""
+        self._specs.setdefault(folder, None)
+
     def unreadable(self, folder: str) -> bool:
         """Whether an ignore file of the folder exists but cannot be read: what is in the
         folder is then not known to be a document or not, and is left as it was."""
