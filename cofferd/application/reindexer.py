@@ -181,16 +181,20 @@ class Reindexer:
         self, kb: KnowledgeBase, *, actor: str = "system", audit: bool = False
     ) -> ReindexResult:
         """`reconcile`, for a caller that holds the KB's lock."""
-        # the index is read while the tree is walked: neither waits for the other
-        indexed, scan = await asyncio.gather(
-            self.store.indexed_files(kb.name), asyncio.to_thread(self.tree.scan, kb.name)
-        )
+        # One after the other: side by side, the walk (a system call per file, each giving
+        # up the GIL) waits for the GIL behind the read of the rows, and both take longer.
+        scan = await asyncio.to_thread(self.tree.scan, kb.name)
+        indexed = await self.store.indexed_files(kb.name)
         for key in [k for k, v in self._skipped.items() if k[0] == kb.name and v[0] == RECHECK]:
             del self._skipped[key]  # unreadable files and unusable names: seen afresh
         result = await self._sync(kb, scan, indexed, actor, interactive=False)
         self._conflicts[kb.name] = scan.conflicts
         self._forget_gone(kb.name, scan, lambda path: True)
         self._note_unusable(kb.name, scan, result)
+        # An entry per file in each: freed in a thread, not in a pause of the serving loop.
+        large = [scan, indexed]
+        del scan, indexed
+        await asyncio.to_thread(large.clear)
         await self._finish(kb.name, result)
         if result.changed or audit:
             await self.activity.audit("kb_reindexed", actor, kb.name, None, result.as_dict())
