@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -119,10 +120,21 @@ class Database:
         self.damage.append({"at": stamp, "moved_to": str(aside), "reason": reason[:300]})
 
     async def check(self) -> None:
-        """Read every page (quick_check): damage in the middle shows only on reading. A
-        reader's check can report FTS5 damage that is only writes made meanwhile, so what
-        it finds is checked again on the writer, where no write runs beside it."""
-        rows = await self.read(_quick_check)
+        """Read every page (quick_check): damage in the middle shows only on reading. The
+        read is background work: in a thread of its own at the lowest CPU priority, so it
+        holds up neither a reader nor anything else. A read-only check can report FTS5
+        damage that is only writes made meanwhile, so what it finds is checked again on
+        the writer, where no write runs beside it."""
+        check = _ReadOnlyCheck(self.path)
+        try:
+            rows = await _in_background(check.run)
+        except Error as exc:
+            if not damaged(exc):
+                raise
+            rows = [str(exc)]
+        except asyncio.CancelledError:
+            check.interrupt()  # the daemon stops: the check must not hold it up
+            raise
         if rows != ["ok"]:
             rows = await self.write(_quick_check)
         if rows != ["ok"]:
@@ -201,6 +213,43 @@ class Database:
 
 def _quick_check(conn: Connection) -> list[str]:
     return [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
+
+
+class _ReadOnlyCheck:
+    """quick_check on a connection of its own, which another thread may interrupt."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: Connection | None = None
+        self._interrupted = False
+
+    def run(self) -> list[str]:
+        self._conn = connect(self.path, readonly=True, extensions=EXTENSIONS)
+        try:
+            if self._interrupted:
+                return []
+            return _quick_check(self._conn)
+        finally:
+            self._conn.close()
+
+    def interrupt(self) -> None:
+        self._interrupted = True
+        if self._conn is not None:
+            self._conn.interrupt()
+
+
+async def _in_background(fn: Callable[[], T]) -> T:
+    """`fn()` in a thread of its own that gives way to every other thread and process."""
+    executor = ThreadPoolExecutor(1, "db-background", initializer=_lowest_priority)
+    try:
+        return await asyncio.get_running_loop().run_in_executor(executor, fn)
+    finally:
+        executor.shutdown(wait=False)
+
+
+def _lowest_priority() -> None:
+    if sys.platform == "linux":  # a thread's own nice value (elsewhere it is the process's)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
 def _give_back_memory(conn: Connection) -> None:
