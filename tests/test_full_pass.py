@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cofferd.domain.models import KnowledgeBase
-from cofferd.domain.ports import FileStat, IndexedFile, IndexedFiles
+from cofferd.domain.ports import FileStat, IndexedFiles
 from cofferd.infrastructure.document_policy import Kind
 from cofferd.surfaces.core import Coffer
 from tests.helpers import write
@@ -25,11 +25,11 @@ NAMES = [
 def test_indexed_files_tell_what_changed_and_what_is_gone() -> None:
     indexed = IndexedFiles(
         [
-            ("same.md", "id1", 10, 100, "sha1", "c1"),
-            ("touched.md", "id2", 10, 100, "sha2", "c1"),
-            ("grown.md", "id3", 10, 100, "sha3", "c1"),
-            ("rechunked.md", "id4", 10, 100, "sha4", "c0"),
-            ("gone.md", "id5", 10, 100, "sha5", "c1"),
+            ("same.md", 10, 100),
+            ("touched.md", 10, 100),
+            ("grown.md", 10, 100),
+            ("rechunked.md", 10, None),  # chunked otherwise than the KB chunks now
+            ("gone.md", 10, 100),
         ]
     )
     files = {
@@ -39,16 +39,27 @@ def test_indexed_files_tell_what_changed_and_what_is_gone() -> None:
         "rechunked.md": (10, 100),
         "new.md": (1, 1),
     }
-    assert sorted(indexed.changed(files, "c1")) == [
-        "grown.md",
-        "new.md",
-        "rechunked.md",
-        "touched.md",
-    ]
+    assert sorted(indexed.changed(files)) == ["grown.md", "new.md", "rechunked.md", "touched.md"]
     assert indexed.gone(files) == ["gone.md"]
-    assert indexed["touched.md"] == IndexedFile("id2", FileStat(10, 100), "sha2", "c1")
-    assert indexed.get("new.md") is None and "same.md" in indexed and len(indexed) == 5
+    assert "same.md" in indexed and "new.md" not in indexed and len(indexed) == 5
     assert FileStat(10, 100) == files["same.md"]  # a scan's plain tuple equals its FileStat
+
+
+async def test_the_index_lists_its_files_lightly_and_tells_more_of_those_asked(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    for i in range(3):
+        write(docs / "sub" / f"n{i}.md", f"# Note {i}\n\nword{i}\n")
+    await coffer.reindexer.reconcile(kb)
+    store, chunking = coffer.stores.index, kb.config.chunking_key()
+    files = coffer.reindexer.tree.scan(kb.name).files
+    assert (await store.indexed_files(kb.name, chunking)).changed(files) == []
+    rechunked = await store.indexed_files(kb.name, chunking + "-other", ["sub/n1.md"])
+    assert list(rechunked) == ["sub/n1.md"] and rechunked.changed(files) == list(files)
+    details = await store.indexed_details(kb.name, ["sub/n0.md", "sub/none.md", "sub"])
+    assert list(details) == ["sub/n0.md"]
+    assert details["sub/n0.md"].stat == FileStat(*files["sub/n0.md"])
+    assert details["sub/n0.md"].chunking == chunking
 
 
 async def test_a_folder_classifies_its_names_as_the_policy_does(
@@ -108,7 +119,7 @@ async def test_a_folder_swapped_for_a_link_while_scanned_is_not_followed(
     in_folder = policy.in_folder
 
     def swap_then_look(name: str, folder: str):  # type: ignore[no-untyped-def]
-        if folder == "sub" and not (docs / "sub").is_symlink():  # listed, not yet opened
+        if folder == "" and not (docs / "sub").is_symlink():  # sub/ listed, not yet opened
             (docs / "sub").rename(tmp_path / "sub-aside")
             (docs / "sub").symlink_to(tmp_path / "outside", target_is_directory=True)
         return in_folder(name, folder)

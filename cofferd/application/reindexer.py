@@ -84,6 +84,9 @@ class _Batch:
 class _Plan:
     observed: Mapping[str, tuple[int, int]]  # the files found: (size, mtime_ns)
     result: ReindexResult
+    to_read: list[tuple[str, int]] = field(default_factory=list)  # (path, size)
+    gone: list[str] = field(default_factory=list)  # indexed paths whose files are gone
+    # what the index remembers of those (read after the plan: a pass needs few of them)
     todo: list[PrepareItem] = field(default_factory=list)
     known: dict[str, IndexedFile | None] = field(default_factory=dict)  # of those to prepare
     removed: list[str] = field(default_factory=list)  # documents whose files are gone
@@ -184,7 +187,7 @@ class Reindexer:
         # One after the other: side by side, the walk (a system call per file, each giving
         # up the GIL) waits for the GIL behind the read of the rows, and both take longer.
         scan = await asyncio.to_thread(self.tree.scan, kb.name)
-        indexed = await self.store.indexed_files(kb.name)
+        indexed = await self.store.indexed_files(kb.name, kb.config.chunking_key())
         for key in [k for k, v in self._skipped.items() if k[0] == kb.name and v[0] == RECHECK]:
             del self._skipped[key]  # unreadable files and unusable names: seen afresh
         result = await self._sync(kb, scan, indexed, actor, interactive=False)
@@ -212,7 +215,7 @@ class Reindexer:
     ) -> ReindexResult:
         """`sync_paths`, for a caller that holds the KB's lock."""
         paths = sorted(set(relpaths))
-        indexed = await self.store.indexed_files(kb.name, paths)
+        indexed = await self.store.indexed_files(kb.name, kb.config.chunking_key(), paths)
         scan = await asyncio.to_thread(self._observe, kb.name, paths)
         result = await self._sync(kb, scan, indexed, actor, interactive=True)
         self._forget_gone(kb.name, scan, lambda path: _under(path, paths))
@@ -266,6 +269,7 @@ class Reindexer:
     ) -> ReindexResult:
         # a full pass plans over every file of the KB: off the serving loop
         plan = await asyncio.to_thread(self._plan, kb, scan, indexed)
+        await self._look_closer(kb.name, plan, indexed)
         for key in plan.forget:
             self._skipped.pop(key, None)
         result = plan.result
@@ -295,9 +299,9 @@ class Reindexer:
         for path in indexed.gone(files):
             # a file under a folder that could not be read: its absence proves nothing
             if scan.covers(path):
-                plan.removed.append(indexed[path].document_id)
+                plan.gone.append(path)
                 plan.forget.append((kb.name, path))
-        changed = indexed.changed(files, kb.config.chunking_key())
+        changed = indexed.changed(files)
         plan.result.documents_unchanged = len(files) - len(changed)
         for path in changed:
             stat = FileStat(*files[path])
@@ -305,11 +309,18 @@ class Reindexer:
                 plan.result.documents_skipped += 1
                 plan.result.skipped.append({"relative_path": path, "reason": skip[1]})
             else:
-                known = indexed.get(path)
-                plan.todo.append(PrepareItem(path, stat.size, known))
-                plan.known[path] = known
-        plan.result.documents_removed = len(plan.removed)
+                plan.to_read.append((path, stat.size))
         return plan
+
+    async def _look_closer(self, kb: str, plan: _Plan, indexed: IndexedFiles) -> None:
+        """What the index remembers of the files a plan reads again or removes."""
+        asked = [*plan.gone, *(path for path, _ in plan.to_read if path in indexed)]
+        details = await self.store.indexed_details(kb, asked) if asked else {}
+        plan.removed = [details[path].document_id for path in plan.gone if path in details]
+        for path, size in plan.to_read:
+            known = plan.known[path] = details.get(path)
+            plan.todo.append(PrepareItem(path, size, known))
+        plan.result.documents_removed = len(plan.removed)
 
     async def _index(
         self,

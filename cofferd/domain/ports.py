@@ -126,23 +126,21 @@ class IndexedFile:
     chunking: str
 
 
-# A row of IndexedFiles: (path, document id, size, mtime_ns, content_sha256, chunking).
-IndexedRow = tuple[str, str, int, int, str, str]
+# A row of IndexedFiles: (path, size, mtime_ns), the time None when the document was
+# chunked another way than the KB chunks now (so it never matches a file's).
+IndexedRow = tuple[str, int, int | None]
 
 
-class IndexedFiles(Mapping[str, IndexedFile]):
-    """What the index remembers about many files, by path. Kept as the rows were read:
-    an IndexedFile is made only for a file looked at closer, so a pass over an unchanged
-    KB makes no object per file."""
+class IndexedFiles:
+    """Which files the index holds, by path, and as they were when indexed: all a pass
+    over an unchanged KB compares, kept as the rows were read (no object per file). What
+    else the index remembers of a file (IndexedFile) is read for the few looked at
+    closer."""
 
     __slots__ = ("_rows",)
 
     def __init__(self, rows: Iterable[IndexedRow]) -> None:
         self._rows = {row[0]: row for row in rows}
-
-    def __getitem__(self, path: str) -> IndexedFile:
-        _, doc_id, size, mtime_ns, sha, chunking = self._rows[path]
-        return IndexedFile(doc_id, FileStat(size, mtime_ns), sha, chunking)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._rows)
@@ -153,14 +151,14 @@ class IndexedFiles(Mapping[str, IndexedFile]):
     def __contains__(self, path: object) -> bool:
         return path in self._rows
 
-    def changed(self, files: Mapping[str, tuple[int, int]], chunking: str) -> list[str]:
+    def changed(self, files: Mapping[str, tuple[int, int]]) -> list[str]:
         """The paths of `files` not indexed as they are now: new, of another size or time,
         or chunked another way."""
         rows = self._rows
         found = []
         for path, (size, mtime_ns) in files.items():
             row = rows.get(path)
-            if row is None or row[2] != size or row[3] != mtime_ns or row[5] != chunking:
+            if row is None or row[1] != size or row[2] != mtime_ns:
                 found.append(path)
         return found
 
@@ -212,7 +210,11 @@ class WriteFailure:
 class DocumentIndex(Protocol):
     """What is indexed of a KB's files, and the one write path (the Reindexer's)."""
 
-    async def indexed_files(self, kb: str, paths: Sequence[str] | None = None) -> IndexedFiles: ...
+    async def indexed_files(
+        self, kb: str, chunking: str, paths: Sequence[str] | None = None
+    ) -> IndexedFiles: ...
+
+    async def indexed_details(self, kb: str, paths: Sequence[str]) -> dict[str, IndexedFile]: ...
 
     async def apply(
         self,

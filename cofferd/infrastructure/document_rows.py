@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cofferd.domain.models import KB_KIND, WORKSPACE_GLOBAL, Document, utc_from_ns
-from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFiles
+from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFile, IndexedFiles
 from cofferd.infrastructure.database import Database
 from cofferd.infrastructure.schema import DEGRADED, MERGE_CONFLICT
 from cofferd.infrastructure.sqlite import Connection
@@ -20,6 +20,7 @@ from cofferd.infrastructure.sqlite import Connection
 SCOPE = "kind = ? AND resource_name = ?"
 AMBIGUOUS_SHOWN = 5  # documents named when an id prefix fits several
 EMBED_ERROR_CHARS = 500
+DETAILS_PER_QUERY = 10_000  # paths in one JSON list
 
 
 def document_from_row(row: Any) -> Document:
@@ -153,16 +154,19 @@ def retry_embeds_now(conn: Connection, kb: str) -> None:
 # -- lookups --------------------------------------------------------------------------------
 
 
-def indexed_files(conn: Connection, kb: str, paths: Sequence[str] | None = None) -> IndexedFiles:
-    """All indexed files of a KB, or those at `paths` or inside them as folders."""
+def indexed_files(
+    conn: Connection, kb: str, chunking: str, paths: Sequence[str] | None = None
+) -> IndexedFiles:
+    """All indexed files of a KB, or those at `paths` or inside them as folders: their
+    sizes and times, the time NULL where they were chunked otherwise than `chunking`."""
     sql = (
-        "SELECT path, id, file_size, file_mtime_ns, content_sha256, chunking"
+        "SELECT path, file_size, CASE WHEN chunking = ? THEN file_mtime_ns END"
         f" FROM documents WHERE {SCOPE}"
     )
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples, kept as they are (IndexedFiles)
     if paths is None:
-        rows = cursor.execute(sql, (KB_KIND, kb)).fetchall()
+        rows = cursor.execute(sql, (chunking, KB_KIND, kb)).fetchall()
     else:
         rows = []
         for p in paths:
@@ -171,11 +175,28 @@ def indexed_files(conn: Connection, kb: str, paths: Sequence[str] | None = None)
             rows += [
                 r
                 for r in cursor.execute(
-                    sql + " AND path >= ? AND path < ?", (KB_KIND, kb, p, p + "0")
+                    sql + " AND path >= ? AND path < ?", (chunking, KB_KIND, kb, p, p + "0")
                 )
                 if r[0] == p or r[0].startswith(p + "/")
             ]
     return IndexedFiles(rows)
+
+
+def indexed_details(conn: Connection, kb: str, paths: Sequence[str]) -> dict[str, IndexedFile]:
+    """What the index remembers of each of these files, by path (those it holds)."""
+    found: dict[str, IndexedFile] = {}
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    for start in range(0, len(paths), DETAILS_PER_QUERY):
+        listed = json.dumps(paths[start : start + DETAILS_PER_QUERY])
+        for path, doc_id, size, mtime_ns, sha, chunking in cursor.execute(
+            "SELECT d.path, d.id, d.file_size, d.file_mtime_ns, d.content_sha256, d.chunking"
+            " FROM json_each(?) AS asked CROSS JOIN documents AS d"
+            " ON d.kind = ? AND d.resource_name = ? AND d.path = asked.value",
+            (listed, KB_KIND, kb),
+        ):
+            found[path] = IndexedFile(doc_id, FileStat(size, mtime_ns), sha, chunking)
+    return found
 
 
 def path_of(conn: Connection, kb: str, doc_id: str) -> str | None:

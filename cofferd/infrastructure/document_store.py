@@ -15,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFiles, WriteFailure
+from cofferd.domain.ports import (
+    DocumentWrite,
+    FileStat,
+    IndexedFile,
+    IndexedFiles,
+    WriteFailure,
+)
 from cofferd.infrastructure import (
     activity_store,
     chunk_rows,
@@ -113,9 +119,16 @@ class SqliteDocumentIndex:
         self.db = db
         self.tracked = tracked
 
-    async def indexed_files(self, kb: str, paths: Sequence[str] | None = None) -> IndexedFiles:
+    async def indexed_files(
+        self, kb: str, chunking: str, paths: Sequence[str] | None = None
+    ) -> IndexedFiles:
         """All indexed files of a KB, or those at `paths` or inside them as folders."""
-        return await self.db.read(lambda conn: document_rows.indexed_files(conn, kb, paths))
+        return await self.db.read(
+            lambda conn: document_rows.indexed_files(conn, kb, chunking, paths)
+        )
+
+    async def indexed_details(self, kb: str, paths: Sequence[str]) -> dict[str, IndexedFile]:
+        return await self.db.read(lambda conn: document_rows.indexed_details(conn, kb, paths))
 
     async def apply(
         self,
