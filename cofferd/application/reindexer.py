@@ -88,7 +88,7 @@ class _Plan:
     gone: list[str] = field(default_factory=list)  # indexed paths whose files are gone
     # what the index remembers of those (read after the plan: a pass needs few of them)
     todo: list[PrepareItem] = field(default_factory=list)
-    known: dict[str, IndexedFile | None] = field(default_factory=dict)  # of those to prepare
+    known: dict[str, IndexedFile] = field(default_factory=dict)  # of those to prepare
     removed: list[str] = field(default_factory=list)  # documents whose files are gone
     forget: list[tuple[str, str]] = field(default_factory=list)  # skipped files now gone
 
@@ -318,8 +318,11 @@ class Reindexer:
         details = await self.store.indexed_details(kb, asked) if asked else {}
         plan.removed = [details[path].document_id for path in plan.gone if path in details]
         for path, size in plan.to_read:
-            known = plan.known[path] = details.get(path)
+            known = details.get(path)
+            if known is not None:
+                plan.known[path] = known
             plan.todo.append(PrepareItem(path, size, known))
+        plan.to_read = []
         plan.result.documents_removed = len(plan.removed)
 
     async def _index(
@@ -364,7 +367,7 @@ class Reindexer:
         self,
         kb: str,
         outcome: Outcome,
-        known: Mapping[str, IndexedFile | None],
+        known: Mapping[str, IndexedFile],
         observed: Mapping[str, tuple[int, int]],
         batch: _Batch,
         result: ReindexResult,
