@@ -114,13 +114,14 @@ class Watcher:
         self._cycle = asyncio.Event()
         layout = await self._probe(self._layout) or _Layout(frozenset(), frozenset())
         changed = asyncio.create_task(self._until_layout_changes(self._cycle, layout))
-        folders = [self.root, *(self.root / name for name in sorted(layout.folders))]
+        known = {kb.name for kb in self.indexing.kbs.list()}
+        folders = [self.root, *(self.root / name for name in sorted(known | layout.folders))]
         trees = {kb: path for kb, path, *_ in layout.roots}
         try:
             self.state.running = True
             # A folder that is no KB yet (copied in, its settings still on their way) was
             # not watched until now: whatever came into it meanwhile is read at once.
-            for name in layout.folders - {kb.name for kb in self.indexing.kbs.list()}:
+            for name in layout.folders - known:
                 self.indexing.request_full(name)
             watches = [asyncio.create_task(self._watch(folders, False, None))]
             if trees:
