@@ -235,7 +235,8 @@ class _ReadOnlyCheck:
     def interrupt(self) -> None:
         self._interrupted = True
         if self._conn is not None:
-            self._conn.interrupt()
+            with contextlib.suppress(Error):  # closed meanwhile: the check is over
+                self._conn.interrupt()
 
 
 async def _in_background(fn: Callable[[], T]) -> T:
