@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from cofferd.application.markdown import heading
 from cofferd.domain.conflicts import conflict_copy, has_merge_markers
-from cofferd.domain.links import markdown_targets
+from cofferd.domain.links import markdown_links
 from cofferd.domain.prose import blank_code_spans
 from cofferd.domain.query_syntax import _case_keys, _Phrase, is_cjk, tokenize
 from cofferd.infrastructure.ignore_rules import IgnoreRules, _one_by_one, linear_spec
@@ -76,14 +76,14 @@ ORDINARY_LINKS = [
 @examples
 @given(text_of("[]()<>!\"' \t\u00a0ab.m", 30) | st.sampled_from(ORDINARY_LINKS))
 def test_markdown_links_as_the_pattern_found_them(line: str) -> None:
-    expected = [m.group(1) for m in OLD_MARKDOWN_LINK.finditer(line)]
-    assert list(markdown_targets(line)) == expected
+    expected = [(m.start(), m.end(), m.group(1)) for m in OLD_MARKDOWN_LINK.finditer(line)]
+    assert list(markdown_links(line)) == expected
 
 
 @examples
 @given(text_of("`` `ab ~") | st.sampled_from(["`code` and ``a ` b`` and ```x```", "`` ` `` `a"]))
 def test_code_spans_as_the_pattern_blanked_them(line: str) -> None:
-    assert blank_code_spans(line) == OLD_CODE_SPAN.sub(" ", line)
+    assert blank_code_spans(line) == OLD_CODE_SPAN.sub(lambda m: " " * len(m[0]), line)
 
 
 MARKER_LINES = ["<<<<<<<", "<<<<<<< HEAD", "<<<<<<<<", "=======", "======= ", "=======x",

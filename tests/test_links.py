@@ -48,6 +48,12 @@ def test_links_are_read_as_written(text: str, expected: list[tuple[str, str, str
     assert all(k.line == 3 for k in found)
 
 
+def test_a_link_knows_where_it_is_in_its_line() -> None:
+    line = "`code [[no]]` 見て [[計画#予算|the plan]] and [x](<my plan.md> 't') ![[img]]"
+    spans = [line[k.start : k.end] for k in links_of(line, "here.md")]
+    assert spans == ["[[計画#予算|the plan]]", "![[img]]", "[x](<my plan.md> 't')"]
+
+
 def test_resolution_follows_obsidian() -> None:
     index = DocumentIndexOfPaths(
         ["Plan.md", "projects/plan.md", "projects/deep/Notes.md", "archive/2020/notes.md",

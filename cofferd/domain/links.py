@@ -47,6 +47,8 @@ class Link:
     target: str  # as written, without an alias
     key: str
     line: int  # in the file, from 1
+    start: int = 0  # where the link is in its line, in characters (end excluded)
+    end: int = 0
 
     @property
     def name(self) -> str:
@@ -74,20 +76,23 @@ def links_of(body: str, relpath: str, first_line: int = 1) -> list[Link]:
             target = m.group(1).split("|", 1)[0].strip()
             key = _wiki_key(target)
             if key:
-                found.append(Link("wiki", target[:MAX_TARGET_CHARS], key, number))
-        for written in markdown_targets(line):
+                found.append(
+                    Link("wiki", target[:MAX_TARGET_CHARS], key, number, m.start(), m.end())
+                )
+        for start, end, written in markdown_links(line):
             target = written.strip("<>").strip()
             key = _markdown_key(target, folder)
             if key:
-                found.append(Link("markdown", target[:MAX_TARGET_CHARS], key, number))
+                found.append(Link("markdown", target[:MAX_TARGET_CHARS], key, number, start, end))
         if len(found) >= MAX_LINKS:
             return found[:MAX_LINKS]
     return found
 
 
-def markdown_targets(line: str) -> Iterator[str]:
-    r"""The targets of the `[text](target "title")` links of one line, as written (`<...>`
-    included), as ``(?<!!)\[[^\]\n]*\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+["'(][^)\n]*)?\s*\)``
+def markdown_links(line: str) -> Iterator[tuple[int, int, str]]:
+    r"""(start, end, target) of the `[text](target "title")` links of one line, the target
+    as written (`<...>` included), as
+    ``(?<!!)\[[^\]\n]*\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+["'(][^)\n]*)?\s*\)``
     finds them, in one pass over the line (that pattern reads the rest of the line again
     from every `[`).
 
@@ -115,14 +120,14 @@ def markdown_targets(line: str) -> Iterator[str]:
         if line[start] == "<" and start + 1 < (close := angle_close(start + 1)) < end:
             link_end = rest_after_angle(close + 1)
             if link_end >= 0:
-                yield line[start : close + 1]
+                yield opening, link_end, line[start : close + 1]
                 at = link_end
                 continue
         if line[start] != ")":
             stop = bare_end(start)
             link_end = rest_after_bare(stop)
             if link_end >= 0:
-                yield line[start:stop]
+                yield opening, link_end, line[start:stop]
                 at = link_end
 
 

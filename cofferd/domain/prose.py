@@ -15,7 +15,7 @@ _BACKTICKS = re.compile(r"`+")
 
 def prose_lines(body: str) -> Iterator[tuple[int, str]]:
     """(index of the line in the body, the line with inline code blanked) for each line
-    of prose."""
+    of prose; what is left is where it was in the line."""
     fence: str | None = None
     for number, line in enumerate(body.split("\n")):
         m = _FENCE.match(line)
@@ -32,8 +32,8 @@ def prose_lines(body: str) -> Iterator[tuple[int, str]]:
 
 
 def blank_code_spans(line: str) -> str:
-    """The line with each code span replaced by one space, as ``(`+).+?\\1`` replaces them,
-    in one pass over the line's runs of backticks.
+    """The line with each code span replaced by as many spaces, where ``(`+).+?\\1``
+    finds them, in one pass over the line's runs of backticks.
 
     A span opens with a run of backticks and closes at the first later place that has as
     many in a row; the opener is the longest that can be closed (a longer run closes it
@@ -60,7 +60,7 @@ def blank_code_spans(line: str) -> str:
             while runs[r][1] - runs[r][0] < size:
                 r += 1
             close = runs[r][0]
-        pieces += [line[kept:start], " "]
+        pieces += [line[kept:start], " " * (close + size - start)]
         kept = close + size
     pieces.append(line[kept:])
     return "".join(pieces)
