@@ -139,6 +139,7 @@ BODIES: dict[tuple[str, str], type[BaseModel]] = {
     ("post", "/api/v1/knowledge_bases/{name}/search"): http_json.SearchRequest,
     ("post", "/api/v1/search"): http_json.SearchAllRequest,
     ("post", "/api/v1/knowledge_bases/{name}/grep"): http_json.GrepRequest,
+    ("post", "/api/v1/knowledge_bases/{name}/inspect"): http_json.InspectNote,
     ("post", "/api/v1/mcp_invocations"): http_json.Invocation,
 }
 

@@ -1,4 +1,5 @@
-"""Links and tags of a knowledge base: outgoing links, backlinks, broken links, tag counts.
+"""Links and tags of a knowledge base: outgoing links, backlinks, broken links, tag counts,
+and what an editor shows of a note being written (its links resolved, merge markers).
 
 Links are resolved when asked, against the documents there are then (domain.links), so a
 rename or a new document is reflected at once, and a backlink survives its target's move
@@ -12,7 +13,8 @@ from typing import Any
 
 from cofferd.application.documents import Documents, place
 from cofferd.application.knowledge_bases import KnowledgeBases
-from cofferd.domain.links import DocumentIndexOfPaths, key_of
+from cofferd.domain.conflicts import merge_marker_lines
+from cofferd.domain.links import DocumentIndexOfPaths, key_of, links_of
 from cofferd.domain.ports import DocsTree, GraphStore, LinkRow
 
 
@@ -24,6 +26,8 @@ class Graph:
         self.documents = documents
         self.store = store
         self.tree = tree
+        # KB -> (the index's write count when read, its documents by key)
+        self._indexes: dict[str, tuple[int, DocumentIndexOfPaths]] = {}
 
     async def links(self, kb: str, ref: str) -> dict[str, Any]:
         """What a document links to (resolved, or None when broken) and what links to it."""
@@ -86,3 +90,48 @@ class Graph:
     async def tags(self, kb: str) -> list[dict[str, Any]]:
         self.kbs.get(kb)
         return [{"tag": tag, "count": count} for tag, count in await self.store.tag_counts(kb)]
+
+    async def inspect(self, kb: str, relpath: str, text: str) -> dict[str, Any]:
+        """What an editor shows of the note at `relpath` as it is being written (`text`,
+        not saved yet): each link with where it is and what it leads to (nothing: broken;
+        several documents: ambiguous, with them all), git's merge markers, and the sync
+        tools' conflict copies of it."""
+        self.kbs.get(kb)
+        index = await self._index_of(kb)
+        copies = sorted(
+            path
+            for path, copy in self.documents.reindexer.conflicts(kb).items()
+            if copy.original == relpath
+        )
+        found = await asyncio.to_thread(_inspect, index, relpath, text)
+        return {**found, "conflict_copies": copies}
+
+    async def _index_of(self, kb: str) -> DocumentIndexOfPaths:
+        """The KB's documents by key, read again only after the index was written to."""
+        writes = self.store.writes()
+        cached = self._indexes.get(kb)
+        if cached is not None and cached[0] == writes:
+            return cached[1]
+        paths = await self.store.document_paths(kb)
+        index = await asyncio.to_thread(DocumentIndexOfPaths, paths)
+        self._indexes[kb] = (writes, index)
+        return index
+
+
+def _inspect(index: DocumentIndexOfPaths, relpath: str, text: str) -> dict[str, Any]:
+    links = []
+    for link in links_of(text, relpath):
+        found = index.resolve(link)
+        links.append(
+            {
+                "type": link.type,
+                "target": link.target,
+                "line": link.line,
+                "start": link.start,
+                "end": link.end,
+                "relative_path": found.path,
+                "ambiguous": found.ambiguous,
+                "candidates": list(found.candidates),
+            }
+        )
+    return {"links": links, "merge_markers": merge_marker_lines(text)}

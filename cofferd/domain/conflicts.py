@@ -54,3 +54,21 @@ def has_merge_markers(text: str) -> bool:
     start = _MARKER_START.search(text) if "<<<<<<<" in text else None
     middle = start and _MARKER_MIDDLE.search(text, start.end())
     return bool(middle and _MARKER_END.search(text, middle.end()))
+
+
+MARKERS_SHOWN = 1000  # merge-marker lines named for one text
+
+
+def merge_marker_lines(text: str) -> list[int]:
+    """The lines (from 1) of git's merge markers, when the text holds a whole conflict."""
+    if not has_merge_markers(text):
+        return []
+    found = []
+    for number, line in enumerate(text.split("\n"), 1):
+        if line[:1] in "<=>" and (
+            _MARKER_START.match(line) or _MARKER_MIDDLE.fullmatch(line) or _MARKER_END.match(line)
+        ):
+            found.append(number)
+            if len(found) == MARKERS_SHOWN:
+                break
+    return found

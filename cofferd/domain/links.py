@@ -193,6 +193,7 @@ def _markdown_key(target: str, folder: str) -> str | None:
 class Resolution:
     path: str | None
     ambiguous: bool = False
+    candidates: tuple[str, ...] = ()  # when ambiguous: every document it may name, best first
 
 
 class DocumentIndexOfPaths:
@@ -215,4 +216,6 @@ class DocumentIndexOfPaths:
         if not found:
             return Resolution(None)
         found.sort(key=lambda p: (p.count("/"), len(p), p))
-        return Resolution(found[0], ambiguous=len(found) > 1)
+        if len(found) == 1:
+            return Resolution(found[0])
+        return Resolution(found[0], ambiguous=True, candidates=tuple(found))

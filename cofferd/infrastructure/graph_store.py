@@ -110,6 +110,9 @@ class SqliteGraph:
 
         return await self.db.read(run)
 
+    def writes(self) -> int:
+        return self.db.writes
+
     async def tag_counts(self, kb: str) -> list[tuple[str, int]]:
         """Each tag and how many documents carry it, most used first."""
 

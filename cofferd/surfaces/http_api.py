@@ -19,6 +19,7 @@ from cofferd.domain.config import effective_settings
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.models import KB_KIND
 from cofferd.domain.validation import validation_failed
+from cofferd.locations import InvalidTreePath, check_relpath, normalize_relpath
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.http_errors import error_middleware, error_response
 from cofferd.surfaces.http_json import (
@@ -27,6 +28,7 @@ from cofferd.surfaces.http_json import (
     CreateKB,
     EditDocument,
     GrepRequest,
+    InspectNote,
     Invocation,
     SearchAllRequest,
     SearchRequest,
@@ -231,6 +233,17 @@ async def broken_links(request: web.Request) -> web.Response:
     return json_response(
         {"links": await request.app[COFFER].graph.broken(request.match_info["name"])}
     )
+
+
+@routes.post("/api/v1/knowledge_bases/{name}/inspect")
+async def inspect_note(request: web.Request) -> web.Response:
+    body = await _json(request, InspectNote)
+    try:
+        relpath = normalize_relpath(check_relpath(body.relative_path))
+    except InvalidTreePath as exc:
+        raise ValidationFailed(str(exc), field="relative_path") from exc
+    graph = request.app[COFFER].graph
+    return json_response(await graph.inspect(request.match_info["name"], relpath, body.text))
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/conflicts")

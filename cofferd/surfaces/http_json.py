@@ -13,6 +13,7 @@ from cofferd.application.documents import DocumentView
 from cofferd.application.ingest import IngestResult
 from cofferd.application.retrieval import MAX_MATCHES_DEFAULT, TOP_K_DEFAULT
 from cofferd.application.trash import Trashed
+from cofferd.domain.budgets import DEFAULT
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.filters import SearchFilters, parse_filters
 from cofferd.domain.models import KB_KIND, KnowledgeBase, Passage, ReindexResult
@@ -89,6 +90,13 @@ class EditDocument(_Body):
     content: str
     # refuse if the file changed since it was read
     expected_sha256: Omittable[str] = Field(default=None, pattern="^[0-9a-f]{64}$")
+
+
+class InspectNote(_Body):
+    """A note as an editor holds it: where it is in the KB, and its text (saved or not)."""
+
+    relative_path: str = Field(min_length=1, max_length=PATH_MAX)
+    text: str = Field(max_length=DEFAULT.indexed_bytes)
 
 
 class Invocation(_Body):

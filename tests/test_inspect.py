@@ -1,0 +1,90 @@
+"""What an editor is told of a note while it is written (`POST .../inspect`): its links in
+the unsaved text, where each is and what it leads to, merge markers and conflict copies."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from cofferctl.client import ApiError
+from tests.daemon import Daemon, wait_for
+from tests.helpers import write
+
+
+def inspect(d: Daemon, kb: str, relpath: str, text: str) -> dict[str, Any]:
+    body = {"relative_path": relpath, "text": text}
+    found: dict[str, Any] = d.client.post(d.client.kb(kb, "/inspect"), body)
+    return found
+
+
+@pytest.fixture
+def vault(shared_daemon: Daemon) -> tuple[Daemon, str]:
+    d = shared_daemon
+    kb = "v-" + uuid.uuid4().hex[:8]
+    d.client.post("/api/v1/knowledge_bases", {"name": kb})
+    docs = d.docs(kb)
+    for relpath in ["projects/計画.md", "projects/plan.md", "archive/plan.md", "people/ana.md"]:
+        write(docs / relpath, f"# {relpath}\n\ntext\n")
+    write(docs / "projects/plan.sync-conflict-20261130-101500-ABCDEFG.md", "# copy\n")
+    metrics = lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"]  # noqa: E731
+    wait_for(lambda: metrics() == 4)
+    return d, kb
+
+
+def test_links_of_unsaved_text_are_placed_and_resolved(vault: tuple[Daemon, str]) -> None:
+    d, kb = vault
+    text = (
+        "# Notes\n"
+        "見て [[計画#予算|the plan]] and [[plan]], [[nowhere]]\n"
+        "`[[in code]]` [ana](../people/ana.md) [gone](gone.md)\n"
+    )
+    found = inspect(d, kb, "projects/today.md", text)
+    by_target = {link["target"]: link for link in found["links"]}
+    assert set(by_target) == {"計画#予算", "plan", "nowhere", "../people/ana.md", "gone.md"}
+    plan_link = by_target["計画#予算"]
+    line = text.split("\n")[plan_link["line"] - 1]
+    assert line[plan_link["start"] : plan_link["end"]] == "[[計画#予算|the plan]]"
+    assert plan_link["relative_path"] == "projects/計画.md" and not plan_link["ambiguous"]
+    ambiguous = by_target["plan"]
+    assert ambiguous["ambiguous"] and ambiguous["relative_path"] == "archive/plan.md"
+    assert ambiguous["candidates"] == ["archive/plan.md", "projects/plan.md"]
+    assert by_target["nowhere"]["relative_path"] is None
+    assert by_target["../people/ana.md"]["relative_path"] == "people/ana.md"
+    assert by_target["gone.md"]["relative_path"] is None
+    assert found["merge_markers"] == [] and found["conflict_copies"] == []
+
+
+def test_merge_markers_and_conflict_copies_are_named(vault: tuple[Daemon, str]) -> None:
+    d, kb = vault
+    text = "# Plan\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> branch\n"
+    found = inspect(d, kb, "projects/plan.md", text)
+    assert found["merge_markers"] == [2, 4, 6]
+    assert found["conflict_copies"] == ["projects/plan.sync-conflict-20261130-101500-ABCDEFG.md"]
+    half = inspect(d, kb, "projects/plan.md", "<<<<<<< HEAD\nonly the start\n")
+    assert half["merge_markers"] == []
+
+
+def test_a_document_written_meanwhile_is_found_at_once(vault: tuple[Daemon, str]) -> None:
+    d, kb = vault
+    assert inspect(d, kb, "a.md", "[[later]]")["links"][0]["relative_path"] is None
+    write(d.docs(kb) / "deep/er/Later.md", "# Later\n")
+    wait_for(lambda: inspect(d, kb, "a.md", "[[later]]")["links"][0]["relative_path"])
+
+
+@pytest.mark.parametrize("relpath", ["", "/abs.md", "../out.md", "a/../b.md", "a//b.md"])
+def test_a_path_outside_the_knowledge_base_is_refused(
+    vault: tuple[Daemon, str], relpath: str
+) -> None:
+    d, kb = vault
+    with pytest.raises(ApiError) as refused:
+        inspect(d, kb, relpath, "[[plan]]")
+    assert refused.value.status == 400
+
+
+def test_hostile_text_is_answered_in_linear_time(vault: tuple[Daemon, str]) -> None:
+    d, kb = vault
+    text = "[" * 200_000 + "[[" * 100_000 + "](" * 100_000 + "\n<<<<<<<\n=======\n" * 20_000
+    found = inspect(d, kb, "h.md", text + ">>>>>>>\n")
+    assert len(found["merge_markers"]) == 1000  # named up to a budget
