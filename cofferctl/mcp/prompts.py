@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cofferctl.client import ApiError, Client
-from cofferctl.mcp.protocol import INVALID_PARAMS, RpcError, shown
+from cofferctl.jsonrpc import INVALID_PARAMS, RpcError, shown
 from cofferctl.mcp.schema import JSON
 from cofferctl.mcp.uri import document_uri
 

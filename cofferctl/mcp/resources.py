@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from cofferctl.client import ApiError, Client
-from cofferctl.mcp.protocol import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
+from cofferctl.jsonrpc import INVALID_PARAMS, RpcError
+from cofferctl.mcp.protocol import RESOURCE_NOT_FOUND
 from cofferctl.mcp.schema import JSON
 from cofferctl.mcp.uri import TEMPLATE, document_uri, parse
 

@@ -17,16 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from cofferctl.client import ApiError, Client, DaemonUnreachable, ProtocolError
+from cofferctl.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError, shown
 from cofferctl.mcp.prompts import PROMPTS, get_prompt
-from cofferctl.mcp.protocol import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    RpcError,
-    Session,
-    StdioServer,
-    log,
-    shown,
-)
+from cofferctl.mcp.protocol import Session, StdioServer, log
 from cofferctl.mcp.resources import TEMPLATES, list_resources, read_resource
 from cofferctl.mcp.schema import JSON, ArgumentError, check
 from cofferctl.mcp.tool import Tool
