@@ -273,6 +273,10 @@ def _mcp(c: Commands) -> None:
     )
 
 
+def _lsp(c: Commands) -> None:
+    c.add("lsp", "services.cmd_lsp", "serve the Language Server Protocol on stdio: editors")
+
+
 def _service(commands: Commands) -> None:
     service = commands.group("service", "start cofferd with the OS", "action")
     for action, text in (
@@ -340,6 +344,7 @@ COMMANDS: dict[str, Callable[[Commands], None]] = {
     ),
     "metrics": _kb_command("metrics", "status.cmd_metrics", "counts and sizes of a knowledge base"),
     "mcp": _mcp,
+    "lsp": _lsp,
     "service": _service,
     "log": _log,
     "completion": _completion,

@@ -17,6 +17,12 @@ def cmd_mcp(c: Client, a: argparse.Namespace, out: Output) -> Any:
     return None
 
 
+def cmd_lsp(c: Client, a: argparse.Namespace, out: Output) -> Any:
+    from cofferctl.lsp import server  # loaded only for this command
+
+    return RESULT_FAILED if server.run(c) else None
+
+
 def cmd_service(c: Client, a: argparse.Namespace, out: Output) -> Any:
     from cofferctl import service
 

@@ -1,0 +1,245 @@
+"""The language server's work: notes open in the editor, what cofferd says of each
+(`POST .../inspect` on its unsaved text) published as diagnostics, and go to definition on
+a link. A note belongs to the knowledge base whose docs folder holds it (`status` names
+them); a note in none is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cofferctl.client import ApiError, Client, DaemonUnreachable, ProtocolError
+from cofferctl.jsonrpc import INVALID_PARAMS, RpcError
+from cofferctl.lsp import text
+from cofferctl.lsp.stdio import Transport, log, serve
+from cofferd import __version__
+
+ERROR, WARNING, INFORMATION = 1, 2, 3  # diagnostic severities
+SOURCE = "coffer"
+
+
+@dataclass
+class Note:
+    """A note open in the editor: its text as the editor holds it."""
+
+    uri: str
+    text: str
+    kb: str | None = None
+    relpath: str | None = None
+    root: Path | None = None  # the KB's docs folder, as the editor's path names it
+    links: list[dict[str, Any]] = field(default_factory=list)  # from the last inspection
+
+
+class CofferLanguageServer:
+    def __init__(self, client: Client, transport: Transport) -> None:
+        self.client = client
+        self.transport = transport
+        self.encoding = text.UTF16
+        self.notes: dict[str, Note] = {}
+        self._folders: list[tuple[Path, str]] | None = None  # (docs folder, KB), real paths
+        self._unreachable_said = False
+
+    # -- the protocol's methods -------------------------------------------------------------
+
+    def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        general = (params.get("capabilities") or {}).get("general") or {}
+        offered = general.get("positionEncodings") or []
+        self.encoding = text.UTF32 if text.UTF32 in offered else text.UTF16
+        return {
+            "capabilities": {
+                "positionEncoding": self.encoding,
+                "textDocumentSync": {"openClose": True, "change": 1},  # whole text each time
+                "definitionProvider": True,
+            },
+            "serverInfo": {"name": "coffer", "version": __version__},
+        }
+
+    def did_open(self, params: dict[str, Any]) -> None:
+        document = _field(params, "textDocument", dict)
+        uri, body = _field(document, "uri", str), _field(document, "text", str)
+        note = self.notes[uri] = Note(uri, body)
+        self._place(note)
+        self._inspect(note)
+
+    def did_change(self, params: dict[str, Any]) -> None:
+        uri = _field(_field(params, "textDocument", dict), "uri", str)
+        changes = _field(params, "contentChanges", list)
+        note = self.notes.get(uri)
+        if note is None or not changes or not isinstance(changes[-1], dict):
+            return
+        note.text = _field(changes[-1], "text", str)  # full sync: the last is the whole text
+        self._inspect(note)
+
+    def did_close(self, params: dict[str, Any]) -> None:
+        uri = _field(_field(params, "textDocument", dict), "uri", str)
+        if self.notes.pop(uri, None) is not None:
+            self.transport.notify(
+                "textDocument/publishDiagnostics", {"uri": uri, "diagnostics": []}
+            )
+
+    def definition(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        uri = _field(_field(params, "textDocument", dict), "uri", str)
+        position = _field(params, "position", dict)
+        line_no, column = _field(position, "line", int), _field(position, "character", int)
+        note = self.notes.get(uri)
+        if note is None or note.root is None:
+            return None
+        lines = note.text.split("\n")
+        if not 0 <= line_no < len(lines):
+            return None
+        at = text.index_of(lines[line_no], column, self.encoding)
+        for link in note.links:
+            if link["line"] == line_no + 1 and link["start"] <= at < link["end"]:
+                return self._target(note, link)
+        return None
+
+    # -- what the daemon says ---------------------------------------------------------------
+
+    def _place(self, note: Note) -> None:
+        """Which KB's docs folder holds the note, and where in it."""
+        path = text.path_of(note.uri)
+        if path is None:
+            return
+        real = Path(os.path.realpath(path))
+        for refresh in (False, True):
+            for folder, kb in self._kb_folders(refresh):
+                relpath = text.relative(real, folder)
+                if relpath is not None:
+                    note.kb, note.relpath = kb, relpath
+                    # the folder as the editor names it: a jump stays under that name
+                    parts = len(Path(relpath).parts)
+                    note.root = path.parents[parts - 1] if parts else path
+                    return
+
+    def _kb_folders(self, refresh: bool) -> list[tuple[Path, str]]:
+        if self._folders is None or refresh:
+            status = self._ask(lambda: self.client.get("/api/v1/status"))
+            kbs = status.get("knowledge_bases", []) if isinstance(status, dict) else []
+            self._folders = [
+                (Path(os.path.realpath(kb["docs_path"])), kb["name"])
+                for kb in kbs
+                if kb.get("docs_path")
+            ]
+        return self._folders
+
+    def _inspect(self, note: Note) -> None:
+        if note.kb is None or note.relpath is None:
+            return
+        kb, relpath = note.kb, note.relpath
+        body = {"relative_path": relpath, "text": note.text}
+        found = self._ask(lambda: self.client.post(self.client.kb(kb, "/inspect"), body))
+        if not isinstance(found, dict):
+            return
+        note.links = found["links"]
+        self.transport.notify(
+            "textDocument/publishDiagnostics",
+            {"uri": note.uri, "diagnostics": self._diagnostics(note, found)},
+        )
+
+    def _diagnostics(self, note: Note, found: dict[str, Any]) -> list[dict[str, Any]]:
+        lines = note.text.split("\n")
+        out = []
+        for link in found["links"]:
+            if link["relative_path"] is None:
+                what = "note" if link["type"] == "wiki" else "file"
+                message = f"no {what} in {note.kb} is named {link['target']!r}"
+                out.append(self._diagnostic(lines, link, WARNING, message, "broken-link"))
+            elif link["ambiguous"]:
+                others = ", ".join(link["candidates"][1:])
+                message = (
+                    f"{link['target']!r} names several notes: {link['relative_path']} "
+                    f"(taken), {others}"
+                )
+                out.append(self._diagnostic(lines, link, INFORMATION, message, "ambiguous-link"))
+        for line in found["merge_markers"]:
+            span = {
+                "line": line,
+                "start": 0,
+                "end": len(lines[line - 1]) if line <= len(lines) else 0,
+            }
+            out.append(self._diagnostic(lines, span, ERROR, "a git merge marker", "merge-marker"))
+        for copy in found["conflict_copies"]:
+            message = f"a sync tool's conflict copy of this note is beside it: {copy}"
+            out.append(
+                self._diagnostic(
+                    lines, {"line": 1, "start": 0, "end": 0}, WARNING, message, "conflict-copy"
+                )
+            )
+        return out
+
+    def _diagnostic(
+        self, lines: list[str], span: dict[str, Any], severity: int, message: str, code: str
+    ) -> dict[str, Any]:
+        line_no = span["line"] - 1
+        line = lines[line_no] if 0 <= line_no < len(lines) else ""
+        return {
+            "range": {
+                "start": {
+                    "line": line_no,
+                    "character": text.columns(line, span["start"], self.encoding),
+                },
+                "end": {
+                    "line": line_no,
+                    "character": text.columns(line, span["end"], self.encoding),
+                },
+            },
+            "severity": severity,
+            "source": SOURCE,
+            "code": code,
+            "message": message,
+        }
+
+    def _target(self, note: Note, link: dict[str, Any]) -> dict[str, Any] | None:
+        if link["relative_path"] is None or note.root is None:
+            return None
+        path = note.root / link["relative_path"]
+        line = 0
+        _, hash_, heading = link["target"].partition("#")
+        if hash_ and heading:
+            try:
+                content = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                content = ""
+            line = text.heading_line(content, heading) or 0
+        start = {"line": line, "character": 0}
+        return {"uri": text.uri_of(path), "range": {"start": start, "end": start}}
+
+    def _ask(self, call: Any) -> Any:
+        """What the daemon answers; None (logged, said once) when it cannot answer."""
+        try:
+            return call()
+        except DaemonUnreachable as exc:
+            if not self._unreachable_said:
+                self._unreachable_said = True
+                message = f"cofferd is not reachable: {exc}"
+                self.transport.notify("window/showMessage", {"type": 1, "message": message})
+            log(str(exc))
+        except (ApiError, ProtocolError) as exc:
+            log(f"cofferd refused: {exc}")
+        return None
+
+
+def _field(params: dict[str, Any], name: str, kind: type) -> Any:
+    value = params.get(name) if isinstance(params, dict) else None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise RpcError(INVALID_PARAMS, f"`{name}` must be a {kind.__name__}")
+    return value
+
+
+def run(client: Client) -> int:
+    transport = Transport(sys.stdin.buffer, sys.stdout.buffer)
+    server = CofferLanguageServer(client, transport)
+    return serve(
+        transport,
+        requests={"textDocument/definition": server.definition},
+        notifications={
+            "textDocument/didOpen": server.did_open,
+            "textDocument/didChange": server.did_change,
+            "textDocument/didClose": server.did_close,
+        },
+        initialize=server.initialize,
+    )

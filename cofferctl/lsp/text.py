@@ -1,0 +1,75 @@
+"""Where things are in a note, as an editor counts: lines, and columns in the client's
+position encoding (UTF-16 code units unless it offers UTF-32, which is Python's own); file
+URIs; the headings of a file, to jump to."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+UTF16 = "utf-16"
+UTF32 = "utf-32"
+HEADING_LINE_MAX = 1000  # a longer line is no heading (as cofferd reads them)
+_HEADING = re.compile(r" {0,3}#{1,6}[ \t]+(.*)")
+
+
+def columns(line: str, index: int, encoding: str) -> int:
+    """The client's column of the character at `index` of `line`."""
+    if encoding == UTF32:
+        return index
+    head = line[:index]
+    return len(head) + sum(1 for ch in head if ord(ch) > 0xFFFF)
+
+
+def index_of(line: str, column: int, encoding: str) -> int:
+    """The index in `line` of the client's `column` (at most the line's end)."""
+    if encoding == UTF32:
+        return min(column, len(line))
+    units = 0
+    for index, ch in enumerate(line):
+        if units >= column:
+            return index
+        units += 2 if ord(ch) > 0xFFFF else 1
+    return len(line)
+
+
+def path_of(uri: str) -> Path | None:
+    """The file a `file:` URI names; None for any other URI."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+        return None
+    return Path(unquote(parsed.path))
+
+
+def uri_of(path: Path) -> str:
+    return path.as_uri()
+
+
+def relative(path: Path, root: Path) -> str | None:
+    """`path` inside `root`, as a knowledge base names it (POSIX, NFC); None outside."""
+    try:
+        inside = path.relative_to(root)
+    except ValueError:
+        return None
+    if not inside.parts or ".." in inside.parts:
+        return None
+    return unicodedata.normalize("NFC", inside.as_posix())
+
+
+def heading_line(text: str, name: str) -> int | None:
+    """The line (from 0) of the first heading called `name` (any case), outside code."""
+    wanted = name.strip().casefold()
+    fence = ""
+    for number, line in enumerate(text.split("\n")):
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            fence = "" if fence and stripped.startswith(fence) else fence or stripped[:3]
+            continue
+        if fence or len(line) > HEADING_LINE_MAX:
+            continue
+        m = _HEADING.match(line)
+        if m and m.group(1).rstrip(" \t#").strip().casefold() == wanted:
+            return number
+    return None

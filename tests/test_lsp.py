@@ -1,0 +1,153 @@
+"""`cofferctl lsp` driven by a real LSP client (pytest-lsp's, on pygls and lsprotocol: a
+maintained client that speaks the protocol's types), against the real daemon: diagnostics
+of a note's unsaved text and go to definition, in a vault with nested folders, CJK names,
+wiki and Markdown links."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import LanguageClient, make_test_lsp_client
+
+from tests.daemon import BIN, Daemon, wait_for
+from tests.helpers import write
+
+NOTE = (
+    "# Today\n\n見て [[計画#予算|the plan]], [[plan]] and [[nowhere]].\n[ana](../people/ana.md)\n"
+)
+
+
+@pytest.fixture
+def vault(shared_daemon: Daemon) -> tuple[Daemon, str]:
+    d = shared_daemon
+    kb = "lsp-" + uuid.uuid4().hex[:8]
+    d.client.post("/api/v1/knowledge_bases", {"name": kb})
+    docs = d.docs(kb)
+    write(docs / "projects/計画.md", "# 計画\n\nintro\n\n## 予算\n\nnumbers\n")
+    for relpath in ["projects/plan.md", "archive/plan.md", "people/ana.md"]:
+        write(docs / relpath, f"# {relpath}\n")
+    metrics = lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"]  # noqa: E731
+    wait_for(lambda: metrics() == 4)
+    return d, kb
+
+
+@pytest.fixture
+async def lsp(vault: tuple[Daemon, str]) -> AsyncIterator[LanguageClient]:
+    d, _ = vault
+    client = make_test_lsp_client()
+    await client.start_io(str(BIN / "cofferctl"), "lsp", env=d.env())
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            root_uri=d.docs(vault[1]).as_uri(),
+        )
+    )
+    yield client
+    await asyncio.wait_for(client.shutdown_session(), 10)
+
+
+async def opened(client: LanguageClient, path: Path, text: str, version: int = 1) -> list[Any]:
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "markdown", version, text))
+    )
+    return await diagnostics_of(client, uri)
+
+
+async def diagnostics_of(client: LanguageClient, uri: str) -> list[Any]:
+    await asyncio.wait_for(client.wait_for_notification("textDocument/publishDiagnostics"), 10)
+    return list(client.diagnostics[uri])
+
+
+async def test_diagnostics_name_broken_and_ambiguous_links(
+    vault: tuple[Daemon, str], lsp: LanguageClient
+) -> None:
+    d, kb = vault
+    found = await opened(lsp, d.docs(kb) / "projects" / "today.md", NOTE)
+    by_code = {(x.code, x.range.start.line, x.range.start.character): x for x in found}
+    line = NOTE.split("\n")[2]
+    start = len(line[: line.index("[[nowhere]]")].encode("utf-16-le")) // 2  # UTF-16 units
+    broken = by_code[("broken-link", 2, start)]
+    assert broken.severity == types.DiagnosticSeverity.Warning and "nowhere" in broken.message
+    assert broken.range.end.character == start + len("[[nowhere]]")
+    ambiguous = next(x for x in found if x.code == "ambiguous-link")
+    assert "archive/plan.md (taken), projects/plan.md" in ambiguous.message
+    assert len(found) == 2  # the CJK link and the Markdown link resolve
+
+
+async def test_diagnostics_follow_the_unsaved_text(
+    vault: tuple[Daemon, str], lsp: LanguageClient
+) -> None:
+    d, kb = vault
+    path = d.docs(kb) / "draft.md"
+    uri = path.as_uri()
+    assert await opened(lsp, path, "# Draft\n") == []
+    lsp.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(2, uri),
+            [
+                types.TextDocumentContentChangeWholeDocument(
+                    "<<<<<<< HEAD\na\n=======\nb\n>>>>>>> x\n"
+                )
+            ],
+        )
+    )
+    markers = await diagnostics_of(lsp, uri)
+    assert [(x.code, x.range.start.line) for x in markers] == [
+        ("merge-marker", 0),
+        ("merge-marker", 2),
+        ("merge-marker", 4),
+    ]
+    assert not path.exists()  # nothing is written: the editor owns the file
+
+
+async def test_definition_goes_to_the_note_and_its_heading(
+    vault: tuple[Daemon, str], lsp: LanguageClient
+) -> None:
+    d, kb = vault
+    path = d.docs(kb) / "projects" / "today.md"
+    await opened(lsp, path, NOTE)
+    line = NOTE.split("\n")[2]
+    column = len(line[: line.index("予算")].encode("utf-16-le")) // 2
+
+    async def definition(line_no: int, character: int) -> Any:
+        params = types.DefinitionParams(
+            types.TextDocumentIdentifier(path.as_uri()), types.Position(line_no, character)
+        )
+        return await asyncio.wait_for(lsp.text_document_definition_async(params), 10)
+
+    target = await definition(2, column)
+    assert target.uri == (d.docs(kb) / "projects" / "計画.md").as_uri()
+    assert target.range.start.line == 4  # `## 予算`
+    ana = await definition(3, 2)
+    assert ana.uri == (d.docs(kb) / "people" / "ana.md").as_uri()
+    assert await definition(2, line.index("[[nowhere]]") + 3) is None
+    assert await definition(0, 0) is None
+
+
+def test_the_server_survives_garbage_and_ends_as_the_protocol_asks() -> None:
+    def frame(body: bytes) -> bytes:
+        return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+    messages = [
+        frame(b"{nope"),
+        b"X-Other: 1\r\n\r\n",
+        b"Content-Length: 99999999999999\r\n\r\n",
+        frame(b'{"jsonrpc":"2.0","id":7,"method":"shutdown"}'),
+        frame(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'),
+    ]
+    done = subprocess.run(
+        [str(BIN / "cofferctl"), "lsp"], input=b"".join(messages), capture_output=True, timeout=20
+    )
+    out = done.stdout.decode()
+    assert out.count('"code":-32700') == 3  # not JSON, no length, a length too long
+    assert '"id":7,"error":{"code":-32002' in out  # shutdown before initialize
+    assert '"id":1,"result":{"capabilities"' in out
+    assert done.returncode != 0  # stdin ended without `shutdown` and `exit`
