@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+APT := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 
 .PHONY: run test bench fmt
 
@@ -15,9 +16,13 @@ $(VENV)/.run: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m compileall -q cofferd cofferctl  # cofferctl starts faster from bytecode
 	touch $@
 
-# What the suite needs on top: test, lint and type tools, document writers for fixtures.
+# What the suite needs on top: test, lint and type tools, document writers for fixtures,
+# and Neovim (Debian's, where we may install it) to drive `cofferctl lsp` from an editor.
 $(VENV)/.test: $(VENV)/.run
 	$(PIP) -e '.[local,dev]'
+	command -v nvim >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+		$(APT) neovim || (apt-get update -qq && $(APT) neovim) || \
+		echo "Neovim could not be installed: its editor test is skipped" >&2
 	touch $@
 
 run: $(VENV)/.run
