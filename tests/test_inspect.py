@@ -88,3 +88,41 @@ def test_hostile_text_is_answered_in_linear_time(vault: tuple[Daemon, str]) -> N
     text = "[" * 200_000 + "[[" * 100_000 + "](" * 100_000 + "\n<<<<<<<\n=======\n" * 20_000
     found = inspect(d, kb, "h.md", text + ">>>>>>>\n")
     assert len(found["merge_markers"]) == 1000  # named up to a budget
+
+
+def names(d: Daemon, kb: str, typed: str, limit: int = 50) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = d.client.get(d.client.kb(kb, "/names"), q=typed, limit=limit)[
+        "names"
+    ]
+    return found
+
+
+def test_completion_ranks_names_titles_words_cjk_and_letters(shared_daemon: Daemon) -> None:
+    d = shared_daemon
+    kb = "c-" + uuid.uuid4().hex[:8]
+    d.client.post("/api/v1/knowledge_bases", {"name": kb})
+    docs = d.docs(kb)
+    write(docs / "projects/plan.md", "# Budget plan\n")
+    write(docs / "archive/plan.md", "# Old plan\n")
+    write(docs / "planets.md", "---\naliases: [Worlds]\n---\n# Planets\n")
+    write(docs / "deep/日本語の計画書.md", "# 計画書\n")
+    write(docs / "travel.md", "# Trip to Lisbon\n")
+    write(docs / "explanations.md", "# Notes\n")
+    wait_for(lambda: len(names(d, kb, "")) == 6)
+    # file names that start so first, then a title's word (`Budget plan`'s is its own file's)
+    ranked = [n["relative_path"] for n in names(d, kb, "pla")]
+    assert set(ranked[:3]) == {"planets.md", "archive/plan.md", "projects/plan.md"}
+    assert ranked[3:] == ["explanations.md"]  # its letters in order, last
+    old = [n["relative_path"] for n in names(d, kb, "old")]
+    assert old == ["archive/plan.md", "planets.md"]  # a title; then `Worlds`, letters in order
+    by_path = {n["relative_path"]: n for n in names(d, kb, "plan")}
+    assert by_path["projects/plan.md"]["link"] == "projects/plan"  # another note has its name
+    assert by_path["planets.md"]["link"] == "planets"
+    assert [n["relative_path"] for n in names(d, kb, "worl")] == ["planets.md"]  # an alias
+    assert [n["relative_path"] for n in names(d, kb, "lisbon")] == ["travel.md"]  # a word
+    assert [n["relative_path"] for n in names(d, kb, "計画")] == ["deep/日本語の計画書.md"]
+    fuzzy = [n["relative_path"] for n in names(d, kb, "xpns")]
+    assert fuzzy == ["explanations.md"]  # letters in order
+    assert len(names(d, kb, "", limit=2)) == 2
+    with pytest.raises(ApiError):
+        names(d, kb, "x" * 201)

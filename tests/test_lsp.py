@@ -151,3 +151,28 @@ def test_the_server_survives_garbage_and_ends_as_the_protocol_asks() -> None:
     assert '"id":7,"error":{"code":-32002' in out  # shutdown before initialize
     assert '"id":1,"result":{"capabilities"' in out
     assert done.returncode != 0  # stdin ended without `shutdown` and `exit`
+
+
+async def test_completion_after_brackets_offers_notes_best_first(
+    vault: tuple[Daemon, str], lsp: LanguageClient
+) -> None:
+    d, kb = vault
+    path = d.docs(kb) / "projects" / "today.md"
+    text = "# Today\n\nsee [[計\nand [[pla]] here\nnot [[x]] after\n"
+    await opened(lsp, path, text)
+
+    async def complete(line_no: int, character: int) -> Any:
+        params = types.CompletionParams(
+            types.TextDocumentIdentifier(path.as_uri()), types.Position(line_no, character)
+        )
+        return await asyncio.wait_for(lsp.text_document_completion_async(params), 10)
+
+    cjk = await complete(2, len("see [[計"))
+    (item,) = cjk.items
+    assert item.label == "計画" and item.text_edit.new_text == "計画]]"
+    assert (item.text_edit.range.start.character, item.text_edit.range.end.character) == (6, 7)
+    plans = await complete(3, len("and [[pla"))
+    assert [i.detail for i in plans.items][:2] == ["archive/plan.md", "projects/plan.md"]
+    assert [i.text_edit.new_text for i in plans.items][:2] == ["archive/plan", "projects/plan"]
+    assert [i.detail for i in plans.items][2:] == ["people/ana.md"]  # p-l-a, in order
+    assert await complete(4, len("not [[x]] af")) is None  # the link is closed

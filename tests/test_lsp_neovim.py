@@ -20,14 +20,14 @@ SCRIPT = Path(__file__).parent / "editors" / "nvim_lsp.lua"
 
 
 @pytest.mark.skipif(NVIM is None, reason="Neovim is not installed: apt install neovim")
-def test_neovim_shows_diagnostics_and_jumps_to_a_heading(shared_daemon: Daemon) -> None:
+def test_neovim_shows_diagnostics_jumps_to_a_heading_and_completes(shared_daemon: Daemon) -> None:
     d = shared_daemon
     kb = "nvim-" + uuid.uuid4().hex[:8]
     d.client.post("/api/v1/knowledge_bases", {"name": kb})
     docs = d.docs(kb)
     write(docs / "deep" / "er" / "計画.md", "# 計画\n\n## 予算\n\nnumbers\n")
     wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == 1)
-    note = write(docs / "today.md", "# Today\n\n見て [[計画#予算]] and [[nowhere]]\n")
+    note = write(docs / "today.md", "# Today\n\n見て [[計画#予算]] and [[nowhere]]\nsee [[計\n")
     line = note.read_text().split("\n")[2]
     done = subprocess.run(
         [str(NVIM), "--headless", "--clean", "-u", str(SCRIPT)],
@@ -36,6 +36,8 @@ def test_neovim_shows_diagnostics_and_jumps_to_a_heading(shared_daemon: Daemon) 
             LSP_NOTE=str(note),
             LSP_LINE="2",
             LSP_CHARACTER=str(len(line[: line.index("予算")].encode("utf-16-le")) // 2),
+            LSP_COMPLETE_LINE="3",
+            LSP_COMPLETE_CHARACTER=str(len("see [[計")),
         ),
         cwd=docs,
         capture_output=True,
@@ -47,3 +49,5 @@ def test_neovim_shows_diagnostics_and_jumps_to_a_heading(shared_daemon: Daemon) 
     assert [(x["line"], "nowhere" in x["message"]) for x in diagnostics] == [(2, True)]
     (definition,) = [x["definition"] for x in said if "definition" in x]
     assert definition == {"uri": (docs / "deep" / "er" / "計画.md").as_uri(), "line": 2}
+    (completion,) = [x["completion"] for x in said if "completion" in x]
+    assert completion == ["計画"]

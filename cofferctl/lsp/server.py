@@ -54,6 +54,7 @@ class CofferLanguageServer:
                 "positionEncoding": self.encoding,
                 "textDocumentSync": {"openClose": True, "change": 1},  # whole text each time
                 "definitionProvider": True,
+                "completionProvider": {"triggerCharacters": ["["]},
             },
             "serverInfo": {"name": "coffer", "version": __version__},
         }
@@ -96,6 +97,44 @@ class CofferLanguageServer:
             if link["line"] == line_no + 1 and link["start"] <= at < link["end"]:
                 return self._target(note, link)
         return None
+
+    def completion(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """After `[[`: the notes for what was typed since, best first (the daemon ranks)."""
+        uri = _field(_field(params, "textDocument", dict), "uri", str)
+        position = _field(params, "position", dict)
+        line_no, column = _field(position, "line", int), _field(position, "character", int)
+        note = self.notes.get(uri)
+        lines = note.text.split("\n") if note is not None else []
+        if note is None or note.kb is None or not 0 <= line_no < len(lines):
+            return None
+        line = lines[line_no]
+        at = text.index_of(line, column, self.encoding)
+        opening = line.rfind("[[", 0, at)
+        typed = line[opening + 2 : at] if opening >= 0 else ""
+        if opening < 0 or "]]" in typed or "#" in typed or "|" in typed:
+            return None
+        kb = note.kb
+        found = self._ask(lambda: self.client.get(self.client.kb(kb, "/names"), q=typed))
+        if not isinstance(found, dict):
+            return None
+        closing = "" if line.startswith("]", at) else "]]"
+        edit_range = {
+            "start": {"line": line_no, "character": text.columns(line, opening + 2, self.encoding)},
+            "end": {"line": line_no, "character": column},
+        }
+        items = [
+            {
+                "label": name["link"],
+                "kind": 17,  # a file
+                "detail": name["relative_path"],
+                "labelDetails": {"description": name["title"]},
+                "filterText": typed,  # the daemon has ranked them: the editor keeps each
+                "sortText": f"{rank:04d}",
+                "textEdit": {"range": edit_range, "newText": name["link"] + closing},
+            }
+            for rank, name in enumerate(found["names"])
+        ]
+        return {"isIncomplete": True, "items": items}
 
     # -- what the daemon says ---------------------------------------------------------------
 
@@ -235,7 +274,10 @@ def run(client: Client) -> int:
     server = CofferLanguageServer(client, transport)
     return serve(
         transport,
-        requests={"textDocument/definition": server.definition},
+        requests={
+            "textDocument/definition": server.definition,
+            "textDocument/completion": server.completion,
+        },
         notifications={
             "textDocument/didOpen": server.did_open,
             "textDocument/didChange": server.did_change,

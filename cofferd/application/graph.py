@@ -9,13 +9,17 @@ when the link's name still fits.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
 
+from cofferd.application.completion import NameIndex
 from cofferd.application.documents import Documents, place
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.domain.conflicts import merge_marker_lines
 from cofferd.domain.links import DocumentIndexOfPaths, key_of, links_of
 from cofferd.domain.ports import DocsTree, GraphStore, LinkRow
+
+T = TypeVar("T")
 
 
 class Graph:
@@ -26,8 +30,8 @@ class Graph:
         self.documents = documents
         self.store = store
         self.tree = tree
-        # KB -> (the index's write count when read, its documents by key)
-        self._indexes: dict[str, tuple[int, DocumentIndexOfPaths]] = {}
+        self._keys = _PerWrite(store.writes, self._read_keys)
+        self._names = _PerWrite(store.writes, self._read_names)
 
     async def links(self, kb: str, ref: str) -> dict[str, Any]:
         """What a document links to (resolved, or None when broken) and what links to it."""
@@ -97,7 +101,7 @@ class Graph:
         several documents: ambiguous, with them all), git's merge markers, and the sync
         tools' conflict copies of it."""
         self.kbs.get(kb)
-        index = await self._index_of(kb)
+        index = await self._keys.get(kb)
         copies = sorted(
             path
             for path, copy in self.documents.reindexer.conflicts(kb).items()
@@ -106,16 +110,41 @@ class Graph:
         found = await asyncio.to_thread(_inspect, index, relpath, text)
         return {**found, "conflict_copies": copies}
 
-    async def _index_of(self, kb: str) -> DocumentIndexOfPaths:
-        """The KB's documents by key, read again only after the index was written to."""
-        writes = self.store.writes()
-        cached = self._indexes.get(kb)
-        if cached is not None and cached[0] == writes:
-            return cached[1]
+    async def complete(self, kb: str, typed: str, limit: int) -> list[dict[str, Any]]:
+        """The notes an editor offers for what was typed after `[[`, best first."""
+        self.kbs.get(kb)
+        index = await self._names.get(kb)
+        found = await asyncio.to_thread(index.complete, typed, limit)
+        return [
+            {"relative_path": n.path, "title": n.title, "aliases": list(n.aliases), "link": n.link}
+            for n in found
+        ]
+
+    async def _read_keys(self, kb: str) -> DocumentIndexOfPaths:
         paths = await self.store.document_paths(kb)
-        index = await asyncio.to_thread(DocumentIndexOfPaths, paths)
-        self._indexes[kb] = (writes, index)
-        return index
+        return await asyncio.to_thread(DocumentIndexOfPaths, paths)
+
+    async def _read_names(self, kb: str) -> NameIndex:
+        rows = await self.store.names(kb)
+        return await asyncio.to_thread(NameIndex, rows)
+
+
+class _PerWrite(Generic[T]):
+    """A value read for each KB, kept until the index is next written to."""
+
+    def __init__(self, writes: Callable[[], int], read: Callable[[str], Awaitable[T]]) -> None:
+        self._writes = writes
+        self._read = read
+        self._kept: dict[str, tuple[int, T]] = {}
+
+    async def get(self, kb: str) -> T:
+        writes = self._writes()
+        kept = self._kept.get(kb)
+        if kept is not None and kept[0] == writes:
+            return kept[1]
+        value = await self._read(kb)
+        self._kept[kb] = (writes, value)
+        return value
 
 
 def _inspect(index: DocumentIndexOfPaths, relpath: str, text: str) -> dict[str, Any]:

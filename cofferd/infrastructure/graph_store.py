@@ -8,6 +8,7 @@ a document created later is found by links written earlier.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from cofferd.domain.links import Link
@@ -112,6 +113,18 @@ class SqliteGraph:
 
     def writes(self) -> int:
         return self.db.writes
+
+    async def names(self, kb: str) -> list[tuple[str, str, list[str], str]]:
+        """Every document's (path, title, aliases, updated_at)."""
+
+        def run(conn: Connection) -> list[tuple[str, str, list[str], str]]:
+            rows = conn.execute(
+                f"SELECT path, title, aliases, updated_at FROM documents WHERE {SCOPE}",
+                (KB_KIND, kb),
+            )
+            return [(r[0], r[1], json.loads(r[2]), r[3]) for r in rows]
+
+        return await self.db.read(run)
 
     async def tag_counts(self, kb: str) -> list[tuple[str, int]]:
         """Each tag and how many documents carry it, most used first."""

@@ -48,6 +48,7 @@ from cofferd.surfaces.http_query import (
     DocumentQuery,
     DocumentsQuery,
     InvocationsQuery,
+    NamesQuery,
     ResourcesQuery,
     query_middleware,
     with_query,
@@ -244,6 +245,14 @@ async def inspect_note(request: web.Request) -> web.Response:
         raise ValidationFailed(str(exc), field="relative_path") from exc
     graph = request.app[COFFER].graph
     return json_response(await graph.inspect(request.match_info["name"], relpath, body.text))
+
+
+@routes.get("/api/v1/knowledge_bases/{name}/names")
+@with_query(NamesQuery)
+async def complete_names(request: web.Request, query: NamesQuery) -> web.Response:
+    graph = request.app[COFFER].graph
+    found = await graph.complete(request.match_info["name"], query.q, query.limit)
+    return json_response({"names": found})
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/conflicts")

@@ -59,6 +59,11 @@ class DocumentsQuery(Query):
     offset: QueryInt = Field(default=0, ge=0, le=INT_MAX)
 
 
+class NamesQuery(Query):
+    q: str = Field(default="", max_length=200)  # what was typed after `[[`
+    limit: QueryInt = Field(default=50, ge=1, le=200)
+
+
 class DocumentQuery(Query):
     file_text: QueryBool = False  # the whole file too, frontmatter included
 
