@@ -203,7 +203,46 @@ def measure_note(env: dict[str, str], docs: Path, pages: list[str], rounds: int)
         f"{percentile(jumps, 95):.2f} ms over {len(jumps)} [target p95 <= 50 ms]",
         flush=True,
     )
+    measure_completion(client, uri, text, rounds)
     client.close()
+
+
+TYPED = ["", "t", "ta", "tar", "git c", "dock", "xyzq", "計", "ファイ", "압축", "lsof"]
+
+
+def measure_completion(client: RawClient, uri: str, text: str, rounds: int) -> None:
+    """After `[[` and each of TYPED, as typed at the end of the note."""
+    took = []
+    counts = {}
+    for n in range(rounds):
+        for typed in TYPED:
+            edited = text + f"see [[{typed}"
+            change = {
+                "textDocument": {"uri": uri, "version": n + 3},
+                "contentChanges": [{"text": edited}],
+            }
+            client.send("textDocument/didChange", change, request=False)
+            client.until("textDocument/publishDiagnostics")
+            lines = edited.split("\n")
+            position = {
+                "line": len(lines) - 1,
+                "character": len(lines[-1].encode("utf-16-le")) // 2,
+            }
+            started = time.perf_counter()
+            wanted = client.send(
+                "textDocument/completion", {"textDocument": {"uri": uri}, "position": position}
+            )
+            assert wanted is not None
+            answer = client.until(wanted)
+            took.append((time.perf_counter() - started) * 1000)
+            counts[typed] = len(answer["result"]["items"]) if answer.get("result") else 0
+    print(
+        f"completion after [[ ({len(TYPED)} prefixes, items: "
+        f"{', '.join(f'{t or chr(8709)}={c}' for t, c in counts.items())}): p50 "
+        f"{percentile(took, 50):.1f} / p95 {percentile(took, 95):.1f} ms over {len(took)} "
+        f"[target p95 <= 50 ms]",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

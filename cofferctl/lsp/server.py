@@ -20,6 +20,7 @@ from cofferd import __version__
 
 ERROR, WARNING, INFORMATION = 1, 2, 3  # diagnostic severities
 SOURCE = "coffer"
+HEADING_READ_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -144,7 +145,8 @@ class CofferLanguageServer:
         if path is None:
             return
         real = Path(os.path.realpath(path))
-        for refresh in (False, True):
+        known = self._folders is not None
+        for refresh in (False, True) if known else (False,):  # a KB made since: asked again
             for folder, kb in self._kb_folders(refresh):
                 relpath = text.relative(real, folder)
                 if relpath is not None:
@@ -240,7 +242,8 @@ class CofferLanguageServer:
         _, hash_, heading = link["target"].partition("#")
         if hash_ and heading:
             try:
-                content = path.read_text(encoding="utf-8", errors="replace")
+                with path.open("rb") as fh:  # as far as cofferd indexes a note
+                    content = fh.read(HEADING_READ_BYTES).decode("utf-8", "replace")
             except OSError:
                 content = ""
             line = text.heading_line(content, heading) or 0
