@@ -176,3 +176,46 @@ async def test_completion_after_brackets_offers_notes_best_first(
     assert [i.text_edit.new_text for i in plans.items][:2] == ["archive/plan", "projects/plan"]
     assert [i.detail for i in plans.items][2:] == ["people/ana.md"]  # p-l-a, in order
     assert await complete(4, len("not [[x]] af")) is None  # the link is closed
+
+
+async def test_hover_references_and_symbols(vault: tuple[Daemon, str], lsp: LanguageClient) -> None:
+    d, kb = vault
+    docs = d.docs(kb)
+    write(docs / "log" / "monday.md", "# Monday\n\nread\n\nsee [[計画]] again\n")
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == 5)
+    today = docs / "projects" / "today.md"
+    await opened(lsp, today, NOTE)
+    line = NOTE.split("\n")[2]
+    column = len(line[: line.index("計画")].encode("utf-16-le")) // 2
+    hover = await asyncio.wait_for(
+        lsp.text_document_hover_async(
+            types.HoverParams(
+                types.TextDocumentIdentifier(today.as_uri()), types.Position(2, column)
+            )
+        ),
+        10,
+    )
+    assert "projects/計画.md" in hover.contents.value and "intro" in hover.contents.value
+
+    plan = docs / "projects" / "計画.md"
+    await opened(lsp, plan, plan.read_text())
+    back = await asyncio.wait_for(
+        lsp.text_document_references_async(
+            types.ReferenceParams(
+                context=types.ReferenceContext(include_declaration=False),
+                text_document=types.TextDocumentIdentifier(plan.as_uri()),
+                position=types.Position(0, 0),
+            )
+        ),
+        10,
+    )
+    assert [(x.uri, x.range.start.line) for x in back] == [
+        ((docs / "log" / "monday.md").as_uri(), 4)
+    ]
+    symbols = await asyncio.wait_for(
+        lsp.text_document_document_symbol_async(
+            types.DocumentSymbolParams(types.TextDocumentIdentifier(plan.as_uri()))
+        ),
+        10,
+    )
+    assert [(s.name, [c.name for c in s.children]) for s in symbols] == [("計画", ["予算"])]

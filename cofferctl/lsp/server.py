@@ -20,7 +20,8 @@ from cofferd import __version__
 
 ERROR, WARNING, INFORMATION = 1, 2, 3  # diagnostic severities
 SOURCE = "coffer"
-HEADING_READ_BYTES = 16 * 1024 * 1024
+HEADING_READ_BYTES = 16 * 1024 * 1024  # as far as cofferd indexes a note
+HOVER_READ_BYTES = 64 * 1024
 
 
 @dataclass
@@ -56,6 +57,9 @@ class CofferLanguageServer:
                 "textDocumentSync": {"openClose": True, "change": 1},  # whole text each time
                 "definitionProvider": True,
                 "completionProvider": {"triggerCharacters": ["["]},
+                "hoverProvider": True,
+                "referencesProvider": True,
+                "documentSymbolProvider": True,
             },
             "serverInfo": {"name": "coffer", "version": __version__},
         }
@@ -84,6 +88,67 @@ class CofferLanguageServer:
             )
 
     def definition(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        found = self._link_at(params)
+        return self._target(*found) if found else None
+
+    def hover(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """On a link: the note it leads to, its path and first lines."""
+        found = self._link_at(params)
+        target = self._target(*found) if found else None
+        if found is None or target is None:
+            return None
+        path = text.path_of(target["uri"])
+        content = _read(path, HOVER_READ_BYTES) if path else ""
+        shown = f"**{found[1]['relative_path']}**\n\n{text.first_lines(content)}"
+        return {"contents": {"kind": "markdown", "value": shown}}
+
+    def references(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """The notes that link to this one (backlinks), each at the line of its link."""
+        uri = _field(_field(params, "textDocument", dict), "uri", str)
+        note = self.notes.get(uri)
+        if note is None or note.kb is None or note.relpath is None or note.root is None:
+            return []
+        kb, relpath, root = note.kb, note.relpath, note.root
+        found = self._ask(lambda: self.client.get(self.client.document(kb, relpath, "/links")))
+        if not isinstance(found, dict):
+            return []
+        out = []
+        for link in found["backlinks"]:
+            start = {"line": max(link["line"] - 1, 0), "character": 0}
+            where = text.uri_of(root / link["relative_path"])
+            out.append({"uri": where, "range": {"start": start, "end": start}})
+        return out
+
+    def document_symbols(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """The note's headings, nested by level."""
+        uri = _field(_field(params, "textDocument", dict), "uri", str)
+        note = self.notes.get(uri)
+        if note is None:
+            return []
+        lines = note.text.split("\n")
+        top: list[dict[str, Any]] = []
+        open_: list[tuple[int, dict[str, Any]]] = []  # (level, symbol) of the headings above
+        for line_no, level, name in text.headings(note.text):
+            end = text.columns(lines[line_no], len(lines[line_no]), self.encoding)
+            span = {
+                "start": {"line": line_no, "character": 0},
+                "end": {"line": line_no, "character": end},
+            }
+            symbol = {
+                "name": name,
+                "kind": 15,
+                "range": span,
+                "selectionRange": span,
+                "children": [],
+            }
+            while open_ and open_[-1][0] >= level:
+                open_.pop()
+            (open_[-1][1]["children"] if open_ else top).append(symbol)
+            open_.append((level, symbol))
+        return top
+
+    def _link_at(self, params: dict[str, Any]) -> tuple[Note, dict[str, Any]] | None:
+        """The open note and its link at the position asked about."""
         uri = _field(_field(params, "textDocument", dict), "uri", str)
         position = _field(params, "position", dict)
         line_no, column = _field(position, "line", int), _field(position, "character", int)
@@ -96,7 +161,7 @@ class CofferLanguageServer:
         at = text.index_of(lines[line_no], column, self.encoding)
         for link in note.links:
             if link["line"] == line_no + 1 and link["start"] <= at < link["end"]:
-                return self._target(note, link)
+                return note, link
         return None
 
     def completion(self, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -241,12 +306,7 @@ class CofferLanguageServer:
         line = 0
         _, hash_, heading = link["target"].partition("#")
         if hash_ and heading:
-            try:
-                with path.open("rb") as fh:  # as far as cofferd indexes a note
-                    content = fh.read(HEADING_READ_BYTES).decode("utf-8", "replace")
-            except OSError:
-                content = ""
-            line = text.heading_line(content, heading) or 0
+            line = text.heading_line(_read(path, HEADING_READ_BYTES), heading) or 0
         start = {"line": line, "character": 0}
         return {"uri": text.uri_of(path), "range": {"start": start, "end": start}}
 
@@ -265,6 +325,15 @@ class CofferLanguageServer:
         return None
 
 
+def _read(path: Path, limit: int) -> str:
+    """The start of a note the editor may jump to ('' when it cannot be read)."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 def _field(params: dict[str, Any], name: str, kind: type) -> Any:
     value = params.get(name) if isinstance(params, dict) else None
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
@@ -280,6 +349,9 @@ def run(client: Client) -> int:
         requests={
             "textDocument/definition": server.definition,
             "textDocument/completion": server.completion,
+            "textDocument/hover": server.hover,
+            "textDocument/references": server.references,
+            "textDocument/documentSymbol": server.document_symbols,
         },
         notifications={
             "textDocument/didOpen": server.did_open,

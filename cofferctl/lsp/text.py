@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 UTF16 = "utf-16"
 UTF32 = "utf-32"
 HEADING_LINE_MAX = 1000  # a longer line is no heading (as cofferd reads them)
-_HEADING = re.compile(r" {0,3}#{1,6}[ \t]+(.*)")
+_HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*)")
 
 
 def columns(line: str, index: int, encoding: str) -> int:
@@ -58,9 +59,8 @@ def relative(path: Path, root: Path) -> str | None:
     return unicodedata.normalize("NFC", inside.as_posix())
 
 
-def heading_line(text: str, name: str) -> int | None:
-    """The line (from 0) of the first heading called `name` (any case), outside code."""
-    wanted = name.strip().casefold()
+def headings(text: str) -> Iterator[tuple[int, int, str]]:
+    """(line from 0, level, name) of each ATX heading, outside fenced code."""
     fence = ""
     for number, line in enumerate(text.split("\n")):
         stripped = line.lstrip()
@@ -70,6 +70,23 @@ def heading_line(text: str, name: str) -> int | None:
         if fence or len(line) > HEADING_LINE_MAX:
             continue
         m = _HEADING.match(line)
-        if m and m.group(1).rstrip(" \t#").strip().casefold() == wanted:
-            return number
-    return None
+        if m:
+            name = m.group(2).rstrip(" \t#").strip()
+            if name:
+                yield number, len(m.group(1)), name
+
+
+def heading_line(text: str, name: str) -> int | None:
+    """The line (from 0) of the first heading called `name` (any case)."""
+    wanted = name.strip().casefold()
+    return next((n for n, _, found in headings(text) if found.casefold() == wanted), None)
+
+
+def first_lines(text: str, lines: int = 12, chars: int = 1000) -> str:
+    """The first lines of a note after its frontmatter: what a hover shows of it."""
+    body = text
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        body = text[end + 4 :] if end >= 0 else text
+    kept = [line for line in body.split("\n", lines * 4)[: lines * 4] if line.strip()][:lines]
+    return "\n".join(kept)[:chars]
