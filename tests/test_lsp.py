@@ -219,3 +219,20 @@ async def test_hover_references_and_symbols(vault: tuple[Daemon, str], lsp: Lang
         10,
     )
     assert [(s.name, [c.name for c in s.children]) for s in symbols] == [("計画", ["予算"])]
+
+
+async def test_workspace_symbols_are_a_coffer_search(
+    vault: tuple[Daemon, str], lsp: LanguageClient
+) -> None:
+    d, kb = vault
+    docs = d.docs(kb)
+    write(
+        docs / "log" / "boiler.md", "# Boiler\n\n## Service\n\nthe technician replaced the valve\n"
+    )
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == 5)
+    found = await asyncio.wait_for(
+        lsp.workspace_symbol_async(types.WorkspaceSymbolParams(query="technician valve")), 10
+    )
+    assert [s.location.uri for s in found][:1] == [(docs / "log" / "boiler.md").as_uri()]
+    assert "technician" in found[0].name and found[0].container_name == "log/boiler.md"
+    assert found[0].name.startswith("Boiler")  # its heading path or title, then the snippet

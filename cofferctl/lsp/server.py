@@ -22,6 +22,8 @@ ERROR, WARNING, INFORMATION = 1, 2, 3  # diagnostic severities
 SOURCE = "coffer"
 HEADING_READ_BYTES = 16 * 1024 * 1024  # as far as cofferd indexes a note
 HOVER_READ_BYTES = 64 * 1024
+WORKSPACE_SYMBOLS = 20  # passages a symbol search shows
+SNIPPET_CHARS = 120
 
 
 @dataclass
@@ -42,12 +44,16 @@ class CofferLanguageServer:
         self.transport = transport
         self.encoding = text.UTF16
         self.notes: dict[str, Note] = {}
+        self.roots: list[Path] = []  # the workspace's folders
         self._folders: list[tuple[Path, str]] | None = None  # (docs folder, KB), real paths
         self._unreachable_said = False
 
     # -- the protocol's methods -------------------------------------------------------------
 
     def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        folders = params.get("workspaceFolders") or []
+        uris = [f.get("uri") for f in folders if isinstance(f, dict)] or [params.get("rootUri")]
+        self.roots = [p for u in uris if isinstance(u, str) and (p := text.path_of(u))]
         general = (params.get("capabilities") or {}).get("general") or {}
         offered = general.get("positionEncodings") or []
         self.encoding = text.UTF32 if text.UTF32 in offered else text.UTF16
@@ -60,6 +66,7 @@ class CofferLanguageServer:
                 "hoverProvider": True,
                 "referencesProvider": True,
                 "documentSymbolProvider": True,
+                "workspaceSymbolProvider": True,
             },
             "serverInfo": {"name": "coffer", "version": __version__},
         }
@@ -146,6 +153,44 @@ class CofferLanguageServer:
             (open_[-1][1]["children"] if open_ else top).append(symbol)
             open_.append((level, symbol))
         return top
+
+    def workspace_symbols(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """A Coffer search of the workspace's knowledge bases (each searched as it is set:
+        keyword or hybrid), its passages as symbols: a question typed in the editor's
+        symbol picker finds the passage."""
+        query = _field(params, "query", str).strip()
+        kbs = self._workspace_kbs()
+        if not query or not kbs:
+            return []
+        body = {"query": query, "top_k": WORKSPACE_SYMBOLS, "knowledge_bases": kbs}
+        found = self._ask(lambda: self.client.post("/api/v1/search", body))
+        if not isinstance(found, dict):
+            return []
+        out = []
+        for passage in found.get("passages", []):
+            start = {"line": max(passage["line_start"] - 1, 0), "character": 0}
+            name = " > ".join(passage["heading"]) or passage["title"]
+            out.append(
+                {
+                    "name": f"{name}: {passage['snippet'][:SNIPPET_CHARS]}",
+                    "kind": 15,  # a string: a passage of text
+                    "location": {
+                        "uri": text.uri_of(Path(passage["path"])),
+                        "range": {"start": start, "end": start},
+                    },
+                    "containerName": passage["relative_path"],
+                }
+            )
+        return out
+
+    def _workspace_kbs(self) -> list[str]:
+        """The KBs of the open notes, and those whose folders hold or are in the workspace."""
+        names = {note.kb for note in self.notes.values() if note.kb}
+        roots = [Path(os.path.realpath(root)) for root in self.roots]
+        for folder, kb in self._kb_folders(refresh=False):
+            if any(folder.is_relative_to(r) or r.is_relative_to(folder) for r in roots):
+                names.add(kb)
+        return sorted(names)
 
     def _link_at(self, params: dict[str, Any]) -> tuple[Note, dict[str, Any]] | None:
         """The open note and its link at the position asked about."""
@@ -352,6 +397,7 @@ def run(client: Client) -> int:
             "textDocument/hover": server.hover,
             "textDocument/references": server.references,
             "textDocument/documentSymbol": server.document_symbols,
+            "workspace/symbol": server.workspace_symbols,
         },
         notifications={
             "textDocument/didOpen": server.did_open,
