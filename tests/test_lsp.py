@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient, make_test_lsp_client
 
+from cofferctl.lsp import text
 from tests.daemon import BIN, Daemon, wait_for
 from tests.helpers import write
 
@@ -236,3 +238,57 @@ async def test_workspace_symbols_are_a_coffer_search(
     assert [s.location.uri for s in found][:1] == [(docs / "log" / "boiler.md").as_uri()]
     assert "technician" in found[0].name and found[0].container_name == "log/boiler.md"
     assert found[0].name.startswith("Boiler")  # its heading path or title, then the snippet
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("see [[pla", ("note", 6, "pla", "")),
+        ("see [[計画#予", ("heading", 9, "予", "計画")),
+        ("see [[#Intro", ("heading", 7, "Intro", "")),
+        ("see [[計画#予算|the", ("alias", 12, "the", "計画")),
+        ("done [[x]] and #pro", ("tag", 16, "pro", "")),
+        ("#draft", ("tag", 1, "draft", "")),
+        ("# Heading", None),
+        ("a#b", None),
+        ("[[a]] after", None),
+        ("plain text", None),
+    ],
+)
+def test_what_is_being_typed(line: str, expected: tuple[str, int, str, str] | None) -> None:
+    assert text.completion_context(line, len(line)) == expected
+
+
+def test_what_is_being_typed_in_a_hostile_line_takes_linear_time() -> None:
+    line = "#a " * 100_000 + "[[" * 50_000 + "#" * 100_000
+    started = time.perf_counter()
+    text.completion_context(line, len(line))
+    assert time.perf_counter() - started < 1.0
+
+
+async def test_completion_of_headings_aliases_and_tags(
+    vault: tuple[Daemon, str], lsp: LanguageClient
+) -> None:
+    d, kb = vault
+    docs = d.docs(kb)
+    write(
+        docs / "people" / "bo.md",
+        "---\naliases: [Robert, Bobby]\ntags: [team]\n---\n# Bo\n#team #travel\n",
+    )
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == 5)
+    path = docs / "projects" / "today.md"
+    typed = "[[計画#予\n[[bo|Rob\n#te\n[[#To\n# Today\n"
+    await opened(lsp, path, typed)
+
+    async def labels(line_no: int) -> list[str]:
+        line = typed.split("\n")[line_no]
+        params = types.CompletionParams(
+            types.TextDocumentIdentifier(path.as_uri()), types.Position(line_no, len(line))
+        )
+        found = await asyncio.wait_for(lsp.text_document_completion_async(params), 10)
+        return [item.label for item in found.items] if found else []
+
+    assert await labels(0) == ["予算"]
+    assert await labels(1) == ["Robert"]
+    assert await labels(2) == ["team"]
+    assert await labels(3) == ["Today"]  # this note's own headings

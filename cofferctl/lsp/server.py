@@ -23,6 +23,8 @@ SOURCE = "coffer"
 HEADING_READ_BYTES = 16 * 1024 * 1024  # as far as cofferd indexes a note
 HOVER_READ_BYTES = 64 * 1024
 WORKSPACE_SYMBOLS = 20  # passages a symbol search shows
+COMPLETIONS = 100
+COMPLETION_KINDS = {"note": 17, "heading": 15, "alias": 18, "tag": 14}  # file, string, ...
 SNIPPET_CHARS = 120
 
 
@@ -210,7 +212,8 @@ class CofferLanguageServer:
         return None
 
     def completion(self, params: dict[str, Any]) -> dict[str, Any] | None:
-        """After `[[`: the notes for what was typed since, best first (the daemon ranks)."""
+        """Notes after `[[` (best first: the daemon ranks), a note's headings after
+        `[[note#`, its aliases after `[[note|`, tags with their counts after `#`."""
         uri = _field(_field(params, "textDocument", dict), "uri", str)
         position = _field(params, "position", dict)
         line_no, column = _field(position, "line", int), _field(position, "character", int)
@@ -220,32 +223,73 @@ class CofferLanguageServer:
             return None
         line = lines[line_no]
         at = text.index_of(line, column, self.encoding)
-        opening = line.rfind("[[", 0, at)
-        typed = line[opening + 2 : at] if opening >= 0 else ""
-        if opening < 0 or "]]" in typed or "#" in typed or "|" in typed:
+        context = text.completion_context(line, at)
+        if context is None:
             return None
-        kb = note.kb
-        found = self._ask(lambda: self.client.get(self.client.kb(kb, "/names"), q=typed))
-        if not isinstance(found, dict):
-            return None
-        closing = "" if line.startswith("]", at) else "]]"
+        kind, start, typed, named = context
+        closing = "" if kind == "tag" or line.startswith("]", at) else "]]"
+        if kind == "note":
+            found = self._names(note.kb, typed)
+            choices = [(n["link"], n["relative_path"], n["title"]) for n in found]
+        elif kind == "tag":
+            choices = self._tags(note.kb, typed)
+        else:
+            choices = self._of_note(note, named, kind, typed)
         edit_range = {
-            "start": {"line": line_no, "character": text.columns(line, opening + 2, self.encoding)},
+            "start": {"line": line_no, "character": text.columns(line, start, self.encoding)},
             "end": {"line": line_no, "character": column},
         }
         items = [
             {
-                "label": name["link"],
-                "kind": 17,  # a file
-                "detail": name["relative_path"],
-                "labelDetails": {"description": name["title"]},
-                "filterText": typed,  # the daemon has ranked them: the editor keeps each
+                "label": label,
+                "kind": COMPLETION_KINDS[kind],
+                "detail": detail,
+                **({"labelDetails": {"description": more}} if more else {}),
+                "filterText": typed,  # ranked here already: the editor keeps each
                 "sortText": f"{rank:04d}",
-                "textEdit": {"range": edit_range, "newText": name["link"] + closing},
+                "textEdit": {"range": edit_range, "newText": label + closing},
             }
-            for rank, name in enumerate(found["names"])
+            for rank, (label, detail, more) in enumerate(choices[:COMPLETIONS])
         ]
         return {"isIncomplete": True, "items": items}
+
+    def _names(self, kb: str, typed: str) -> list[dict[str, Any]]:
+        found = self._ask(lambda: self.client.get(self.client.kb(kb, "/names"), q=typed))
+        return found["names"] if isinstance(found, dict) else []
+
+    def _tags(self, kb: str, typed: str) -> list[tuple[str, str, str]]:
+        found = self._ask(lambda: self.client.get(self.client.kb(kb, "/tags")))
+        tags = found["tags"] if isinstance(found, dict) else []
+        wanted = typed.casefold()
+        return [
+            (t["tag"], f"{t['count']} notes", "")
+            for t in tags
+            if t["tag"].casefold().startswith(wanted)
+        ]
+
+    def _of_note(self, note: Note, named: str, kind: str, typed: str) -> list[tuple[str, str, str]]:
+        """The headings or aliases of the note `named` links to (this note when empty)."""
+        target = self._resolve(note, named) if named else note.relpath
+        if target is None or note.kb is None or note.root is None:
+            return []
+        wanted = typed.casefold()
+        if kind == "heading":
+            content = _read(note.root / target, HEADING_READ_BYTES) if named else note.text
+            return [
+                (name, target, "")
+                for _, _, name in text.headings(content)
+                if wanted in name.casefold()
+            ]
+        stem = target.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        listed = [n for n in self._names(note.kb, stem) if n["relative_path"] == target]
+        return [(a, target, "") for n in listed for a in n["aliases"] if wanted in a.casefold()]
+
+    def _resolve(self, note: Note, named: str) -> str | None:
+        """The note a wiki link naming `named` leads to from `note` (the daemon resolves)."""
+        kb, body = note.kb or "", {"relative_path": note.relpath, "text": f"[[{named}]]"}
+        found = self._ask(lambda: self.client.post(self.client.kb(kb, "/inspect"), body))
+        links = found["links"] if isinstance(found, dict) else []
+        return links[0]["relative_path"] if links else None
 
     # -- what the daemon says ---------------------------------------------------------------
 

@@ -14,6 +14,7 @@ UTF16 = "utf-16"
 UTF32 = "utf-32"
 HEADING_LINE_MAX = 1000  # a longer line is no heading (as cofferd reads them)
 _HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*)")
+_TAG_BEFORE = re.compile(r"(?:^|(?<=\s))#([\w/-]*)$")  # a tag being typed: `#` starts a word
 
 
 def columns(line: str, index: int, encoding: str) -> int:
@@ -34,6 +35,26 @@ def index_of(line: str, column: int, encoding: str) -> int:
             return index
         units += 2 if ord(ch) > 0xFFFF else 1
     return len(line)
+
+
+def completion_context(line: str, at: int) -> tuple[str, int, str, str] | None:
+    """What is being typed at `at` in `line`: (kind, where the typed text starts, the typed
+    text, the note a link names so far): "note" after `[[`, "heading" after `[[note#`,
+    "alias" after `[[note|`, "tag" after a `#` that starts a word; None elsewhere."""
+    opening = line.rfind("[[", 0, at)
+    if opening >= 0 and "]]" not in line[opening:at]:
+        inside = line[opening + 2 : at]
+        if "|" in inside:
+            named, _, typed = inside.partition("|")
+            return "alias", at - len(typed), typed, named.partition("#")[0]
+        if "#" in inside:
+            named, _, typed = inside.partition("#")
+            return "heading", at - len(typed), typed, named
+        return "note", opening + 2, inside, ""
+    m = _TAG_BEFORE.search(line, 0, at)
+    if m:
+        return "tag", m.start() + 1, m.group(1), ""
+    return None
 
 
 def path_of(uri: str) -> Path | None:
