@@ -2,10 +2,10 @@
 
 A note answers to its file name (without `.md`), its title, its aliases and its path.
 What was typed (`q`, any case, NFC) is looked for in each, and a note ranks by its best
-match: its file name starts so; its title or an alias does; a word of any of them does;
+match: its file name starts so; its title, an alias or its path does; a word of any does;
 any of them holds it (the match for CJK, written without spaces); its letters appear in
 that order in one of them (only when fewer notes than asked for matched so far). Among
-equals, the note edited last comes first, then the shorter path.
+equals, the note edited last comes first.
 
 Each note's link is what Obsidian writes with "shortest path when possible": the file
 name when no other note has it, else the path; both without `.md`.
@@ -13,16 +13,19 @@ name when no other note has it, else the path; both without `.md`.
 
 from __future__ import annotations
 
-import heapq
+import json
 import re
 import unicodedata
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import accumulate
 
 _SUFFIX = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
-_WORDS = re.compile(r"[\s\-_/.,;:()]+")
+_CLEAN = re.compile(r"[\n\0]")  # the separators, never part of a name
 QUERY_MAX_CHARS = 200  # longer is no name anyone types
+WORD_SEPARATORS = " -_/."  # what starts a word in a name
 
 
 @dataclass(frozen=True)
@@ -33,88 +36,104 @@ class Named:
     link: str  # what a wiki link to it says
 
 
+Row = tuple[str, str, str, str]  # (path, title, aliases as JSON, updated_at), as stored
+
+
 @dataclass(frozen=True)
-class _Entry:
-    named: Named
-    recency: int  # 0: edited last
-    stem: str  # folded, as are the rest
-    names: tuple[str, ...]  # title and aliases
-    words: tuple[str, ...]
-    texts: tuple[str, ...]  # the file name, title, aliases and path
-    joined: str  # every text, to look for a substring once
+class _Note:
+    """What a stored row gives, worked out once and kept while the row stays the same."""
+
+    path: str
+    title: str
+    aliases: tuple[str, ...]
+    bare_path: str  # without `.md`
+    stem: str
+    folded_stem: str
+    texts: str  # folded, `\n` between them: the file name, title, aliases, path
 
 
 class NameIndex:
-    """A KB's notes, ready to be completed."""
+    """A KB's notes, ready to be completed: the texts each answers to, folded, in one
+    string (`\n` between a note's texts, NUL between notes), so that looking for what was
+    typed is one scan in C. Built again after every change to the KB, from the notes of
+    the last build whose rows did not change: a save costs a sort and a join."""
 
-    def __init__(self, rows: Iterable[tuple[str, str, Iterable[str], str]]) -> None:
-        """rows: (path, title, aliases, updated_at)."""
-        listed = sorted(rows, key=lambda row: row[3], reverse=True)
-        stems = [_SUFFIX.sub("", path).rsplit("/", 1)[-1] for path, *_ in listed]
-        taken = Counter(_fold(stem) for stem in stems)
-        self._entries: list[_Entry] = []
-        for recency, ((path, title, aliases, _), stem) in enumerate(
-            zip(listed, stems, strict=True)
-        ):
-            folded_stem = _fold(stem)
-            link = stem if taken[folded_stem] == 1 else _SUFFIX.sub("", path)
-            names = tuple(_fold(text) for text in (title, *aliases) if text)
-            bare_path = _fold(_SUFFIX.sub("", path))
-            texts = (folded_stem, *names, bare_path)
-            self._entries.append(
-                _Entry(
-                    Named(path, title, tuple(aliases), link),
-                    recency,
-                    folded_stem,
-                    names,
-                    tuple(w for text in texts for w in _WORDS.split(text) if w),
-                    texts,
-                    "\n".join(texts),
-                )
-            )
+    def __init__(self, rows: Iterable[Row], previous: NameIndex | None = None) -> None:
+        known = previous._known if previous is not None else {}
+        self._known: dict[Row, _Note] = {row: known.get(row) or _note(row) for row in rows}
+        # edited last first; among notes edited at once, the shorter path
+        ordered = sorted(self._known.items(), key=lambda item: (len(item[0][0]), item[0][0]))
+        ordered.sort(key=lambda item: item[0][3], reverse=True)
+        self._notes = [note for _, note in ordered]
+        self._taken = Counter(note.folded_stem for note in self._notes)
+        texts = [note.texts for note in self._notes]
+        self._text = "\0" + "\0".join(texts)  # each note's texts after a NUL
+        self._starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=1))
+
+    def _named(self, note: int) -> Named:
+        n = self._notes[note]
+        link = n.stem if self._taken[n.folded_stem] == 1 else n.bare_path
+        return Named(n.path, n.title, n.aliases, link)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._notes)
 
     def complete(self, typed: str, limit: int) -> list[Named]:
-        q = _fold(typed.strip())[:QUERY_MAX_CHARS]
+        q = _CLEAN.sub(" ", _fold(typed.strip()))[:QUERY_MAX_CHARS]
         if not q:
-            return [entry.named for entry in self._entries[:limit]]
-        found: list[tuple[int, int, int, str, Named]] = []
-        for entry in self._entries:
-            if q in entry.joined:
-                found.append((_tier(entry, q), *_order(entry)))
-        if len(found) < limit and len(q) > 1:
-            found += [
-                (4, *_order(entry))
-                for entry in self._entries
-                if q not in entry.joined and any(_in_order(q, text) for text in entry.texts)
-            ]
-        return [item[-1] for item in heapq.nsmallest(limit, found)]
+            return [self._named(note) for note in range(min(limit, len(self._notes)))]
+        found: dict[int, None] = {}  # notes, best first
+        # A rank at a time, each by scans in C that stop once enough are found: notes are
+        # in the order of their recency, so within a rank the first found are the best.
+        for needles in (
+            ["\0" + q],  # a file name starts so
+            ["\n" + q],  # a title, an alias or the path does
+            [separator + q for separator in WORD_SEPARATORS],  # a word does
+            [q],  # any text holds it
+        ):
+            wanted = limit - len(found)
+            firsts = {note for needle in needles for note in self._first(needle, wanted, found)}
+            found.update(dict.fromkeys(sorted(firsts)[:wanted]))
+            if len(found) == limit:
+                return [self._named(note) for note in found]
+        if len(q) > 1:
+            self._in_order(q, limit, found)
+        return [self._named(note) for note in found]
+
+    def _first(self, needle: str, wanted: int, found: dict[int, None]) -> list[int]:
+        """The first `wanted` notes, not `found` yet, whose texts hold `needle`."""
+        notes: list[int] = []
+        at = 0
+        while len(notes) < wanted and (at := self._text.find(needle, at)) >= 0:
+            note = bisect_right(self._starts, at + len(needle) - 1) - 1
+            if note not in found:
+                notes.append(note)
+            at = self._end(note)
+        return notes
+
+    def _in_order(self, q: str, limit: int, found: dict[int, None]) -> None:
+        """Notes with the letters of `q` in that order within one of their texts, after."""
+        letters = re.compile("[^\n\0]*?".join(map(re.escape, q)))
+        at = 0
+        while len(found) < limit and (m := letters.search(self._text, at)):
+            note = bisect_right(self._starts, m.start()) - 1
+            found.setdefault(note)
+            at = self._end(note)
+
+    def _end(self, note: int) -> int:
+        """Where the note's texts end (at the NUL before the next note's)."""
+        return self._starts[note + 1] - 1 if note + 1 < len(self._starts) else len(self._text)
 
 
-def _tier(entry: _Entry, q: str) -> int:
-    if entry.stem.startswith(q):
-        return 0
-    if any(name.startswith(q) for name in entry.names):
-        return 1
-    if any(word.startswith(q) for word in entry.words):
-        return 2
-    return 3
-
-
-def _order(entry: _Entry) -> tuple[int, int, str, Named]:
-    return entry.recency, len(entry.named.path), entry.named.path, entry.named
-
-
-def _in_order(q: str, text: str) -> bool:
-    """Whether the letters of `q` appear in `text` in that order (one pass over `text`)."""
-    at = 0
-    for letter in q:
-        at = text.find(letter, at) + 1
-        if not at:
-            return False
-    return True
+def _note(row: Row) -> _Note:
+    path, title, aliases_json, _ = row
+    loaded = json.loads(aliases_json)
+    aliases = tuple(str(a) for a in loaded) if isinstance(loaded, list) else ()
+    bare_path = _SUFFIX.sub("", path)
+    stem = bare_path.rsplit("/", 1)[-1]
+    texts = "\n".join(_CLEAN.sub(" ", t) for t in (stem, title, *aliases, bare_path))
+    # folded as a whole, before offsets are taken: folding may change a text's length
+    return _Note(path, title, aliases, bare_path, stem, _fold(stem), _fold(texts))
 
 
 def _fold(text: str) -> str:

@@ -126,7 +126,7 @@ class Graph:
 
     async def _read_names(self, kb: str) -> NameIndex:
         rows = await self.store.names(kb)
-        return await asyncio.to_thread(NameIndex, rows)
+        return await asyncio.to_thread(NameIndex, rows, self._names.kept(kb))
 
 
 class _PerWrite(Generic[T]):
@@ -136,6 +136,11 @@ class _PerWrite(Generic[T]):
         self._writes = writes
         self._read = read
         self._kept: dict[str, tuple[int, T]] = {}
+
+    def kept(self, kb: str) -> T | None:
+        """The value last read for `kb`, whether or not it is out of date."""
+        kept = self._kept.get(kb)
+        return kept[1] if kept else None
 
     async def get(self, kb: str) -> T:
         writes = self._writes()

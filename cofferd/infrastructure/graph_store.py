@@ -8,7 +8,6 @@ a document created later is found by links written earlier.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from cofferd.domain.links import Link
@@ -114,15 +113,14 @@ class SqliteGraph:
     def writes(self) -> int:
         return self.db.writes
 
-    async def names(self, kb: str) -> list[tuple[str, str, list[str], str]]:
-        """Every document's (path, title, aliases, updated_at)."""
+    async def names(self, kb: str) -> list[tuple[str, str, str, str]]:
+        """Every document's (path, title, aliases as JSON, updated_at)."""
 
-        def run(conn: Connection) -> list[tuple[str, str, list[str], str]]:
-            rows = conn.execute(
-                f"SELECT path, title, aliases, updated_at FROM documents WHERE {SCOPE}",
-                (KB_KIND, kb),
-            )
-            return [(r[0], r[1], json.loads(r[2]), r[3]) for r in rows]
+        def run(conn: Connection) -> list[tuple[str, str, str, str]]:
+            cursor = conn.cursor()
+            cursor.row_factory = None  # plain tuples
+            sql = f"SELECT path, title, aliases, updated_at FROM documents WHERE {SCOPE}"
+            return list(cursor.execute(sql, (KB_KIND, kb)))
 
         return await self.db.read(run)
 
