@@ -59,12 +59,10 @@ class NameIndex:
     the last build whose rows did not change: a save costs a sort and a join."""
 
     def __init__(self, rows: Iterable[Row], previous: NameIndex | None = None) -> None:
+        """`rows` in the order of their recency: edited last first."""
         known = previous._known if previous is not None else {}
         self._known: dict[Row, _Note] = {row: known.get(row) or _note(row) for row in rows}
-        # edited last first; among notes edited at once, the shorter path
-        ordered = sorted(self._known.items(), key=lambda item: (len(item[0][0]), item[0][0]))
-        ordered.sort(key=lambda item: item[0][3], reverse=True)
-        self._notes = [note for _, note in ordered]
+        self._notes = list(self._known.values())
         self._taken = Counter(note.folded_stem for note in self._notes)
         texts = [note.texts for note in self._notes]
         self._text = "\0" + "\0".join(texts)  # each note's texts after a NUL

@@ -114,12 +114,16 @@ class SqliteGraph:
         return self.db.writes
 
     async def names(self, kb: str) -> list[tuple[str, str, str, str]]:
-        """Every document's (path, title, aliases as JSON, updated_at)."""
+        """Every document's (path, title, aliases as JSON, updated_at): edited last first,
+        then the shorter path."""
 
         def run(conn: Connection) -> list[tuple[str, str, str, str]]:
             cursor = conn.cursor()
             cursor.row_factory = None  # plain tuples
-            sql = f"SELECT path, title, aliases, updated_at FROM documents WHERE {SCOPE}"
+            sql = (
+                f"SELECT path, title, aliases, updated_at FROM documents WHERE {SCOPE}"
+                " ORDER BY updated_at DESC, length(path), path"
+            )
             return list(cursor.execute(sql, (KB_KIND, kb)))
 
         return await self.db.read(run)
