@@ -292,3 +292,45 @@ async def test_completion_of_headings_aliases_and_tags(
     assert await labels(1) == ["Robert"]
     assert await labels(2) == ["team"]
     assert await labels(3) == ["Today"]  # this note's own headings
+
+
+@pytest.mark.parametrize(
+    ("kind", "target", "expected"),
+    [
+        ("wiki", "nowhere", "projects/nowhere.md"),
+        ("wiki", "ideas/新しい#top", "ideas/新しい.md"),
+        ("wiki", "Plan.md", "projects/Plan.md"),
+        ("markdown", "../people/bo%20b.md", "people/bo b.md"),
+        ("markdown", "/top.md", "top.md"),
+        ("wiki", "../../out", None),
+        ("markdown", "../../out.md", None),
+        ("wiki", "#only-a-heading", None),
+    ],
+)
+def test_where_a_missing_note_would_be_made(kind: str, target: str, expected: str | None) -> None:
+    assert text.new_note_path(kind, target, "projects/today.md") == expected
+
+
+async def test_a_code_action_creates_the_note_a_broken_link_names(
+    vault: tuple[Daemon, str], lsp: LanguageClient
+) -> None:
+    d, kb = vault
+    path = d.docs(kb) / "projects" / "today.md"
+    await opened(lsp, path, NOTE)
+    actions = await asyncio.wait_for(
+        lsp.text_document_code_action_async(
+            types.CodeActionParams(
+                types.TextDocumentIdentifier(path.as_uri()),
+                types.Range(types.Position(0, 0), types.Position(3, 0)),
+                types.CodeActionContext(diagnostics=[]),
+            )
+        ),
+        10,
+    )
+    (action,) = actions
+    assert action.title == "Create the note projects/nowhere.md"
+    create, heading = action.edit.document_changes
+    made = (d.docs(kb) / "projects" / "nowhere.md").as_uri()
+    assert create.uri == made and heading.text_document.uri == made
+    assert heading.edits[0].new_text == "# nowhere\n"
+    assert not (d.docs(kb) / "projects" / "nowhere.md").exists()  # the editor makes it

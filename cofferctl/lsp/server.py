@@ -19,6 +19,7 @@ from cofferctl.lsp.stdio import Transport, log, serve
 from cofferd import __version__
 
 ERROR, WARNING, INFORMATION = 1, 2, 3  # diagnostic severities
+_AT_START = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
 SOURCE = "coffer"
 HEADING_READ_BYTES = 16 * 1024 * 1024  # as far as cofferd indexes a note
 HOVER_READ_BYTES = 64 * 1024
@@ -64,6 +65,7 @@ class CofferLanguageServer:
                 "positionEncoding": self.encoding,
                 "textDocumentSync": {"openClose": True, "change": 1},  # whole text each time
                 "definitionProvider": True,
+                "codeActionProvider": {"codeActionKinds": ["quickfix"]},
                 "completionProvider": {"triggerCharacters": ["["]},
                 "hoverProvider": True,
                 "referencesProvider": True,
@@ -193,6 +195,42 @@ class CofferLanguageServer:
             if any(folder.is_relative_to(r) or r.is_relative_to(folder) for r in roots):
                 names.add(kb)
         return sorted(names)
+
+    def code_actions(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """For each broken link in the range: create the note it names (the editor makes
+        the file, with a heading; Coffer writes nothing)."""
+        uri = _field(_field(params, "textDocument", dict), "uri", str)
+        span = _field(params, "range", dict)
+        first = _field(_field(span, "start", dict), "line", int)
+        last = _field(_field(span, "end", dict), "line", int)
+        note = self.notes.get(uri)
+        if note is None or note.root is None or note.relpath is None:
+            return []
+        actions = []
+        for link in note.links:
+            if link["relative_path"] is not None or not first <= link["line"] - 1 <= last:
+                continue
+            relpath = text.new_note_path(link["type"], link["target"], note.relpath)
+            if relpath is None:
+                continue
+            made = text.uri_of(note.root / relpath)
+            title = relpath.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            actions.append(
+                {
+                    "title": f"Create the note {relpath}",
+                    "kind": "quickfix",
+                    "edit": {
+                        "documentChanges": [
+                            {"kind": "create", "uri": made, "options": {"ignoreIfExists": True}},
+                            {
+                                "textDocument": {"uri": made, "version": None},
+                                "edits": [{"range": _AT_START, "newText": f"# {title}\n"}],
+                            },
+                        ]
+                    },
+                }
+            )
+        return actions
 
     def _link_at(self, params: dict[str, Any]) -> tuple[Note, dict[str, Any]] | None:
         """The open note and its link at the position asked about."""
@@ -442,6 +480,7 @@ def run(client: Client) -> int:
             "textDocument/references": server.references,
             "textDocument/documentSymbol": server.document_symbols,
             "workspace/symbol": server.workspace_symbols,
+            "textDocument/codeAction": server.code_actions,
         },
         notifications={
             "textDocument/didOpen": server.did_open,

@@ -4,6 +4,7 @@ URIs; the headings of a file, to jump to."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ UTF16 = "utf-16"
 UTF32 = "utf-32"
 HEADING_LINE_MAX = 1000  # a longer line is no heading (as cofferd reads them)
 _HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*)")
+_MARKDOWN_SUFFIX = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
 _TAG_BEFORE = re.compile(r"(?:^|(?<=\s))#([\w/-]*)$")  # a tag being typed: `#` starts a word
 
 
@@ -55,6 +57,28 @@ def completion_context(line: str, at: int) -> tuple[str, int, str, str] | None:
     if m:
         return "tag", m.start() + 1, m.group(1), ""
     return None
+
+
+def new_note_path(kind: str, target: str, linking: str) -> str | None:
+    """Where the note a broken link names would be made, inside its knowledge base: a wiki
+    link's name beside the linking note (a path in it from the top), a Markdown link's
+    path from the linking note's folder; None when it would lead out."""
+    named = target.split("#", 1)[0].strip()
+    if kind == "markdown":
+        named = unquote(named.split("?", 1)[0])
+        joined = (
+            named.lstrip("/")
+            if named.startswith("/")
+            else posixpath.join(posixpath.dirname(linking), named)
+        )
+    else:
+        joined = named if "/" in named else posixpath.join(posixpath.dirname(linking), named)
+        if not _MARKDOWN_SUFFIX.search(joined):
+            joined += ".md"
+    normal = posixpath.normpath(joined)
+    if not named or normal.startswith(("../", "/")) or normal in (".", ".."):
+        return None
+    return unicodedata.normalize("NFC", normal)
 
 
 def path_of(uri: str) -> Path | None:
