@@ -334,3 +334,57 @@ async def test_a_code_action_creates_the_note_a_broken_link_names(
     assert create.uri == made and heading.text_document.uri == made
     assert heading.edits[0].new_text == "# nowhere\n"
     assert not (d.docs(kb) / "projects" / "nowhere.md").exists()  # the editor makes it
+
+
+@pytest.mark.parametrize(
+    ("written", "kind", "target", "expected"),
+    [
+        ("[[計画#予算|the plan]]", "wiki", "計画#予算", "[[新計画#予算|the plan]]"),
+        ("![[ projects/計画 ]]", "wiki", "projects/計画", "![[ archive/新計画 ]]"),
+        ("[[計画.md]]", "wiki", "計画.md", "[[新計画.md]]"),
+        ("[p](../projects/計画.md#予算)", "markdown", "../projects/計画.md#予算",
+         "[p](../archive/新計画.md#予算)"),
+        ("[p](<../projects/計画.md> 't')", "markdown", "../projects/計画.md",
+         "[p](<../archive/新計画.md> 't')"),
+        ("[p](/projects/計画.md)", "markdown", "/projects/計画.md", "[p](/archive/新計画.md)"),
+    ],
+)  # fmt: skip
+def test_a_link_is_rewritten_to_a_moved_note(
+    written: str, kind: str, target: str, expected: str
+) -> None:
+    link = {"type": kind, "target": target}
+    assert text.relinked(written, link, "log/monday.md", "archive/新計画.md") == expected
+
+
+async def test_renaming_a_note_rewrites_every_link_to_it(
+    vault: tuple[Daemon, str], lsp: LanguageClient
+) -> None:
+    d, kb = vault
+    docs = d.docs(kb)
+    monday = "# Monday\n\nsee [[計画#予算|the plan]]\nand [p](../projects/計画.md) and [[plan]]\n"
+    write(docs / "log" / "monday.md", monday)
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == 5)
+    old, new = docs / "projects" / "計画.md", docs / "projects" / "budget 2027.md"
+    edit = await asyncio.wait_for(
+        lsp.workspace_will_rename_files_async(
+            types.RenameFilesParams([types.FileRename(old.as_uri(), new.as_uri())])
+        ),
+        10,
+    )
+    (uri,) = edit.changes
+    assert uri == (docs / "log" / "monday.md").as_uri()
+    lines = monday.split("\n")
+    rewritten = []
+    for change in sorted(edit.changes[uri], key=lambda c: c.range.start.character, reverse=True):
+        line = lines[change.range.start.line]
+        start = len(
+            line.encode("utf-16-le")[: change.range.start.character * 2].decode("utf-16-le")
+        )
+        end = len(line.encode("utf-16-le")[: change.range.end.character * 2].decode("utf-16-le"))
+        lines[change.range.start.line] = line[:start] + change.new_text + line[end:]
+        rewritten.append(change.new_text)
+    assert "\n".join(lines) == (
+        "# Monday\n\nsee [[budget 2027#予算|the plan]]\n"
+        "and [p](<../projects/budget 2027.md>) and [[plan]]\n"
+    )
+    assert old.exists()  # the editor renames the file; Coffer writes nothing

@@ -66,6 +66,11 @@ class CofferLanguageServer:
                 "textDocumentSync": {"openClose": True, "change": 1},  # whole text each time
                 "definitionProvider": True,
                 "codeActionProvider": {"codeActionKinds": ["quickfix"]},
+                "workspace": {
+                    "fileOperations": {
+                        "willRename": {"filters": [{"pattern": {"glob": "**/*.{md,markdown}"}}]}
+                    }
+                },
                 "completionProvider": {"triggerCharacters": ["["]},
                 "hoverProvider": True,
                 "referencesProvider": True,
@@ -231,6 +236,60 @@ class CofferLanguageServer:
                 }
             )
         return actions
+
+    def will_rename_files(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """Before the editor renames notes: every link to each, in every note, rewritten to
+        its new place (the editor applies the edit; Coffer writes nothing)."""
+        changes: dict[str, list[dict[str, Any]]] = {}
+        for rename in _field(params, "files", list):
+            if isinstance(rename, dict):
+                old, new = _field(rename, "oldUri", str), _field(rename, "newUri", str)
+                for uri, edits in self._relinked(old, new).items():
+                    changes.setdefault(uri, []).extend(edits)
+        return {"changes": changes} if changes else None
+
+    def _relinked(self, old_uri: str, new_uri: str) -> dict[str, list[dict[str, Any]]]:
+        """The edits that make every link to the note at `old_uri` lead to `new_uri`."""
+        old, new = Note(old_uri, ""), Note(new_uri, "")
+        self._place(old)
+        self._place(new)
+        if old.kb is None or old.kb != new.kb or old.relpath is None or new.relpath is None:
+            return {}
+        if old.root is None:
+            return {}
+        kb, relpath, root = old.kb, old.relpath, old.root
+        found = self._ask(lambda: self.client.get(self.client.document(kb, relpath, "/links")))
+        sources = sorted({b["relative_path"] for b in found["backlinks"]}) if found else []
+        edits: dict[str, list[dict[str, Any]]] = {}
+        for source in sources:
+            uri = text.uri_of(root / source)
+            opened = self.notes.get(uri)
+            content = opened.text if opened else _read(root / source, HEADING_READ_BYTES)
+            body = {"relative_path": source, "text": content}
+            seen = self._ask(
+                lambda body=body: self.client.post(self.client.kb(kb, "/inspect"), body)
+            )
+            lines = content.split("\n")
+            for link in seen["links"] if isinstance(seen, dict) else []:
+                if link["relative_path"] != relpath:
+                    continue
+                line = lines[link["line"] - 1]
+                written = line[link["start"] : link["end"]]
+                rewritten = text.relinked(written, link, source, new.relpath)
+                if rewritten is None or rewritten == written:
+                    continue
+                span = {
+                    "start": {
+                        "line": link["line"] - 1,
+                        "character": text.columns(line, link["start"], self.encoding),
+                    },
+                    "end": {
+                        "line": link["line"] - 1,
+                        "character": text.columns(line, link["end"], self.encoding),
+                    },
+                }
+                edits.setdefault(uri, []).append({"range": span, "newText": rewritten})
+        return edits
 
     def _link_at(self, params: dict[str, Any]) -> tuple[Note, dict[str, Any]] | None:
         """The open note and its link at the position asked about."""
@@ -481,6 +540,7 @@ def run(client: Client) -> int:
             "textDocument/documentSymbol": server.document_symbols,
             "workspace/symbol": server.workspace_symbols,
             "textDocument/codeAction": server.code_actions,
+            "workspace/willRenameFiles": server.will_rename_files,
         },
         notifications={
             "textDocument/didOpen": server.did_open,

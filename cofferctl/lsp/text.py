@@ -9,6 +9,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 UTF16 = "utf-16"
@@ -16,6 +17,7 @@ UTF32 = "utf-32"
 HEADING_LINE_MAX = 1000  # a longer line is no heading (as cofferd reads them)
 _HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*)")
 _MARKDOWN_SUFFIX = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
+_BARE_END = re.compile(r"[)\s]")
 _TAG_BEFORE = re.compile(r"(?:^|(?<=\s))#([\w/-]*)$")  # a tag being typed: `#` starts a word
 
 
@@ -79,6 +81,47 @@ def new_note_path(kind: str, target: str, linking: str) -> str | None:
     if not named or normal.startswith(("../", "/")) or normal in (".", ".."):
         return None
     return unicodedata.normalize("NFC", normal)
+
+
+def relinked(written: str, link: dict[str, Any], source: str, moved_to: str) -> str | None:
+    """The link `written` (as in the note at `source`) made to lead to `moved_to`, its
+    heading, alias and form kept: a wiki link names the note as before (its file name,
+    or its path when it gave one), a Markdown link gives the path from its note's folder."""
+    name = link["target"].split("#", 1)[0].strip()
+    if not name:
+        return None
+    if link["type"] == "wiki":
+        bare = _MARKDOWN_SUFFIX.sub("", moved_to)
+        new_name = bare if "/" in name else bare.rsplit("/", 1)[-1]
+        if _MARKDOWN_SUFFIX.search(name):
+            new_name += moved_to[len(bare) :]
+        opening = written.index("[[") + 2
+        at = written.index(name, opening)
+        return written[:at] + new_name + written[at + len(name) :]
+    path = (
+        "/" + moved_to
+        if name.startswith("/")
+        else posixpath.relpath(moved_to, posixpath.dirname(source) or ".")
+    )
+    after = written.index("](") + 2
+    start = after + len(written[after:]) - len(written[after:].lstrip())
+    if written.startswith("<", start):  # [x](<my plan.md#budget>): written as it is
+        end = written.index(">", start)
+        cut = _name_end(written, start + 1, end)
+        return written[: start + 1] + path + written[cut:]
+    bare_end = _BARE_END.search(written, start)
+    stop = bare_end.start() if bare_end else len(written)
+    cut = _name_end(written, start, stop)
+    if any(ch in path for ch in " ()<>"):  # a bare target cannot hold these: <...> can
+        inside = path.replace("<", "%3C").replace(">", "%3E")
+        return written[:start] + "<" + inside + written[cut:stop] + ">" + written[stop:]
+    return written[:start] + path + written[cut:]
+
+
+def _name_end(written: str, start: int, end: int) -> int:
+    """Where a Markdown link's path ends: at its `#heading`, or at its end."""
+    at = written.find("#", start, end)
+    return end if at < 0 else at
 
 
 def path_of(uri: str) -> Path | None:
