@@ -388,3 +388,17 @@ async def test_renaming_a_note_rewrites_every_link_to_it(
         "and [p](<../projects/budget 2027.md>) and [[plan]]\n"
     )
     assert old.exists()  # the editor renames the file; Coffer writes nothing
+
+
+async def test_diagnostics_follow_notes_made_elsewhere(
+    vault: tuple[Daemon, str], lsp: LanguageClient
+) -> None:
+    d, kb = vault
+    path = d.docs(kb) / "projects" / "today.md"
+    found = await opened(lsp, path, NOTE)
+    assert "broken-link" in [x.code for x in found]
+    write(d.docs(kb) / "elsewhere" / "nowhere.md", "# Nowhere\n")  # by another program
+    deadline = time.monotonic() + 15
+    while "broken-link" in [x.code for x in lsp.diagnostics[path.as_uri()]]:
+        assert time.monotonic() < deadline, "the diagnostics were not refreshed"
+        await asyncio.sleep(0.05)

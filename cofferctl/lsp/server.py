@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from cofferd import __version__
 ERROR, WARNING, INFORMATION = 1, 2, 3  # diagnostic severities
 _AT_START = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
 SOURCE = "coffer"
+REFRESH_S = 0.5  # how often the daemon is asked whether its index changed
 HEADING_READ_BYTES = 16 * 1024 * 1024  # as far as cofferd indexes a note
 HOVER_READ_BYTES = 64 * 1024
 WORKSPACE_SYMBOLS = 20  # passages a symbol search shows
@@ -39,6 +42,7 @@ class Note:
     relpath: str | None = None
     root: Path | None = None  # the KB's docs folder, as the editor's path names it
     links: list[dict[str, Any]] = field(default_factory=list)  # from the last inspection
+    writes: int | None = None  # the index's writes when it was last inspected
 
 
 class CofferLanguageServer:
@@ -50,6 +54,8 @@ class CofferLanguageServer:
         self.roots: list[Path] = []  # the workspace's folders
         self._folders: list[tuple[Path, str]] | None = None  # (docs folder, KB), real paths
         self._unreachable_said = False
+        self._lock = threading.Lock()  # one look at a note at a time: the last is published last
+        self._refreshing: threading.Thread | None = None
 
     # -- the protocol's methods -------------------------------------------------------------
 
@@ -80,12 +86,36 @@ class CofferLanguageServer:
             "serverInfo": {"name": "coffer", "version": __version__},
         }
 
+    def initialized(self, params: dict[str, Any]) -> None:
+        """Diagnostics follow the other notes too: the daemon's index is watched for
+        writes (a note made, removed or renamed elsewhere), and the open notes are looked
+        at again after each."""
+        if self._refreshing is None:  # a second `initialized` starts no second one
+            self._refreshing = threading.Thread(
+                target=self._refresh, name="lsp-refresh", daemon=True
+            )
+            self._refreshing.start()
+
+    def _refresh(self) -> None:
+        while True:
+            time.sleep(REFRESH_S)
+            health = self._ask(lambda: self.client.get("/api/v1/health"))
+            writes = health.get("index_writes") if isinstance(health, dict) else None
+            if writes is None:
+                continue
+            with self._lock:
+                for note in list(self.notes.values()):
+                    if note.writes is not None and note.writes != writes:
+                        self._inspect(note)
+
     def did_open(self, params: dict[str, Any]) -> None:
         document = _field(params, "textDocument", dict)
         uri, body = _field(document, "uri", str), _field(document, "text", str)
-        note = self.notes[uri] = Note(uri, body)
+        note = Note(uri, body)
         self._place(note)
-        self._inspect(note)
+        with self._lock:
+            self.notes[uri] = note
+            self._inspect(note)
 
     def did_change(self, params: dict[str, Any]) -> None:
         uri = _field(_field(params, "textDocument", dict), "uri", str)
@@ -93,12 +123,15 @@ class CofferLanguageServer:
         note = self.notes.get(uri)
         if note is None or not changes or not isinstance(changes[-1], dict):
             return
-        note.text = _field(changes[-1], "text", str)  # full sync: the last is the whole text
-        self._inspect(note)
+        with self._lock:
+            note.text = _field(changes[-1], "text", str)  # full sync: the last is whole
+            self._inspect(note)
 
     def did_close(self, params: dict[str, Any]) -> None:
         uri = _field(_field(params, "textDocument", dict), "uri", str)
-        if self.notes.pop(uri, None) is not None:
+        with self._lock:
+            closed = self.notes.pop(uri, None)
+        if closed is not None:
             self.transport.notify(
                 "textDocument/publishDiagnostics", {"uri": uri, "diagnostics": []}
             )
@@ -427,6 +460,7 @@ class CofferLanguageServer:
         if not isinstance(found, dict):
             return
         note.links = found["links"]
+        note.writes = found["index_writes"]
         self.transport.notify(
             "textDocument/publishDiagnostics",
             {"uri": note.uri, "diagnostics": self._diagnostics(note, found)},
@@ -543,6 +577,7 @@ def run(client: Client) -> int:
             "workspace/willRenameFiles": server.will_rename_files,
         },
         notifications={
+            "initialized": server.initialized,
             "textDocument/didOpen": server.did_open,
             "textDocument/didChange": server.did_change,
             "textDocument/didClose": server.did_close,

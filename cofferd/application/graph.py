@@ -101,6 +101,7 @@ class Graph:
         several documents: ambiguous, with them all), git's merge markers, and the sync
         tools' conflict copies of it."""
         self.kbs.get(kb)
+        writes = self.store.writes()  # before the read: a later write makes this one stale
         index = await self._keys.get(kb)
         copies = sorted(
             path
@@ -108,7 +109,7 @@ class Graph:
             if copy.original == relpath
         )
         found = await asyncio.to_thread(_inspect, index, relpath, text)
-        return {**found, "conflict_copies": copies}
+        return {**found, "conflict_copies": copies, "index_writes": writes}
 
     async def complete(self, kb: str, typed: str, limit: int) -> list[dict[str, Any]]:
         """The notes an editor offers for what was typed after `[[`, best first."""

@@ -128,7 +128,8 @@ routes = web.RouteTableDef()
 
 @routes.get("/api/v1/health")
 async def health(request: web.Request) -> web.Response:
-    return json_response({"status": "ok", "version": __version__})
+    writes = request.app[COFFER].stores.db.writes
+    return json_response({"status": "ok", "version": __version__, "index_writes": writes})
 
 
 @routes.get("/api/v1/status")
