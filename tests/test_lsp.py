@@ -249,6 +249,8 @@ async def test_workspace_symbols_are_a_coffer_search(
         ("see [[計画#予算|the", ("alias", 12, "the", "計画")),
         ("done [[x]] and #pro", ("tag", 16, "pro", "")),
         ("#draft", ("tag", 1, "draft", "")),
+        ("see [x](../pro", ("path", 8, "../pro", "")),
+        ("[a](b.md) and", None),
         ("# Heading", None),
         ("a#b", None),
         ("[[a]] after", None),
@@ -292,6 +294,13 @@ async def test_completion_of_headings_aliases_and_tags(
     assert await labels(1) == ["Robert"]
     assert await labels(2) == ["team"]
     assert await labels(3) == ["Today"]  # this note's own headings
+
+    await opened(lsp, path, "see [a](an\n", version=2)
+    params = types.CompletionParams(
+        types.TextDocumentIdentifier(path.as_uri()), types.Position(0, 10)
+    )
+    found = await asyncio.wait_for(lsp.text_document_completion_async(params), 10)
+    assert found.items[0].text_edit.new_text == "../people/ana.md)"
 
 
 @pytest.mark.parametrize(

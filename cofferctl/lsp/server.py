@@ -7,6 +7,7 @@ them); a note in none is left alone.
 from __future__ import annotations
 
 import os
+import posixpath
 import sys
 import threading
 import time
@@ -28,7 +29,13 @@ HEADING_READ_BYTES = 16 * 1024 * 1024  # as far as cofferd indexes a note
 HOVER_READ_BYTES = 64 * 1024
 WORKSPACE_SYMBOLS = 20  # passages a symbol search shows
 COMPLETIONS = 100
-COMPLETION_KINDS = {"note": 17, "heading": 15, "alias": 18, "tag": 14}  # file, string, ...
+COMPLETION_KINDS = {
+    "note": 17,
+    "path": 17,
+    "heading": 15,
+    "alias": 18,
+    "tag": 14,
+}  # file, string, ...
 SNIPPET_CHARS = 120
 
 
@@ -361,6 +368,18 @@ class CofferLanguageServer:
         if kind == "note":
             found = self._names(note.kb, typed)
             choices = [(n["link"], n["relative_path"], n["title"]) for n in found]
+        elif kind == "path":
+            closing = "" if line.startswith(")", at) else ")"
+            found = self._names(note.kb, typed.rsplit("/", 1)[-1].removesuffix(".md"))
+            folder = posixpath.dirname(note.relpath or "") or "."
+            choices = [
+                (
+                    _destination(posixpath.relpath(n["relative_path"], folder)),
+                    n["relative_path"],
+                    n["title"],
+                )
+                for n in found
+            ]
         elif kind == "tag":
             choices = self._tags(note.kb, typed)
         else:
@@ -543,6 +562,11 @@ class CofferLanguageServer:
         except (ApiError, ProtocolError) as exc:
             log(f"cofferd refused: {exc}")
         return None
+
+
+def _destination(path: str) -> str:
+    """A path as a Markdown link's target: in `<>` when it holds what a bare one cannot."""
+    return f"<{path}>" if any(ch in path for ch in " ()") else path
 
 
 def _read(path: Path, limit: int) -> str:

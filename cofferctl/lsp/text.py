@@ -44,7 +44,8 @@ def index_of(line: str, column: int, encoding: str) -> int:
 def completion_context(line: str, at: int) -> tuple[str, int, str, str] | None:
     """What is being typed at `at` in `line`: (kind, where the typed text starts, the typed
     text, the note a link names so far): "note" after `[[`, "heading" after `[[note#`,
-    "alias" after `[[note|`, "tag" after a `#` that starts a word; None elsewhere."""
+    "alias" after `[[note|`, "path" in a Markdown link's `](`, "tag" after a `#` that
+    starts a word; None elsewhere."""
     opening = line.rfind("[[", 0, at)
     if opening >= 0 and "]]" not in line[opening:at]:
         inside = line[opening + 2 : at]
@@ -55,6 +56,9 @@ def completion_context(line: str, at: int) -> tuple[str, int, str, str] | None:
             named, _, typed = inside.partition("#")
             return "heading", at - len(typed), typed, named
         return "note", opening + 2, inside, ""
+    pointing = line.rfind("](", 0, at)
+    if pointing >= 0 and not any(ch in line[pointing + 2 : at] for ch in " )<>"):
+        return "path", pointing + 2, line[pointing + 2 : at], ""
     m = _TAG_BEFORE.search(line, 0, at)
     if m:
         return "tag", m.start() + 1, m.group(1), ""
