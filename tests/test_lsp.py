@@ -411,3 +411,40 @@ async def test_diagnostics_follow_notes_made_elsewhere(
     while "broken-link" in [x.code for x in lsp.diagnostics[path.as_uri()]]:
         assert time.monotonic() < deadline, "the diagnostics were not refreshed"
         await asyncio.sleep(0.05)
+
+
+async def test_a_code_action_links_a_plain_mention_of_a_note(
+    vault: tuple[Daemon, str], lsp: LanguageClient
+) -> None:
+    d, kb = vault
+    path = d.docs(kb) / "projects" / "today.md"
+    await opened(lsp, path, "# Today\n\nask ana about the 計画 today\n")
+
+    async def actions(first: int, last: int) -> list[Any]:
+        params = types.CodeActionParams(
+            types.TextDocumentIdentifier(path.as_uri()),
+            types.Range(types.Position(2, first), types.Position(2, last)),
+            types.CodeActionContext(diagnostics=[]),
+        )
+        return list(await asyncio.wait_for(lsp.text_document_code_action_async(params), 10) or [])
+
+    (ana,) = await actions(5, 5)  # the cursor in `ana`
+    assert ana.title == "Link to people/ana.md"
+    (edit,) = ana.edit.changes[path.as_uri()]
+    assert edit.new_text == "[[ana]]" and (
+        edit.range.start.character,
+        edit.range.end.character,
+    ) == (4, 7)
+    (plan,) = await actions(18, 20)  # `計画` selected
+    assert plan.edit.changes[path.as_uri()][0].new_text == "[[計画]]"
+    assert await actions(0, 0) == []  # `ask`: no note is called so
+
+
+def test_the_word_under_the_cursor_is_found_in_linear_time() -> None:
+    line = "a" * 1_000_000
+    started = time.perf_counter()
+    assert text.mention(line, 500_000, 500_000) == (
+        500_000 - text.WORD_MAX,
+        500_000 + text.WORD_MAX,
+    )
+    assert time.perf_counter() - started < 0.5

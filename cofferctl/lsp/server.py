@@ -29,6 +29,7 @@ HEADING_READ_BYTES = 16 * 1024 * 1024  # as far as cofferd indexes a note
 HOVER_READ_BYTES = 64 * 1024
 WORKSPACE_SYMBOLS = 20  # passages a symbol search shows
 COMPLETIONS = 100
+MENTION_MAX_CHARS = 200
 COMPLETION_KINDS = {
     "note": 17,
     "path": 17,
@@ -243,7 +244,8 @@ class CofferLanguageServer:
 
     def code_actions(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         """For each broken link in the range: create the note it names (the editor makes
-        the file, with a heading; Coffer writes nothing)."""
+        the file, with a heading; Coffer writes nothing). For a note's name, title or
+        alias written plainly (selected, or the word under the cursor): link to it."""
         uri = _field(_field(params, "textDocument", dict), "uri", str)
         span = _field(params, "range", dict)
         first = _field(_field(span, "start", dict), "line", int)
@@ -275,7 +277,47 @@ class CofferLanguageServer:
                     },
                 }
             )
+        actions += self._mention_actions(
+            note, _field(span, "start", dict), _field(span, "end", dict)
+        )
         return actions
+
+    def _mention_actions(
+        self, note: Note, start: dict[str, Any], end: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """The selected text (or the word under the cursor) made a link to the note whose
+        name, title or alias it is."""
+        line_no = _field(start, "line", int)
+        lines = note.text.split("\n")
+        if note.kb is None or line_no != _field(end, "line", int) or not 0 <= line_no < len(lines):
+            return []
+        line = lines[line_no]
+        first = text.index_of(line, _field(start, "character", int), self.encoding)
+        last = text.index_of(line, _field(end, "character", int), self.encoding)
+        first, last = text.mention(line, first, last)
+        mention = line[first:last]
+        inside = any(
+            link["line"] == line_no + 1 and link["start"] < last and first < link["end"]
+            for link in note.links
+        )
+        if not mention.strip() or inside or len(mention) > MENTION_MAX_CHARS:
+            return []
+        wanted = mention.casefold()
+        for named in self._names(note.kb, mention):
+            stem = named["relative_path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            if wanted not in {n.casefold() for n in (stem, named["title"], *named["aliases"])}:
+                continue
+            link = named["link"]
+            written = f"[[{link}]]" if wanted == link.casefold() else f"[[{link}|{mention}]]"
+            span = {
+                "start": {"line": line_no, "character": text.columns(line, first, self.encoding)},
+                "end": {"line": line_no, "character": text.columns(line, last, self.encoding)},
+            }
+            edit = {"changes": {note.uri: [{"range": span, "newText": written}]}}
+            return [
+                {"title": f"Link to {named['relative_path']}", "kind": "quickfix", "edit": edit}
+            ]
+        return []
 
     def will_rename_files(self, params: dict[str, Any]) -> dict[str, Any] | None:
         """Before the editor renames notes: every link to each, in every note, rewritten to

@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlparse
 UTF16 = "utf-16"
 UTF32 = "utf-32"
 HEADING_LINE_MAX = 1000  # a longer line is no heading (as cofferd reads them)
+WORD_MAX = 200  # the longest word under the cursor looked at
 _HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*)")
 _MARKDOWN_SUFFIX = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
 _BARE_END = re.compile(r"[)\s]")
@@ -126,6 +127,22 @@ def _name_end(written: str, start: int, end: int) -> int:
     """Where a Markdown link's path ends: at its `#heading`, or at its end."""
     at = written.find("#", start, end)
     return end if at < 0 else at
+
+
+def mention(line: str, first: int, last: int) -> tuple[int, int]:
+    """The text a code action would link: the selection, or the word under the cursor."""
+    if first < last:
+        return first, last
+    start, end = first, first
+    while start > max(0, first - WORD_MAX) and _word_char(line[start - 1]):
+        start -= 1
+    while end < min(len(line), first + WORD_MAX) and _word_char(line[end]):
+        end += 1
+    return start, end
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch in "_-"
 
 
 def path_of(uri: str) -> Path | None:
