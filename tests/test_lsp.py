@@ -448,3 +448,30 @@ def test_the_word_under_the_cursor_is_found_in_linear_time() -> None:
         500_000 + text.WORD_MAX,
     )
     assert time.perf_counter() - started < 0.5
+
+
+async def test_renaming_a_heading_rewrites_the_links_to_it(
+    vault: tuple[Daemon, str], lsp: LanguageClient
+) -> None:
+    d, kb = vault
+    docs = d.docs(kb)
+    monday = "see [[計画#予算|money]] and [[計画#intro]]\n[b](../projects/計画.md#予算)\n"
+    write(docs / "log" / "monday.md", monday)
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == 5)
+    plan = docs / "projects" / "計画.md"
+    await opened(lsp, plan, plan.read_text())
+    edit = await asyncio.wait_for(
+        lsp.text_document_rename_async(
+            types.RenameParams(
+                types.TextDocumentIdentifier(plan.as_uri()), types.Position(4, 4), "Budget 2027"
+            )
+        ),
+        10,
+    )
+    (heading,) = edit.changes[plan.as_uri()]
+    assert heading.new_text == "Budget 2027" and heading.range.start.character == 3
+    others = edit.changes[(docs / "log" / "monday.md").as_uri()]
+    assert sorted(e.new_text for e in others) == [
+        "[[計画#Budget 2027|money]]",
+        "[b](../projects/計画.md#Budget%202027)",
+    ]

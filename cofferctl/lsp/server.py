@@ -11,6 +11,7 @@ import posixpath
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,7 @@ class CofferLanguageServer:
                 "textDocumentSync": {"openClose": True, "change": 1},  # whole text each time
                 "definitionProvider": True,
                 "codeActionProvider": {"codeActionKinds": ["quickfix"]},
+                "renameProvider": True,
                 "workspace": {
                     "fileOperations": {
                         "willRename": {"filters": [{"pattern": {"glob": "**/*.{md,markdown}"}}]}
@@ -319,6 +321,38 @@ class CofferLanguageServer:
             ]
         return []
 
+    def rename(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """Rename the heading under the cursor: the heading, and every link to it from
+        other notes (`[[note#heading]]`, `[x](note.md#heading)`)."""
+        uri = _field(_field(params, "textDocument", dict), "uri", str)
+        line_no = _field(_field(params, "position", dict), "line", int)
+        new_name = _field(params, "newName", str).strip()
+        note = self.notes.get(uri)
+        if note is None or note.kb is None or note.relpath is None or note.root is None:
+            return None
+        heading = next((h for h in text.headings(note.text) if h[0] == line_no), None)
+        if heading is None or not new_name or "\n" in new_name:
+            raise RpcError(INVALID_PARAMS, "put the cursor on a heading to rename it")
+        lines = note.text.split("\n")
+        line = lines[line_no]
+        at = line.rindex(heading[2])
+        here = {
+            "range": {
+                "start": {"line": line_no, "character": text.columns(line, at, self.encoding)},
+                "end": {
+                    "line": line_no,
+                    "character": text.columns(line, at + len(heading[2]), self.encoding),
+                },
+            },
+            "newText": new_name,
+        }
+        changes = {uri: [here]}
+        for source, edits in self._links_to(
+            note, lambda written, link: text.reheaded(written, link, heading[2], new_name)
+        ).items():
+            changes.setdefault(source, []).extend(edits)
+        return {"changes": changes}
+
     def will_rename_files(self, params: dict[str, Any]) -> dict[str, Any] | None:
         """Before the editor renames notes: every link to each, in every note, rewritten to
         its new place (the editor applies the edit; Coffer writes nothing)."""
@@ -335,11 +369,21 @@ class CofferLanguageServer:
         old, new = Note(old_uri, ""), Note(new_uri, "")
         self._place(old)
         self._place(new)
-        if old.kb is None or old.kb != new.kb or old.relpath is None or new.relpath is None:
+        if old.kb is None or old.kb != new.kb or new.relpath is None:
             return {}
-        if old.root is None:
+        moved_to = new.relpath
+        return self._links_to(
+            old, lambda written, link: text.relinked(written, link, link["source"], moved_to)
+        )
+
+    def _links_to(
+        self, note: Note, rewrite: Callable[[str, dict[str, Any]], str | None]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Edits of every link to `note` in the notes that link to it, each link rewritten
+        by `rewrite(written, link)` (None: left as it is)."""
+        if note.kb is None or note.relpath is None or note.root is None:
             return {}
-        kb, relpath, root = old.kb, old.relpath, old.root
+        kb, relpath, root = note.kb, note.relpath, note.root
         found = self._ask(lambda: self.client.get(self.client.document(kb, relpath, "/links")))
         sources = sorted({b["relative_path"] for b in found["backlinks"]}) if found else []
         edits: dict[str, list[dict[str, Any]]] = {}
@@ -357,7 +401,7 @@ class CofferLanguageServer:
                     continue
                 line = lines[link["line"] - 1]
                 written = line[link["start"] : link["end"]]
-                rewritten = text.relinked(written, link, source, new.relpath)
+                rewritten = rewrite(written, {**link, "source": source})
                 if rewritten is None or rewritten == written:
                     continue
                 span = {
@@ -641,6 +685,7 @@ def run(client: Client) -> int:
             "workspace/symbol": server.workspace_symbols,
             "textDocument/codeAction": server.code_actions,
             "workspace/willRenameFiles": server.will_rename_files,
+            "textDocument/rename": server.rename,
         },
         notifications={
             "initialized": server.initialized,

@@ -145,6 +145,20 @@ def _word_char(ch: str) -> bool:
     return ch.isalnum() or ch in "_-"
 
 
+def reheaded(written: str, link: dict[str, Any], old: str, new: str) -> str | None:
+    """The link `written` with its `#heading` renamed from `old` to `new` (any case); None
+    when it names another heading, or none."""
+    _, hash_, heading = link["target"].partition("#")
+    markdown = link["type"] == "markdown"
+    named = unquote(heading) if markdown else heading
+    at = written.rfind("#" + heading)
+    if not hash_ or at < 0 or named.strip().casefold() != old.casefold():
+        return None
+    if markdown and "<" not in written:  # a bare target holds no space
+        new = new.replace(" ", "%20")
+    return written[: at + 1] + new + written[at + 1 + len(heading) :]
+
+
 def path_of(uri: str) -> Path | None:
     """The file a `file:` URI names; None for any other URI."""
     parsed = urlparse(uri)
