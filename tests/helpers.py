@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,25 @@ from tests.daemon import Daemon, wait_for
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+    return path
+
+
+def new_vault(d: Daemon, prefix: str, notes: dict[str, str]) -> str:
+    """A new KB of the daemon holding `notes` (path -> text), once they are indexed."""
+    kb = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    d.client.post("/api/v1/knowledge_bases", {"name": kb})
+    for relpath, text in notes.items():
+        write(d.docs(kb) / relpath, text)
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == len(notes))
+    return kb
+
+
+def add_note(d: Daemon, kb: str, relpath: str, text: str) -> Path:
+    """A note written into the KB, returned once the KB has one document more."""
+    count = lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"]  # noqa: E731
+    before = count()
+    path = write(d.docs(kb) / relpath, text)
+    wait_for(lambda: count() == before + 1)
     return path
 
 

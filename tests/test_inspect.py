@@ -10,7 +10,7 @@ import pytest
 
 from cofferctl.client import ApiError
 from tests.daemon import Daemon, wait_for
-from tests.helpers import write
+from tests.helpers import new_vault, write
 
 
 def inspect(d: Daemon, kb: str, relpath: str, text: str) -> dict[str, Any]:
@@ -21,16 +21,11 @@ def inspect(d: Daemon, kb: str, relpath: str, text: str) -> dict[str, Any]:
 
 @pytest.fixture
 def vault(shared_daemon: Daemon) -> tuple[Daemon, str]:
-    d = shared_daemon
-    kb = "v-" + uuid.uuid4().hex[:8]
-    d.client.post("/api/v1/knowledge_bases", {"name": kb})
-    docs = d.docs(kb)
-    for relpath in ["projects/計画.md", "projects/plan.md", "archive/plan.md", "people/ana.md"]:
-        write(docs / relpath, f"# {relpath}\n\ntext\n")
-    write(docs / "projects/plan.sync-conflict-20261130-101500-ABCDEFG.md", "# copy\n")
-    metrics = lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"]  # noqa: E731
-    wait_for(lambda: metrics() == 4)
-    return d, kb
+    notes = {
+        relpath: f"# {relpath}\n\ntext\n"
+        for relpath in ["projects/計画.md", "projects/plan.md", "archive/plan.md", "people/ana.md"]
+    }
+    return shared_daemon, new_vault(shared_daemon, "v", notes)
 
 
 def test_links_of_unsaved_text_are_placed_and_resolved(vault: tuple[Daemon, str]) -> None:
@@ -58,6 +53,9 @@ def test_links_of_unsaved_text_are_placed_and_resolved(vault: tuple[Daemon, str]
 
 def test_merge_markers_and_conflict_copies_are_named(vault: tuple[Daemon, str]) -> None:
     d, kb = vault
+    copy = "projects/plan.sync-conflict-20261130-101500-ABCDEFG.md"  # listed, never indexed
+    write(d.docs(kb) / copy, "# copy\n")
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/conflicts"))["conflicts"])
     text = "# Plan\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> branch\n"
     found = inspect(d, kb, "projects/plan.md", text)
     assert found["merge_markers"] == [2, 4, 6]

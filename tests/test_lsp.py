@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,8 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient, make_test_lsp_client
 
 from cofferctl.lsp import text
-from tests.daemon import BIN, Daemon, wait_for
-from tests.helpers import write
+from tests.daemon import BIN, Daemon
+from tests.helpers import add_note, new_vault, write
 
 NOTE = (
     "# Today\n\n見て [[計画#予算|the plan]], [[plan]] and [[nowhere]].\n[ana](../people/ana.md)\n"
@@ -28,16 +27,10 @@ NOTE = (
 
 @pytest.fixture
 def vault(shared_daemon: Daemon) -> tuple[Daemon, str]:
-    d = shared_daemon
-    kb = "lsp-" + uuid.uuid4().hex[:8]
-    d.client.post("/api/v1/knowledge_bases", {"name": kb})
-    docs = d.docs(kb)
-    write(docs / "projects/計画.md", "# 計画\n\nintro\n\n## 予算\n\nnumbers\n")
+    notes = {"projects/計画.md": "# 計画\n\nintro\n\n## 予算\n\nnumbers\n"}
     for relpath in ["projects/plan.md", "archive/plan.md", "people/ana.md"]:
-        write(docs / relpath, f"# {relpath}\n")
-    metrics = lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"]  # noqa: E731
-    wait_for(lambda: metrics() == 4)
-    return d, kb
+        notes[relpath] = f"# {relpath}\n"
+    return shared_daemon, new_vault(shared_daemon, "lsp", notes)
 
 
 @pytest.fixture
@@ -183,8 +176,7 @@ async def test_completion_after_brackets_offers_notes_best_first(
 async def test_hover_references_and_symbols(vault: tuple[Daemon, str], lsp: LanguageClient) -> None:
     d, kb = vault
     docs = d.docs(kb)
-    write(docs / "log" / "monday.md", "# Monday\n\nread\n\nsee [[計画]] again\n")
-    wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == 5)
+    add_note(d, kb, "log/monday.md", "# Monday\n\nread\n\nsee [[計画]] again\n")
     today = docs / "projects" / "today.md"
     await opened(lsp, today, NOTE)
     line = NOTE.split("\n")[2]
@@ -228,10 +220,9 @@ async def test_workspace_symbols_are_a_coffer_search(
 ) -> None:
     d, kb = vault
     docs = d.docs(kb)
-    write(
-        docs / "log" / "boiler.md", "# Boiler\n\n## Service\n\nthe technician replaced the valve\n"
+    add_note(
+        d, kb, "log/boiler.md", "# Boiler\n\n## Service\n\nthe technician replaced the valve\n"
     )
-    wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == 5)
     found = await asyncio.wait_for(
         lsp.workspace_symbol_async(types.WorkspaceSymbolParams(query="technician valve")), 10
     )
@@ -273,11 +264,12 @@ async def test_completion_of_headings_aliases_and_tags(
 ) -> None:
     d, kb = vault
     docs = d.docs(kb)
-    write(
-        docs / "people" / "bo.md",
+    add_note(
+        d,
+        kb,
+        "people/bo.md",
         "---\naliases: [Robert, Bobby]\ntags: [team]\n---\n# Bo\n#team #travel\n",
     )
-    wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == 5)
     path = docs / "projects" / "today.md"
     typed = "[[計画#予\n[[bo|Rob\n#te\n[[#To\n# Today\n"
     await opened(lsp, path, typed)
@@ -371,8 +363,7 @@ async def test_renaming_a_note_rewrites_every_link_to_it(
     d, kb = vault
     docs = d.docs(kb)
     monday = "# Monday\n\nsee [[計画#予算|the plan]]\nand [p](../projects/計画.md) and [[plan]]\n"
-    write(docs / "log" / "monday.md", monday)
-    wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == 5)
+    add_note(d, kb, "log/monday.md", monday)
     old, new = docs / "projects" / "計画.md", docs / "projects" / "budget 2027.md"
     edit = await asyncio.wait_for(
         lsp.workspace_will_rename_files_async(
@@ -456,8 +447,7 @@ async def test_renaming_a_heading_rewrites_the_links_to_it(
     d, kb = vault
     docs = d.docs(kb)
     monday = "see [[計画#予算|money]] and [[計画#intro]]\n[b](../projects/計画.md#予算)\n"
-    write(docs / "log" / "monday.md", monday)
-    wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == 5)
+    add_note(d, kb, "log/monday.md", monday)
     plan = docs / "projects" / "計画.md"
     await opened(lsp, plan, plan.read_text())
     edit = await asyncio.wait_for(
