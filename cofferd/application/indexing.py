@@ -160,9 +160,10 @@ class IndexingService:
         adapt: Callable[[BaseException], bool] = lambda exc: False,
     ) -> None:
         """Run `session` (a watch of the files, say) again and again until the service
-        stops. Each time it ends, a full reconcile covers what it may have missed. After a
-        failure it starts again a little later (at once when `adapt`, told of the failure,
-        says it changed how the session runs), later each time it fails in a row."""
+        stops; each asks for the full reconcile that covers what no session saw, once it
+        is under way (`request_full`). After a failure it starts again a little later (at
+        once when `adapt`, told of the failure, says it changed how the session runs),
+        later each time it fails in a row."""
         self._spawn(name, self._supervised(session, adapt))
 
     def _spawn(self, name: str, work: Awaitable[None]) -> None:
@@ -199,8 +200,6 @@ class IndexingService:
                 if not adapt(exc):
                     await asyncio.sleep(RESTART_S[min(failures, len(RESTART_S) - 1)])
                     failures += 1
-            if not self._stopping:
-                self.request_full()
 
     async def _embedding(self) -> None:
         """The embedding queue: a batch per KB that owes vectors, then a wait until woken

@@ -111,8 +111,8 @@ class Daemon:
             await runner.setup()
             stack.push_async_callback(runner.cleanup)  # first out: stop accepting requests
             await web.SockSite(runner, bound.sock, shutdown_timeout=SHUTDOWN_S).start()
-            watcher.start()
-            coffer.indexing.start(full_reconcile=True)
+            watcher.start()  # its first watch, once set up, asks for the start-up reconcile
+            coffer.indexing.start(full_reconcile=False)
             checking = asyncio.create_task(coffer.check_index(), name="quick-check")
             stack.push_async_callback(_cancel, checking)
             if sys.stderr.isatty():  # `make run` in the foreground; services log only

@@ -1,8 +1,9 @@
 """The watch of every knowledge base's files: the knowledge/ folder and each KB's folder
 alone (KBs created, deleted or copied in; settings; docs/ links), and each KB's root, as
 the confinement boundary resolves and checks it, whole. When a root comes, goes or changes
-(attached, mounted, unmounted, swapped, refused) the watch starts again, and a full
-reconcile covers the moment it was not watching.
+(attached, mounted, unmounted, swapped, refused) the watch starts again. Each watch, once
+set up, asks for a full reconcile, which reads what changed while nothing watched (at
+start, between two watches): no save falls between a scan and a watch.
 
 It only turns file events into paths for the indexing service; what a path is is the
 DocumentPolicy's to say, and what to do is the service's. Events are sorted off the serving
@@ -119,13 +120,15 @@ class Watcher:
         trees = {kb: path for kb, path, *_ in layout.roots}
         try:
             self.state.running = True
-            # A folder that is no KB yet (copied in, its settings still on their way) was
-            # not watched until now: whatever came into it meanwhile is read at once.
-            for name in layout.folders - known:
-                self.indexing.request_full(name)
             watches = [asyncio.create_task(self._watch(folders, False, None))]
             if trees:
                 watches.append(asyncio.create_task(self._watch(list(trees.values()), True, trees)))
+            await asyncio.sleep(0)  # each watch is set up on its first step: now it is
+            # Whatever changed while nothing watched (before the first session, between two,
+            # in a folder that is no KB yet) is read now that the watch sees what follows.
+            self.indexing.request_full()
+            for name in layout.folders - known:
+                self.indexing.request_full(name)
             try:
                 done, _ = await asyncio.wait(watches, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
