@@ -22,7 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import accumulate
 
-_SUFFIX = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
+from cofferd.domain.links import MARKDOWN_SUFFIX
+
 _CLEAN = re.compile(r"[\n\0]")  # the separators, never part of a name
 QUERY_MAX_CHARS = 200  # longer is no name anyone types
 WORD_SEPARATORS = " -_/."  # what starts a word in a name
@@ -110,13 +111,25 @@ class NameIndex:
         return notes
 
     def _in_order(self, q: str, limit: int, found: dict[int, None]) -> None:
-        """Notes with the letters of `q` in that order within one of their texts, after."""
-        letters = re.compile("[^\n\0]*?".join(map(re.escape, q)))
+        """Notes with the letters of `q` in that order within one of their texts, after.
+        Taking each letter where it next occurs decides it, so a text is read once: from
+        the first place of `q`'s first letter in it, and only up to its end."""
+        text = self._text
         at = 0
-        while len(found) < limit and (m := letters.search(self._text, at)):
-            note = bisect_right(self._starts, m.start()) - 1
-            found.setdefault(note)
-            at = self._end(note)
+        while len(found) < limit and (at := text.find(q[0], at)) >= 0:
+            note = bisect_right(self._starts, at) - 1
+            end = text.find("\n", at, self._end(note))
+            end = self._end(note) if end < 0 else end  # this text of the note ends here
+            after = at + 1
+            for letter in q[1:]:
+                after = text.find(letter, after, end) + 1
+                if not after:
+                    break
+            if after:
+                found.setdefault(note)
+                at = self._end(note)
+            else:
+                at = end + 1  # the note's next text, if it has one
 
     def _end(self, note: int) -> int:
         """Where the note's texts end (at the NUL before the next note's)."""
@@ -127,7 +140,7 @@ def _note(row: Row) -> _Note:
     path, title, aliases_json, _ = row
     loaded = json.loads(aliases_json)
     aliases = tuple(str(a) for a in loaded) if isinstance(loaded, list) else ()
-    bare_path = _SUFFIX.sub("", path)
+    bare_path = MARKDOWN_SUFFIX.sub("", path)
     stem = bare_path.rsplit("/", 1)[-1]
     texts = "\n".join(_CLEAN.sub(" ", t) for t in (stem, title, *aliases, bare_path))
     # folded as a whole, before offsets are taken: folding may change a text's length

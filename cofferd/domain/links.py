@@ -38,7 +38,7 @@ _ANGLE_CLOSE = re.compile(">")
 _BARE_END = re.compile(r"[)\s]")
 _PAREN_CLOSE = re.compile(r"\)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_SUFFIX = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
+MARKDOWN_SUFFIX = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class Link:
 
 def key_of(path: str) -> str:
     """The key a document answers to: its path, lower case, NFC, without `.md`."""
-    return _SUFFIX.sub("", unicodedata.normalize("NFC", path)).casefold()
+    return MARKDOWN_SUFFIX.sub("", unicodedata.normalize("NFC", path)).casefold()
 
 
 def links_of(body: str, relpath: str, first_line: int = 1) -> list[Link]:
@@ -180,7 +180,7 @@ def _markdown_key(target: str, folder: str) -> str | None:
     if _SCHEME.match(target) or target.startswith(("#", "//")):
         return None  # a web link, mailto:, or a heading of this document
     path = unquote(target.split("#", 1)[0].split("?", 1)[0])
-    if not _SUFFIX.search(path):
+    if not MARKDOWN_SUFFIX.search(path):
         return None  # an image, a PDF, a folder: not a document
     joined = path.lstrip("/") if path.startswith("/") else posixpath.join(folder, path)
     normal = posixpath.normpath(joined)
