@@ -187,3 +187,39 @@ async def test_the_space_of_deleted_rows_is_given_back(
         assert await db.write(lambda c: c.execute("PRAGMA auto_vacuum").fetchone()[0]) == 2
     finally:
         await db.close()
+
+
+async def test_document_changes_count_names_and_times_not_embeddings(tmp_path: Path) -> None:
+    """What completion keeps is good while the count stays: a new title, path or time
+    counts, an embedding's bookkeeping does not (it writes all the time)."""
+    db = await Database(tmp_path / "c.db").open()
+
+    def count(conn: sqlite.Connection) -> dict[str, int]:
+        return dict(conn.execute("SELECT resource_name, changes FROM document_changes"))
+
+    insert = (
+        "INSERT INTO documents (id, kind, resource_name, project_id, path, title,"
+        " content_sha256, source_mode, created_at, updated_at, file_size, file_mtime_ns,"
+        " chunking) VALUES (?, 'knowledge_base', ?, 'g', ?, 't', 'h', 'm', 'c', 'u', 0, 0, 'x')"
+    )
+    try:
+        await db.write(lambda c: c.execute(insert, ("1", "kb", "a.md")))
+        await db.write(lambda c: c.execute(insert, ("2", "other", "a.md")))
+        assert await db.read(count) == {"kb": 1, "other": 1}
+        for update in (
+            "embed_pending = 1",
+            "embed_error = 'e', embed_retry_at = 5",
+            "metadata = '{}'",
+        ):
+            await db.write(
+                lambda c, u=update: c.execute(f"UPDATE documents SET {u} WHERE id = '1'")
+            )
+        assert await db.read(count) == {"kb": 1, "other": 1}
+        for update in ("title = 'T'", "path = 'b.md'", "aliases = '[\"x\"]'", "updated_at = 'v'"):
+            await db.write(
+                lambda c, u=update: c.execute(f"UPDATE documents SET {u} WHERE id = '1'")
+            )
+        await db.write(lambda c: c.execute("DELETE FROM documents WHERE id = '1'"))
+        assert await db.read(count) == {"kb": 6, "other": 1}
+    finally:
+        await db.close()

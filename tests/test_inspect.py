@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from cofferctl.client import ApiError
-from cofferd.application.completion import NameIndex
+from cofferd.application.completion import LinkStyle, NameIndex
 from tests.daemon import Daemon, wait_for
-from tests.helpers import new_vault, write
+from tests.helpers import add_note, new_vault, write
 
 
 def inspect(d: Daemon, kb: str, relpath: str, text: str) -> dict[str, Any]:
@@ -91,6 +91,9 @@ def test_hostile_text_is_answered_in_linear_time(vault: tuple[Daemon, str]) -> N
     assert len(found["merge_markers"]) == 1000  # named up to a budget
 
 
+PLAIN = LinkStyle()
+
+
 def names(d: Daemon, kb: str, typed: str, limit: int = 50) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = d.client.get(d.client.kb(kb, "/names"), q=typed, limit=limit)[
         "names"
@@ -134,10 +137,80 @@ def test_completion_by_letters_in_order_takes_linear_time() -> None:
     every `a` (a lazy pattern's search did that: 16k letters took 1.7 s)."""
     took = []
     for n in (250_000, 500_000, 1_000_000):
-        index = NameIndex([("x.md", "x", json.dumps(["a" * n, "zzb"]), "2026-12-04")])
+        index = NameIndex([("x.md", "x", json.dumps(["a" * n, "zzb"]), "2026-12-04")], PLAIN)
         started = time.perf_counter()
         assert index.complete("ab", 50) == []  # `b` is in another text of the note
         took.append(time.perf_counter() - started)
     assert took[-1] < 0.5 and took[-1] < 8 * took[0] + 0.05
-    found = NameIndex([("deep/explanations.md", "Notes", "[]", "2026-12-04")]).complete("xpns", 5)
+    found = NameIndex([("deep/explanations.md", "Notes", "[]", "2026-12-04")], PLAIN).complete(
+        "xpns", 5
+    )
     assert [n.path for n in found] == ["deep/explanations.md"]
+
+
+@pytest.mark.parametrize(
+    ("links", "expected"),
+    [
+        ([], PLAIN),
+        ([("wiki", "a"), ("wiki", "b.md#x"), ("wiki", "c.md")], LinkStyle(extension=True)),
+        ([("wiki", "f/a"), ("wiki", "f/b"), ("wiki", "c")], LinkStyle(whole_path=True)),
+        ([("markdown", "a.md"), ("markdown", "../b.md#h"), ("wiki", "c")], LinkStyle(True)),
+        # links to pictures and PDFs say nothing of how notes are linked
+        ([("markdown", "a.png"), ("markdown", "b.pdf"), ("wiki", "c")], PLAIN),
+        ([("wiki", "#heading"), ("wiki", "#other"), ("wiki", "a.md")], LinkStyle(extension=True)),
+    ],
+)
+def test_a_kb_link_style_is_what_most_of_its_links_do(
+    links: list[tuple[str, str]], expected: LinkStyle
+) -> None:
+    assert LinkStyle.learn(links) == expected
+
+
+def test_completion_writes_links_as_the_kb_does(shared_daemon: Daemon) -> None:
+    d = shared_daemon
+    notes = {
+        "a/plan.md": "# Plan\n\n[[a/notes.md]] and [[b/notes.md#x]]\n",
+        "a/notes.md": "# A notes\n\n[[a/plan.md]]\n",
+        "b/notes.md": "# B notes\n",
+    }
+    kb = new_vault(d, "style", notes)
+    answer = d.client.get(d.client.kb(kb, "/names"), q="pla")
+    assert answer["link_style"] == {"markdown": False, "extension": True, "whole_path": True}
+    assert answer["names"][0]["link"] == "a/plan.md"
+    markdown = new_vault(d, "md", {"a.md": "[b](sub/b.md) [c](c.md)\n", "sub/b.md": "# B\n"})
+    style = d.client.get(d.client.kb(markdown, "/names"), q="b")["link_style"]
+    assert style == {"markdown": True, "extension": False, "whole_path": False}
+
+
+def test_names_answer_at_once_after_a_save_and_are_current_soon(shared_daemon: Daemon) -> None:
+    d = shared_daemon
+    kb = new_vault(d, "fresh", {f"n{i}.md": f"# Note {i}\n" for i in range(20)})
+    assert d.client.get(d.client.kb(kb, "/names"), q="n")["fresh"]
+    add_note(d, kb, "zebra.md", "# Zebra\n")
+
+    def current() -> bool:
+        answer = d.client.get(d.client.kb(kb, "/names"), q="zebra")
+        assert answer["fresh"] or not answer["names"]  # an answer from before says so
+        return bool(answer["fresh"] and answer["names"])
+
+    wait_for(current)
+
+
+def test_document_changes_count_what_completion_and_links_read(shared_daemon: Daemon) -> None:
+    """The count grows with a note made, renamed or removed, and is what inspect says."""
+    d = shared_daemon
+    kb = new_vault(d, "count", {"a.md": "# A\n"})
+
+    def count() -> int:
+        kbs = d.client.get("/api/v1/document_changes")["knowledge_bases"]
+        (entry,) = [k for k in kbs if k["name"] == kb]
+        assert entry["docs_path"] == str(d.docs(kb))
+        return int(entry["document_changes"])
+
+    first = count()
+    assert inspect(d, kb, "x.md", "")["document_changes"] == first
+    add_note(d, kb, "b.md", "# B\n")
+    second = count()
+    assert second > first
+    (d.docs(kb) / "b.md").rename(d.docs(kb) / "c.md")
+    wait_for(lambda: count() > second)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -465,3 +466,79 @@ async def test_renaming_a_heading_rewrites_the_links_to_it(
         "[[計画#Budget 2027|money]]",
         "[b](../projects/計画.md#Budget%202027)",
     ]
+
+
+async def complete_at(client: LanguageClient, path: Path, line_no: int, character: int) -> Any:
+    params = types.CompletionParams(
+        types.TextDocumentIdentifier(path.as_uri()), types.Position(line_no, character)
+    )
+    return await asyncio.wait_for(client.text_document_completion_async(params), 10)
+
+
+async def test_completion_writes_a_markdown_link_where_the_kb_links_so(
+    shared_daemon: Daemon,
+) -> None:
+    """Typing `[[` in a vault of Markdown links writes one, as Obsidian does with wiki
+    links off: the brackets typed and those the editor closed become `[title](path)`."""
+    d = shared_daemon
+    notes = {
+        "daily/today.md": "[plan](../projects/plan.md), [ana](../people/ana.md)\n",
+        "projects/plan.md": "# Budget plan\n",
+        "people/ana.md": "# Ana\n",
+    }
+    kb = new_vault(d, "mdstyle", notes)
+    client = make_test_lsp_client()
+    await client.start_io(str(BIN / "cofferctl"), "lsp", env=d.env())
+    await client.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities()))
+    try:
+        path = d.docs(kb) / "daily" / "today.md"
+        await opened(client, path, "# Today\n\nsee [[pla]] now\n")
+        found = await complete_at(client, path, 2, len("see [[pla"))
+        item = found.items[0]
+        assert item.detail == "projects/plan.md"
+        assert item.text_edit.new_text == "[Budget plan](../projects/plan.md)"
+        edit = item.text_edit.range
+        assert (edit.start.character, edit.end.character) == (4, len("see [[pla]]"))
+        assert item.filter_text == "[[pla"
+    finally:
+        await asyncio.wait_for(client.shutdown_session(), 10)
+
+
+async def test_a_note_is_placed_when_its_kb_comes_and_let_go_when_it_goes(
+    shared_daemon: Daemon, tmp_path: Path
+) -> None:
+    """A note opened in a folder that is no KB yet gets its diagnostics once the folder
+    is attached; when the KB is deleted, they are withdrawn."""
+    d = shared_daemon
+    folder = tmp_path / "later-vault"
+    write(folder / "a.md", "# A\n")
+    client = make_test_lsp_client()
+    await client.start_io(str(BIN / "cofferctl"), "lsp", env=d.env())
+    await client.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities()))
+    try:
+        path = folder / "today.md"
+        uri = path.as_uri()
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri, "markdown", 1, "[[a]] and [[nowhere]]\n")
+            )
+        )
+        kb = f"later-{uuid.uuid4().hex[:8]}"
+        d.client.post("/api/v1/knowledge_bases", {"name": kb, "path": str(folder)})
+
+        async def codes() -> list[Any]:
+            deadline = time.monotonic() + 15
+            while True:
+                found = [x.code for x in client.diagnostics.get(uri, [])]
+                if found or time.monotonic() > deadline:
+                    return found
+                await asyncio.sleep(0.05)
+
+        assert await codes() == ["broken-link"]  # `a` resolves, `nowhere` does not
+        d.client.request("DELETE", d.client.kb(kb))
+        deadline = time.monotonic() + 15
+        while client.diagnostics.get(uri):
+            assert time.monotonic() < deadline, "the diagnostics of a deleted KB stayed"
+            await asyncio.sleep(0.05)
+    finally:
+        await asyncio.wait_for(client.shutdown_session(), 10)

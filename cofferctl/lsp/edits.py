@@ -4,6 +4,7 @@ note or a heading is renamed, a note made for a broken link, a plain mention mad
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from typing import Any
 
@@ -77,12 +78,20 @@ class Edits(Notes):
         if not mention.strip() or inside or len(mention) > MENTION_MAX_CHARS:
             return []
         wanted = mention.casefold()
-        for named in self._names(note.kb, mention):
+        answer = self._named(note.kb, mention)
+        for named in answer["names"]:
             stem = named["relative_path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
             if wanted not in {n.casefold() for n in (stem, named["title"], *named["aliases"])}:
                 continue
             link = named["link"]
-            written = f"[[{link}]]" if wanted == link.casefold() else f"[[{link}|{mention}]]"
+            said = {wanted, f"{wanted}.md", f"{wanted}.markdown"}  # as the KB writes links
+            if answer["link_style"].get("markdown"):
+                folder = posixpath.dirname(note.relpath or "") or "."
+                written = text.markdown_link(mention, named["relative_path"], folder)
+            elif link.casefold() in said:
+                written = f"[[{link}]]"
+            else:
+                written = f"[[{link}|{mention}]]"
             span = {
                 "start": {"line": line_no, "character": text.columns(line, first, self.encoding)},
                 "end": {"line": line_no, "character": text.columns(line, last, self.encoding)},

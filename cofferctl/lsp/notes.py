@@ -1,5 +1,5 @@
 """What cofferd says of the notes open in the editor: which knowledge base each is in
-(`status` names their folders), its links placed and resolved (`POST .../inspect` of its
+(`document_changes` names their folders), its links placed and resolved (`POST .../inspect` of its
 unsaved text) and published as diagnostics, and the daemon's answers, with the one place
 that says when it cannot answer. A note in no knowledge base is left alone.
 """
@@ -32,7 +32,7 @@ class Note:
     relpath: str | None = None
     root: Path | None = None  # the KB's docs folder, as the editor's path names it
     links: list[dict[str, Any]] = field(default_factory=list)  # from the last inspection
-    writes: int | None = None  # the index's writes when it was last inspected
+    changes: int | None = None  # its KB's count of document changes when last inspected
 
 
 class Notes:
@@ -45,18 +45,19 @@ class Notes:
         self.notes: dict[str, Note] = {}
         self.roots: list[Path] = []  # the workspace's folders
         self._folders: list[tuple[Path, str]] | None = None  # (docs folder, KB), real paths
+        self._changes: dict[str, int] = {}  # each KB's count of document changes
         self._unreachable_said = False
         self._lock = threading.Lock()  # one look at a note at a time: the last is published last
         self._refreshing: threading.Thread | None = None
 
-    def _place(self, note: Note) -> None:
+    def _place(self, note: Note, ask_again: bool = True) -> None:
         """Which KB's docs folder holds the note, and where in it."""
         path = text.path_of(note.uri)
         if path is None:
             return
         real = Path(os.path.realpath(path))
-        known = self._folders is not None
-        for refresh in (False, True) if known else (False,):  # a KB made since: asked again
+        again = ask_again and self._folders is not None  # a KB made since the last answer
+        for refresh in (False, True) if again else (False,):
             for folder, kb in self._kb_folders(refresh):
                 relpath = text.relative(real, folder)
                 if relpath is not None:
@@ -68,14 +69,33 @@ class Notes:
 
     def _kb_folders(self, refresh: bool) -> list[tuple[Path, str]]:
         if self._folders is None or refresh:
-            status = self._ask(lambda: self.client.get("/api/v1/status"))
-            kbs = status.get("knowledge_bases", []) if isinstance(status, dict) else []
-            self._folders = [
-                (Path(os.path.realpath(kb["docs_path"])), kb["name"])
-                for kb in kbs
-                if kb.get("docs_path")
-            ]
+            found = self._ask(lambda: self.client.get("/api/v1/document_changes"))
+            if not isinstance(found, dict):
+                return self._folders or []
+            kbs = found["knowledge_bases"]
+            self._folders = [(Path(os.path.realpath(kb["docs_path"])), kb["name"]) for kb in kbs]
+            self._changes = {kb["name"]: kb["document_changes"] for kb in kbs}
         return self._folders
+
+    def refresh(self) -> None:
+        """Follow the daemon: a note whose KB's documents changed is looked at again; one
+        in no KB is placed when a KB comes to hold it; one whose KB is gone is let go."""
+        before = self._folders
+        self._kb_folders(refresh=True)
+        if self._folders is before:  # no answer
+            return
+        with self._lock:
+            for note in list(self.notes.values()):
+                if note.kb is None:
+                    if self._folders != before:
+                        self._place(note, ask_again=False)
+                        self._inspect(note)
+                elif note.kb not in self._changes:
+                    note.kb = note.relpath = note.root = note.changes = None
+                    note.links = []
+                    self._publish(note, [])
+                elif note.changes is not None and note.changes != self._changes[note.kb]:
+                    self._inspect(note)
 
     def _inspect(self, note: Note) -> None:
         if note.kb is None or note.relpath is None:
@@ -86,10 +106,12 @@ class Notes:
         if not isinstance(found, dict):
             return
         note.links = found["links"]
-        note.writes = found["index_writes"]
+        note.changes = found["document_changes"]
+        self._publish(note, self._diagnostics(note, found))
+
+    def _publish(self, note: Note, diagnostics: list[dict[str, Any]]) -> None:
         self.transport.notify(
-            "textDocument/publishDiagnostics",
-            {"uri": note.uri, "diagnostics": self._diagnostics(note, found)},
+            "textDocument/publishDiagnostics", {"uri": note.uri, "diagnostics": diagnostics}
         )
 
     def _diagnostics(self, note: Note, found: dict[str, Any]) -> list[dict[str, Any]]:
@@ -187,9 +209,14 @@ class Notes:
                 return note, link
         return None
 
-    def _names(self, kb: str, typed: str) -> list[dict[str, Any]]:
+    def _named(self, kb: str, typed: str) -> dict[str, Any]:
+        """The daemon's notes for what was typed, best first, and the KB's link style."""
         found = self._ask(lambda: self.client.get(self.client.kb(kb, "/names"), q=typed))
-        return found["names"] if isinstance(found, dict) else []
+        return found if isinstance(found, dict) else {"names": [], "link_style": {}}
+
+    def _names(self, kb: str, typed: str) -> list[dict[str, Any]]:
+        names: list[dict[str, Any]] = self._named(kb, typed)["names"]
+        return names
 
     def _resolve(self, note: Note, named: str) -> str | None:
         """The note a wiki link naming `named` leads to from `note` (the daemon resolves)."""

@@ -70,14 +70,7 @@ class CofferLanguageServer(Edits):
     def _refresh(self) -> None:
         while True:
             time.sleep(REFRESH_S)
-            health = self._ask(lambda: self.client.get("/api/v1/health"))
-            writes = health.get("index_writes") if isinstance(health, dict) else None
-            if writes is None:
-                continue
-            with self._lock:
-                for note in list(self.notes.values()):
-                    if note.writes is not None and note.writes != writes:
-                        self._inspect(note)
+            self.refresh()
 
     def did_open(self, params: dict[str, Any]) -> None:
         document = param(params, "textDocument", dict)
@@ -221,17 +214,33 @@ class CofferLanguageServer(Edits):
         if context is None:
             return None
         kind, start, typed, named = context
+        end = at
         closing = "" if kind == "tag" or line.startswith("]", at) else "]]"
+        folder = posixpath.dirname(note.relpath or "") or "."
+        choices: list[tuple[str, str, str]] | list[tuple[str, str, str, str]]
         if kind == "note":
-            found = self._names(note.kb, typed)
-            choices = [(n["link"], n["relative_path"], n["title"]) for n in found]
+            answer = self._named(note.kb, typed)
+            found = answer["names"]
+            if answer["link_style"].get("markdown"):  # the KB links notes the Markdown way
+                start, closing, typed = start - 2, "", "[[" + typed
+                end += 2 if line.startswith("]]", at) else 0  # the brackets the editor closed
+                choices = [
+                    (
+                        n["link"],
+                        n["relative_path"],
+                        n["title"],
+                        text.markdown_link(n["title"] or n["link"], n["relative_path"], folder),
+                    )
+                    for n in found
+                ]
+            else:
+                choices = [(n["link"], n["relative_path"], n["title"]) for n in found]
         elif kind == "path":
             closing = "" if line.startswith(")", at) else ")"
             found = self._names(note.kb, typed.rsplit("/", 1)[-1].removesuffix(".md"))
-            folder = posixpath.dirname(note.relpath or "") or "."
             choices = [
                 (
-                    _destination(posixpath.relpath(n["relative_path"], folder)),
+                    text.destination(n["relative_path"], folder),
                     n["relative_path"],
                     n["title"],
                 )
@@ -243,7 +252,7 @@ class CofferLanguageServer(Edits):
             choices = self._of_note(note, named, kind, typed)
         edit_range = {
             "start": {"line": line_no, "character": text.columns(line, start, self.encoding)},
-            "end": {"line": line_no, "character": column},
+            "end": {"line": line_no, "character": text.columns(line, end, self.encoding)},
         }
         items = [
             {
@@ -253,9 +262,10 @@ class CofferLanguageServer(Edits):
                 **({"labelDetails": {"description": more}} if more else {}),
                 "filterText": typed,  # ranked here already: the editor keeps each
                 "sortText": f"{rank:04d}",
-                "textEdit": {"range": edit_range, "newText": label + closing},
+                "textEdit": {"range": edit_range, "newText": (written or label) + closing},
             }
-            for rank, (label, detail, more) in enumerate(choices[:COMPLETIONS])
+            for rank, (label, detail, more, *rest) in enumerate(choices[:COMPLETIONS])
+            for written in (rest[0] if rest else None,)
         ]
         return {"isIncomplete": True, "items": items}
 
@@ -285,11 +295,6 @@ class CofferLanguageServer(Edits):
         stem = target.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         listed = [n for n in self._names(note.kb, stem) if n["relative_path"] == target]
         return [(a, target, "") for n in listed for a in n["aliases"] if wanted in a.casefold()]
-
-
-def _destination(path: str) -> str:
-    """A path as a Markdown link's target: in `<>` when it holds what a bare one cannot."""
-    return f"<{path}>" if any(ch in path for ch in " ()") else path
 
 
 def run(client: Client) -> int:

@@ -213,3 +213,17 @@ def first_lines(text: str, lines: int = 12, chars: int = 1000) -> str:
         body = text[end + 4 :] if end >= 0 else text
     kept = [line for line in body.split("\n", lines * 4)[: lines * 4] if line.strip()][:lines]
     return "\n".join(kept)[:chars]
+
+
+def destination(relpath: str, folder: str) -> str:
+    """The path of `relpath` from a note in `folder`, as a Markdown link's target: in `<>`
+    when it holds what a bare one cannot."""
+    path = posixpath.relpath(relpath, folder)
+    return f"<{path}>" if any(ch in path for ch in " ()") else path
+
+
+def markdown_link(label: str, relpath: str, folder: str) -> str:
+    """A Markdown link saying `label`, to `relpath` from a note in `folder`."""
+    for ch in "\\[]":
+        label = label.replace(ch, "\\" + ch)
+    return f"[{label}]({destination(relpath, folder)})"

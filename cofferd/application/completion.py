@@ -8,7 +8,9 @@ that order in one of them (only when fewer notes than asked for matched so far).
 equals, the note edited last comes first.
 
 Each note's link is what Obsidian writes with "shortest path when possible": the file
-name when no other note has it, else the path; both without `.md`.
+name when no other note has it, else the path; both without `.md`. A KB whose wiki links
+mostly say `.md`, or mostly name whole paths, gets its links written its way; one that
+mostly links notes with Markdown links is told so (`LinkStyle`), for the editor to write.
 """
 
 from __future__ import annotations
@@ -37,6 +39,40 @@ class Named:
     link: str  # what a wiki link to it says
 
 
+@dataclass(frozen=True)
+class LinkStyle:
+    """How a KB writes links to its notes, learnt from the links it has: most decide."""
+
+    markdown: bool = False  # `[title](folder/note.md)`, not `[[note]]`
+    extension: bool = False  # `[[note.md]]`, not `[[note]]`
+    whole_path: bool = False  # `[[folder/note]]` even when the file name alone would do
+
+    @classmethod
+    def learn(cls, links: Iterable[tuple[str, str]]) -> LinkStyle:
+        """From (type, target as written) of links; Markdown links to other files (an
+        image, a PDF) say nothing of how notes are linked."""
+        wiki: list[str] = []
+        markdown = 0
+        for kind, target in links:
+            named = target.split("#", 1)[0]
+            if kind == "wiki" and named:
+                wiki.append(named)
+            elif kind == "markdown" and MARKDOWN_SUFFIX.search(named):
+                markdown += 1
+        with_extension = sum(1 for t in wiki if MARKDOWN_SUFFIX.search(t))
+        with_folder = sum(1 for t in wiki if "/" in t)
+        return cls(
+            markdown > len(wiki), 2 * with_extension > len(wiki), 2 * with_folder > len(wiki)
+        )
+
+    def as_dict(self) -> dict[str, bool]:
+        return {
+            "markdown": self.markdown,
+            "extension": self.extension,
+            "whole_path": self.whole_path,
+        }
+
+
 Row = tuple[str, str, str, str]  # (path, title, aliases as JSON, updated_at), as stored
 
 
@@ -59,8 +95,11 @@ class NameIndex:
     typed is one scan in C. Built again after every change to the KB, from the notes of
     the last build whose rows did not change: a save costs a sort and a join."""
 
-    def __init__(self, rows: Iterable[Row], previous: NameIndex | None = None) -> None:
+    def __init__(
+        self, rows: Iterable[Row], style: LinkStyle, previous: NameIndex | None = None
+    ) -> None:
         """`rows` in the order of their recency: edited last first."""
+        self.style = style
         known = previous._known if previous is not None else {}
         self._known: dict[Row, _Note] = {row: known.get(row) or _note(row) for row in rows}
         self._notes = list(self._known.values())
@@ -71,7 +110,10 @@ class NameIndex:
 
     def _named(self, note: int) -> Named:
         n = self._notes[note]
-        link = n.stem if self._taken[n.folded_stem] == 1 else n.bare_path
+        shortest = self._taken[n.folded_stem] == 1 and not self.style.whole_path
+        link = n.stem if shortest else n.bare_path
+        if self.style.extension:
+            link += n.path[len(n.bare_path) :]
         return Named(n.path, n.title, n.aliases, link)
 
     def __len__(self) -> int:

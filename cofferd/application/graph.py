@@ -9,10 +9,11 @@ when the link's name still fits.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
-from cofferd.application.completion import NameIndex
+from cofferd.application.completion import LinkStyle, NameIndex
 from cofferd.application.documents import Documents, place
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.domain.conflicts import merge_marker_lines
@@ -20,6 +21,8 @@ from cofferd.domain.links import DocumentIndexOfPaths, key_of, links_of
 from cofferd.domain.ports import DocsTree, GraphStore, LinkRow
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+LINK_STYLE_SAMPLE = 2000  # links read to learn how a KB writes them
 
 
 class Graph:
@@ -30,8 +33,9 @@ class Graph:
         self.documents = documents
         self.store = store
         self.tree = tree
-        self._keys = _PerWrite(store.writes, self._read_keys)
-        self._names = _PerWrite(store.writes, self._read_names)
+        live = lambda: {kb.name for kb in kbs.list()}  # noqa: E731
+        self._keys = _PerChange(store.document_changes, self._read_keys, live)
+        self._names = _PerChange(store.document_changes, self._read_names, live)
 
     async def links(self, kb: str, ref: str) -> dict[str, Any]:
         """What a document links to (resolved, or None when broken) and what links to it."""
@@ -101,25 +105,27 @@ class Graph:
         several documents: ambiguous, with them all), git's merge markers, and the sync
         tools' conflict copies of it."""
         self.kbs.get(kb)
-        writes = self.store.writes()  # before the read: a later write makes this one stale
-        index = await self._keys.get(kb)
+        changes, index = await self._keys.get(kb)
         copies = sorted(
             path
             for path, copy in self.documents.reindexer.conflicts(kb).items()
             if copy.original == relpath
         )
         found = await asyncio.to_thread(_inspect, index, relpath, text)
-        return {**found, "conflict_copies": copies, "index_writes": writes}
+        return {**found, "conflict_copies": copies, "document_changes": changes}
 
-    async def complete(self, kb: str, typed: str, limit: int) -> list[dict[str, Any]]:
-        """The notes an editor offers for what was typed after `[[`, best first."""
+    async def complete(self, kb: str, typed: str, limit: int) -> dict[str, Any]:
+        """The notes an editor offers for what was typed after `[[`, best first, and how
+        the KB writes links. Right after the KB's notes changed, they come from the names
+        read before (`fresh` false) while the new ones are read: ask again soon."""
         self.kbs.get(kb)
-        index = await self._names.get(kb)
+        index, fresh = await self._names.get_soon(kb)
         found = await asyncio.to_thread(index.complete, typed, limit)
-        return [
+        names = [
             {"relative_path": n.path, "title": n.title, "aliases": list(n.aliases), "link": n.link}
             for n in found
         ]
+        return {"names": names, "link_style": index.style.as_dict(), "fresh": fresh}
 
     async def _read_keys(self, kb: str) -> DocumentIndexOfPaths:
         paths = await self.store.document_paths(kb)
@@ -127,30 +133,65 @@ class Graph:
 
     async def _read_names(self, kb: str) -> NameIndex:
         rows = await self.store.names(kb)
-        return await asyncio.to_thread(NameIndex, rows, self._names.kept(kb))
+        style = LinkStyle.learn(await self.store.links_sample(kb, LINK_STYLE_SAMPLE))
+        return await asyncio.to_thread(NameIndex, rows, style, self._names.kept(kb))
 
 
-class _PerWrite(Generic[T]):
-    """A value read for each KB, kept until the index is next written to."""
+class _PerChange(Generic[T]):
+    """A value read for each KB, kept while the KB's documents do not change (their
+    count of changes, read before the value, stays the same). Values of KBs gone are
+    dropped."""
 
-    def __init__(self, writes: Callable[[], int], read: Callable[[str], Awaitable[T]]) -> None:
-        self._writes = writes
+    def __init__(
+        self,
+        changes: Callable[[], Awaitable[dict[str, int]]],
+        read: Callable[[str], Awaitable[T]],
+        live: Callable[[], set[str]],
+    ) -> None:
+        self._changes = changes
         self._read = read
+        self._live = live
         self._kept: dict[str, tuple[int, T]] = {}
+        self._reading: dict[str, asyncio.Task[Any]] = {}
 
     def kept(self, kb: str) -> T | None:
         """The value last read for `kb`, whether or not it is out of date."""
         kept = self._kept.get(kb)
         return kept[1] if kept else None
 
-    async def get(self, kb: str) -> T:
-        writes = self._writes()
+    async def get(self, kb: str) -> tuple[int, T]:
+        """The KB's count of changes, and the value as it is at that count or later."""
+        changes = (await self._changes()).get(kb, 0)
         kept = self._kept.get(kb)
-        if kept is not None and kept[0] == writes:
-            return kept[1]
-        value = await self._read(kb)
-        self._kept[kb] = (writes, value)
+        if kept is not None and kept[0] == changes:
+            return kept
+        return await self._read_at(kb, changes)
+
+    async def get_soon(self, kb: str) -> tuple[T, bool]:
+        """The value, and whether it is current; one out of date is answered at once
+        while the current one is read in the background."""
+        changes = (await self._changes()).get(kb, 0)
+        kept = self._kept.get(kb)
+        if kept is None:
+            return (await self._read_at(kb, changes))[1], True
+        if kept[0] != changes and kb not in self._reading:
+            reading = asyncio.create_task(self._read_at(kb, changes), name=f"read-{kb}")
+            self._reading[kb] = reading
+            reading.add_done_callback(lambda task: self._read_done(kb, task))
+        return kept[1], kept[0] == changes
+
+    async def _read_at(self, kb: str, changes: int) -> tuple[int, T]:
+        value = (changes, await self._read(kb))
+        live = self._live()
+        self._kept = {k: v for k, v in self._kept.items() if k in live}
+        if kb in live:
+            self._kept[kb] = value
         return value
+
+    def _read_done(self, kb: str, task: asyncio.Task[Any]) -> None:
+        self._reading.pop(kb, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("reading %s again failed: %s", kb, task.exception())
 
 
 def _inspect(index: DocumentIndexOfPaths, relpath: str, text: str) -> dict[str, Any]:

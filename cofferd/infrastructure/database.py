@@ -86,7 +86,6 @@ class Database:
         self.on_damage: Callable[[str], Awaitable[None]] | None = None
         self.damage: list[dict[str, str]] = []  # what was moved aside, when, and why
         self._recovering: asyncio.Task[None] | None = None
-        self.writes = 0  # writes run so far: what was read before one may be out of date
 
     async def open(self) -> Database:
         try:
@@ -168,10 +167,7 @@ class Database:
     async def write(self, fn: Callable[[Connection], T]) -> T:
         if self._writer is None:
             raise StorageError("the index is not open (being rebuilt?); try again shortly")
-        try:
-            return await self._run(self._writer, fn)
-        finally:
-            self.writes += 1
+        return await self._run(self._writer, fn)
 
     async def transact(self, fn: Callable[[Connection], T]) -> T:
         """Run `fn` on the writer inside `atomic()`."""

@@ -110,8 +110,16 @@ class SqliteGraph:
 
         return await self.db.read(run)
 
-    def writes(self) -> int:
-        return self.db.writes
+    async def document_changes(self) -> dict[str, int]:
+        """How often each KB's documents changed their names or recency (schema 10)."""
+
+        def run(conn: Connection) -> dict[str, int]:
+            rows = conn.execute(
+                "SELECT resource_name, changes FROM document_changes WHERE kind = ?", (KB_KIND,)
+            )
+            return {r[0]: r[1] for r in rows}
+
+        return await self.db.read(run)
 
     async def names(self, kb: str) -> list[tuple[str, str, str, str]]:
         """Every document's (path, title, aliases as JSON, updated_at): edited last first,
@@ -125,6 +133,15 @@ class SqliteGraph:
                 " ORDER BY updated_at DESC, length(path), path"
             )
             return list(cursor.execute(sql, (KB_KIND, kb)))
+
+        return await self.db.read(run)
+
+    async def links_sample(self, kb: str, limit: int) -> list[tuple[str, str]]:
+        """Up to `limit` of the KB's links, (type, target as written): the first stored."""
+
+        def run(conn: Connection) -> list[tuple[str, str]]:
+            sql = f"SELECT type, target FROM links WHERE {SCOPE} LIMIT ?"
+            return [(r[0], r[1]) for r in conn.execute(sql, (KB_KIND, kb, limit))]
 
         return await self.db.read(run)
 

@@ -73,6 +73,27 @@ def _int8_vectors(conn: Connection) -> None:
         vec_index.requantize(conn, kb, table, int(dimensions))
 
 
+def _document_changes(conn: Connection) -> None:
+    """10: a count per KB of changes to its documents' names (path, title, aliases) and
+    recency, kept by triggers in the writing transaction: what was read of them together
+    with the count stays good while the count does. Embedding and other writes leave it."""
+    conn.execute(
+        "CREATE TABLE document_changes (kind TEXT NOT NULL, resource_name TEXT NOT NULL,"
+        " changes INTEGER NOT NULL, PRIMARY KEY (kind, resource_name)) WITHOUT ROWID"
+    )
+    count = (
+        " BEGIN INSERT INTO document_changes VALUES ({row}.kind, {row}.resource_name, 1)"
+        " ON CONFLICT DO UPDATE SET changes = changes + 1; END"
+    )
+    for event, row in (
+        ("INSERT", "new"),
+        ("DELETE", "old"),
+        ("UPDATE OF path, title, aliases, updated_at", "new"),
+    ):
+        name = f"document_changes_{event.split()[0].lower()}"
+        conn.execute(f"CREATE TRIGGER {name} AFTER {event} ON documents" + count.format(row=row))
+
+
 MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE documents (
@@ -171,6 +192,7 @@ MIGRATIONS: list[Migration] = [
     # listed through their partial index
     f"CREATE INDEX idx_documents_degraded ON documents(kind, resource_name) WHERE {DEGRADED}",
     _int8_vectors,
+    _document_changes,
 ]
 
 

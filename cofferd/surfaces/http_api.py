@@ -128,8 +128,24 @@ routes = web.RouteTableDef()
 
 @routes.get("/api/v1/health")
 async def health(request: web.Request) -> web.Response:
-    writes = request.app[COFFER].stores.db.writes
-    return json_response({"status": "ok", "version": __version__, "index_writes": writes})
+    return json_response({"status": "ok", "version": __version__})
+
+
+@routes.get("/api/v1/document_changes")
+async def document_changes(request: web.Request) -> web.Response:
+    """Each KB's docs folder and its count of document changes: what an editor polls to
+    place the notes it opens and to know when to look at them again."""
+    coffer = request.app[COFFER]
+    changes = await coffer.graph.store.document_changes()
+    kbs = [
+        {
+            "name": kb.name,
+            "docs_path": str(coffer.locations.docs_folder(kb.name)),
+            "document_changes": changes.get(kb.name, 0),
+        }
+        for kb in coffer.kbs.list()
+    ]
+    return json_response({"knowledge_bases": kbs})
 
 
 @routes.get("/api/v1/status")
@@ -252,8 +268,7 @@ async def inspect_note(request: web.Request) -> web.Response:
 @with_query(NamesQuery)
 async def complete_names(request: web.Request, query: NamesQuery) -> web.Response:
     graph = request.app[COFFER].graph
-    found = await graph.complete(request.match_info["name"], query.q, query.limit)
-    return json_response({"names": found})
+    return json_response(await graph.complete(request.match_info["name"], query.q, query.limit))
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/conflicts")
