@@ -154,24 +154,20 @@ class NameIndex:
 
     def _in_order(self, q: str, limit: int, found: dict[int, None]) -> None:
         """Notes with the letters of `q` in that order within one of their texts, after.
-        Taking each letter where it next occurs decides it, so a text is read once: from
-        the first place of `q`'s first letter in it, and only up to its end."""
+        Taking each letter where it next occurs decides it, so the pattern starts only at
+        a text's start and never steps back: each text is read once, in C."""
         text = self._text
-        at = 0
-        while len(found) < limit and (at := text.find(q[0], at)) >= 0:
-            note = bisect_right(self._starts, at) - 1
-            end = text.find("\n", at, self._end(note))
-            end = self._end(note) if end < 0 else end  # this text of the note ends here
-            after = at + 1
-            for letter in q[1:]:
-                after = text.find(letter, after, end) + 1
-                if not after:
-                    break
-            if after:
-                found.setdefault(note)
-                at = self._end(note)
-            else:
-                at = end + 1  # the note's next text, if it has one
+        first = text.find(q[0])
+        if first < 0 or any(letter not in text for letter in q[1:]):
+            return  # one letter in no name: a scan each (memchr), not a read of every text
+        pattern = "[\\n\\0]" + "".join(
+            f"[^\\n\\0{re.escape(letter)}]*+{re.escape(letter)}" for letter in q
+        )
+        start = max(text.rfind("\n", 0, first), text.rfind("\0", 0, first))
+        for match in re.compile(pattern).finditer(text, start):
+            found.setdefault(bisect_right(self._starts, match.start() + 1) - 1)
+            if len(found) == limit:
+                return
 
     def _end(self, note: int) -> int:
         """Where the note's texts end (at the NUL before the next note's)."""
