@@ -253,10 +253,18 @@ def _search(c: Commands) -> None:
         "--source-mode", choices=["converted", "edited"],
         help="only converted documents, or only those edited since",
     )  # fmt: skip
+    sp.add_argument(
+        "--format", dest="formats", action="append", default=[], metavar="FORMAT",
+        help="only documents of this format: md, pdf, docx, ... (repeatable: any of them)",
+    )  # fmt: skip
 
 
 def _grep(c: Commands) -> None:
-    sp = c.add("grep", "searching.cmd_grep", "search the Markdown files with a regular expression")
+    sp = c.add(
+        "grep",
+        "searching.cmd_grep",
+        "search the files with a regular expression (converted text for PDFs and the like)",
+    )
     _kb(sp)
     free_text(
         sp.add_argument(

@@ -28,6 +28,10 @@ Layout of the data home::
     knowledge/<kb>/docs -> DIR     ... or a link to a folder of the user's, attached where
                                    it lives (indexing never writes there)
     knowledge/<kb>/raw/            originals of converted documents
+    derived/<kb>/<ab>/<sha256>.md  text converted from a document indexed where it lies (a
+                                   PDF, a Word file), by the original's content hash;
+                                   `.failed` beside it says why it could not be; derived
+                                   like the index: deleting it only costs time
     trash/<kb>/<trash id>/         a deleted document, kept for the trash retention,
                                    then purged:
       manifest.json                  what the entry holds and where it came from
@@ -242,6 +246,11 @@ class Locations:
     def trash_dir(self, kb: str) -> Path:
         """Deleted documents of a KB; in the data home, never in a folder of the user's."""
         return self.home / "trash" / _folder_name(kb)
+
+    def derived_dir(self, kb: str) -> Path:
+        """Text converted from a KB's documents in other formats; in the data home, never
+        in a folder of the user's."""
+        return self.home / "derived" / _folder_name(kb)
 
     def trash_entry(self, kb: str, trash_id: str) -> TrashEntryFiles:
         return TrashEntryFiles(self.trash_dir(kb) / _folder_name(trash_id))

@@ -14,9 +14,12 @@ from cofferd.surfaces.core import Coffer
 from tests.daemon import Daemon, wait_for
 
 
-def write(path: Path, text: str) -> Path:
+def write(path: Path, text: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
     return path
 
 

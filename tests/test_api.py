@@ -361,7 +361,7 @@ def test_grep(shared_daemon: Daemon) -> None:
     kb = new_kb(d)
     write(d.docs(kb) / "a.md", "\n".join(f"line {i} needle" for i in range(50)))
     write(d.docs(kb) / ".hidden.md", "needle")
-    write(d.docs(kb) / "notes.txt", "needle")
+    write(d.docs(kb) / "notes.rtf", "needle")  # a format no KB indexes
     doc_id = wait_for(lambda: d.client.get(d.client.kb(kb, "/documents"))["documents"])[0]["id"]
     body = d.client.post(
         d.client.kb(kb, "/grep"), {"pattern": r"line \d+ needle", "max_matches": 7}

@@ -57,7 +57,7 @@ async def test_memory_is_capped_and_exhaustion_is_a_clear_failure(
     files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # let the bomb through the zip check: the cap is the last line of defence
-    monkeypatch.setattr(conversion, "check_zip", lambda path: None)
+    monkeypatch.setattr(conversion, "check_zip", lambda path, fmt="": None)
     converter = WorkerConverter(memory_mb=1024)
     try:
         with pytest.raises(ConversionFailed):

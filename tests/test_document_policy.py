@@ -29,7 +29,9 @@ TREE = {
     "4913": False,
     "draft.tmp": False,
     "backup.bak/inside.md": False,
-    "notes.txt": False,
+    "notes.txt": True,  # plain text is read where it lies (the default `index_formats`)
+    "notes.rtf": False,  # a format no KB indexes
+    ".hidden/notes.txt": False,
 }
 
 

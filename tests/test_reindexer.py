@@ -82,7 +82,7 @@ async def test_hidden_noise_and_non_markdown_files_are_ignored(
         "#a.md#",
         "a.md.tmp",
         ".syncthing.a.md.tmp",
-        "notes.txt",
+        "notes.rtf",
         "image.png",
         ".git/config.md",
     ]:

@@ -28,14 +28,20 @@ def cmd_docs(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 def cmd_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
     """The file as it is, frontmatter included; with --header, a header (title, path,
-    tags) and the text without its frontmatter."""
+    tags) and the text without its frontmatter. A PDF, a Word file and the like show the
+    text converted from them, and say so (on stderr, without --header)."""
     doc = c.get(c.document(a.kb, a.doc), file_text=None if a.header else "true")
     if out.as_json:
         return doc
+    derived = f"text converted from {doc['path']} (kept by Coffer; the file is unchanged)"
     if not a.header:
+        if doc.get("derived"):
+            print(derived, file=sys.stderr)
         out.document(doc["file_text"])
         return None
     out.line(out.style(doc["title"], "1") + f"  ({doc['path']})")
+    if doc.get("derived"):
+        out.line(out.style(derived, "2"))
     if doc.get("tags"):
         out.line(out.style(" ".join(f"#{t}" for t in doc["tags"]), "36"))
     out.line()

@@ -21,6 +21,7 @@ def cmd_reindex(c: Client, a: argparse.Namespace, out: Output) -> Any:
         f"{r['scanned']} files: {r['documents_added']} added, {r['documents_updated']} updated, "
         f"{r['documents_removed']} removed, {r['documents_unchanged']} unchanged, "
         f"{r['documents_skipped']} skipped"
+        + (f", {r['documents_converting']} converting" if r.get("documents_converting") else "")
     )
     for s in r["skipped"]:
         where = s.get("relative_path") or s["path"]

@@ -28,6 +28,7 @@ def _filters(a: argparse.Namespace) -> dict[str, Any] | None:
         "folder": a.folder,
         "tags": a.tags or None,
         "source_mode": a.source_mode,
+        "format": [f for value in a.formats for f in value.split(",") if f] or None,
     }
     for key, option, value in (
         ("updated_after", "--since", a.since),
@@ -70,7 +71,7 @@ def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
         out.line("no matches")
     for i, p in enumerate(data["passages"], 1):
         heading = " > ".join(p["heading"][1:])
-        where = out.link(f"{p['path']}:{p['line_start']}", p["path"])
+        where = out.link(_place(p), p["path"])
         kb = f"{p['knowledge_base']}  " if several else ""
         score = out.style(f"{label} {p['score']:.4g}", "2")
         out.line(f"{i:>2}. {out.style(p['title'], '1')}  {score}  {kb}{p['document_id']}")
@@ -78,6 +79,17 @@ def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
         snippet = " ".join(out.highlight(p["snippet"], p["highlights"]).split())
         out.line(f"    {snippet}")
     return None
+
+
+def _place(p: dict[str, Any]) -> str:
+    """Where a passage is, to open: its file and line; a PDF's page (a converted file's
+    lines are those of its converted text, not of the file)."""
+    path = str(p["path"])
+    if p.get("page") is not None:
+        return f"{path} (page {p['page']})"
+    if not path.lower().endswith((".md", ".markdown", ".txt", ".text")):
+        return path
+    return f"{path}:{p['line_start']}"
 
 
 def _say_indexing(answers: dict[str, Any]) -> None:

@@ -33,7 +33,7 @@ DOCUMENT = obj(
         "id": STR,
         "knowledge_base": STR,
         "title": STR,
-        "path": {**STR, "description": "absolute path of the Markdown file"},
+        "path": {**STR, "description": "absolute path of the file (Markdown, or a PDF...)"},
         "relative_path": {**STR, "description": "path inside the knowledge base"},
         "uri": {**STR, "description": "the document as an MCP resource (coffer://KB/PATH)"},
         "source_mode": {"enum": ["converted", "edited"]},
@@ -44,26 +44,36 @@ DOCUMENT = obj(
 )
 DOCUMENT_WITH_CONTENT = {
     **DOCUMENT,
-    "properties": {**DOCUMENT["properties"], "content": STR, "frontmatter": ANY_OBJ},
+    "properties": {
+        **DOCUMENT["properties"],
+        "content": STR,
+        "frontmatter": ANY_OBJ,
+        "derived": {
+            **BOOL,
+            "description": "content is text converted from the file (a PDF...), not the file",
+        },
+    },
     "required": [*DOCUMENT["required"], "content", "frontmatter"],
 }
 INGESTED = obj(
     {"status": {"enum": ["added", "updated", "unchanged"]}, "message": STR, "document": DOCUMENT}
 )
+_PASSAGE = {
+    "document_id": STR,
+    "knowledge_base": STR,
+    "title": STR,
+    "text": STR,
+    "score": NUM,
+    "path": STR,
+    "relative_path": STR,
+    "uri": STR,
+    "line_start": INT,
+    "line_end": INT,
+    "heading": STRS,
+}
 PASSAGE = obj(
-    {
-        "document_id": STR,
-        "knowledge_base": STR,
-        "title": STR,
-        "text": STR,
-        "score": NUM,
-        "path": STR,
-        "relative_path": STR,
-        "uri": STR,
-        "line_start": INT,
-        "line_end": INT,
-        "heading": STRS,
-    }
+    {**_PASSAGE, "page": {**INT, "description": "the page (slide) of a PDF (slide deck)"}},
+    list(_PASSAGE),
 )
 SOURCE_STATE = obj(
     {"document_id": STR, "title": STR, "source_path": STR, "note": STR},
@@ -78,6 +88,8 @@ def summary(doc: JSON, with_content: bool = False) -> JSON:
     if with_content:
         out["content"] = doc.get("content", "")
         out["frontmatter"] = doc.get("frontmatter") or {}
+        if doc.get("derived"):
+            out["derived"] = True
     return out
 
 
@@ -128,6 +140,12 @@ FILTERS: dict[str, JSON] = {
         "only documents converted from a file (`converted`) or edited since (`edited`)",
         enum=["converted", "edited"],
         nullable=True,
+    ),
+    "format": array(
+        "only documents of these formats: `md` (Markdown notes), or files indexed where they "
+        "lie (`pdf`, `docx`, `pptx`, `xlsx`, `html`, `epub`, `txt`, ...)",
+        string("a format", min_length=1, max_length=20),
+        max_items=20,
     ),
 }
 QUERY = string(

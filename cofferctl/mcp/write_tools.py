@@ -174,6 +174,7 @@ def restore_document(client: Client, args: JSON) -> JSON:
             "documents_removed": INT,
             "documents_skipped": INT,
             "documents_degraded": INT,
+            "documents_converting": INT,
             "skipped": {"type": "array"},
         }
     ),

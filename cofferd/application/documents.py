@@ -16,11 +16,13 @@ from cofferd.domain.errors import (
     DocumentAmbiguous,
     DocumentChanged,
     DocumentNotFound,
+    DocumentReadOnly,
     PayloadTooLarge,
     ValidationFailed,
 )
+from cofferd.domain.formats import MARKDOWN, format_of, is_converted
 from cofferd.domain.models import Document
-from cofferd.domain.ports import DocsTree, DocumentCatalog
+from cofferd.domain.ports import DerivedTextStore, DocsTree, DocumentCatalog
 from cofferd.locations import normalize_relpath
 
 LIST_LIMIT_MAX = 500
@@ -36,16 +38,23 @@ class DocumentView:
     body: str | None = None
     frontmatter: dict[str, Any] | None = None
     file_text: str | None = None  # the whole file, frontmatter included (asked for)
+    derived: bool = False  # the text is converted from the file (a PDF...), kept apart
 
 
 class Documents:
     def __init__(
-        self, kbs: KnowledgeBases, store: DocumentCatalog, tree: DocsTree, reindexer: Reindexer
+        self,
+        kbs: KnowledgeBases,
+        store: DocumentCatalog,
+        tree: DocsTree,
+        reindexer: Reindexer,
+        texts: DerivedTextStore,
     ) -> None:
         self.kbs = kbs
         self.store = store
         self.tree = tree
         self.reindexer = reindexer
+        self.texts = texts
 
     async def _views(self, docs: Sequence[Document]) -> list[DocumentView]:
         """Documents with where they are on disk (looked up off the serving loop)."""
@@ -121,31 +130,44 @@ class Documents:
         return found[0]
 
     async def get(self, kb: str, doc_id: str, *, file_text: bool = False) -> DocumentView:
-        """The document with its body and frontmatter as the file says now; `file_text`:
-        with the whole file's text too."""
+        """The document with its body and frontmatter as the file says now (for a file in
+        another format, as its converted text says: `derived`); `file_text`: with the whole
+        text too."""
         doc = await self.find(kb, doc_id)
         # YAML, decoding: off the loop
-        read = await asyncio.to_thread(self._read, kb, doc.path, file_text)
+        read = await asyncio.to_thread(self._read, kb, doc, file_text)
         if read is None:
             raise DocumentNotFound(kb, doc.id)
         path, body, frontmatter, text = read
-        return DocumentView(doc, path, posixpath.dirname(path), body, frontmatter, text)
+        derived = is_converted(doc.path)
+        return DocumentView(doc, path, posixpath.dirname(path), body, frontmatter, text, derived)
 
     def _read(
-        self, kb: str, relpath: str, file_text: bool
+        self, kb: str, doc: Document, file_text: bool
     ) -> tuple[str, str, dict[str, Any], str | None] | None:
         """(where it is, its body, its frontmatter, its whole text if asked) as the file
-        says now."""
-        content = self.tree.read(kb, relpath)
-        if content is None:
-            return None
+        says now, or the text converted from it."""
+        if is_converted(doc.path):
+            limit = self.kbs.get(kb).config.max_document_bytes * 4
+            converted = self.texts.text(kb, doc.content_sha256, limit)
+            if converted is None:
+                return None  # converted again just now: asked again, it is there
+            data = converted.encode()
+        else:
+            content = self.tree.read(kb, doc.path)
+            if content is None:
+                return None
+            data = content.data
         try:
-            text, _ = markdown.decode(content.data)
+            text, _ = markdown.decode(data)
         except markdown.NotText:
             return None  # not a document any more
-        frontmatter, body, _ = markdown.split_frontmatter(text)
-        written = _as_written(content.data) if file_text else None
-        return self.tree.absolute(kb, relpath), body, _jsonable(frontmatter), written
+        if format_of(doc.path) == MARKDOWN or is_converted(doc.path):
+            frontmatter, body, _ = markdown.split_frontmatter(text)
+        else:
+            frontmatter, body = {}, text  # plain text: all of it is the body
+        written = _as_written(data) if file_text else None
+        return self.tree.absolute(kb, doc.path), body, _jsonable(frontmatter), written
 
     async def edit(
         self,
@@ -161,6 +183,12 @@ class Documents:
         The version check, the write and the reindex happen under the KB's lock."""
         kb = self.kbs.get_enabled(kb_name)
         doc = await self.find(kb_name, doc_id)
+        if format_of(doc.path) != MARKDOWN:
+            raise DocumentReadOnly(
+                f"{doc.path} is not a Markdown file: Coffer indexes it where it lies and never "
+                "writes it; edit it in its own application",
+                id=doc.id,
+            )
         if len(body.encode()) > kb.config.max_document_bytes:
             raise PayloadTooLarge(
                 "document is larger than this knowledge base's max_document_bytes",

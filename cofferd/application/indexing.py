@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cofferd.application.conversions import Conversions
 from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
@@ -62,6 +63,7 @@ class IndexingService:
         reindexer: Reindexer,
         embeddings: Embeddings,
         trash: Trash | None = None,
+        conversions: Conversions | None = None,
         *,
         reconcile_interval_s: float = RECONCILE_INTERVAL_S,
     ) -> None:
@@ -69,6 +71,10 @@ class IndexingService:
         self.reindexer = reindexer
         self.embeddings = embeddings
         self.trash = trash
+        self.conversions = conversions
+        if conversions is not None:
+            reindexer.on_unconverted = conversions.submit
+            conversions.on_converted = lambda kb, path: self.paths_changed(kb, [path])
         self.reconcile_interval_s = reconcile_interval_s
         self.state = IndexingState()
         self.pending: dict[str, set[str]] = {}
@@ -103,6 +109,8 @@ class IndexingService:
         self._full.discard(kb)
         self._clear(kb)
         self.state.passed.discard(kb)
+        if self.conversions is not None:
+            self.conversions.forget(kb)
 
     def problems(self) -> dict[str, str]:
         """KB -> why indexing it fails now (a folder away or refused is not a failure of
@@ -152,6 +160,8 @@ class IndexingService:
         if self.trash is not None:
             self._every("trash-purge", PURGE_INTERVAL_S, self.trash.purge_all, True)
         self._spawn("embeddings", self._embedding())
+        if self.conversions is not None:
+            self._spawn("conversions", self.conversions.run())
 
     def supervise(
         self,
@@ -295,6 +305,8 @@ class IndexingService:
                 result = await self.reindexer.reconcile(kb)
                 if kb.config.vector_enabled:
                     await self.embeddings.retry_now(kb.name)
+                if self.conversions is not None:
+                    await self.conversions.prune(kb.name)
                 self.state.reconciled.add(name)
                 self.state.last_full_reconcile_at = utc_now()
                 self.state.last_full_reconcile_s = round(time.perf_counter() - started, 3)

@@ -174,7 +174,8 @@ class KnowledgeBases:
     async def update_config(
         self, name: str, patch: dict[str, Any], *, actor: str = "user"
     ) -> SettingsUpdate:
-        """Change settings; a chunking or size-limit change reconciles before returning.
+        """Change settings; a chunking, size-limit or formats change reconciles before
+        returning.
         Read, merge and write happen under the KB's lock: two changes at once both land."""
         # Vetting can take a while (a local model is loaded to try it): done before the
         # lock, and again under it only if what it vetted changed meanwhile.
@@ -192,7 +193,10 @@ class KnowledgeBases:
             await self.activity.audit(
                 "resource_updated", actor, name, None, {"config": config.model_dump(mode="json")}
             )
-            limit_changed = config.max_document_bytes != kb.config.max_document_bytes
+            limit_changed = (
+                config.max_document_bytes != kb.config.max_document_bytes
+                or config.index_formats != kb.config.index_formats  # other files documents now
+            )
             rechunked = config.chunking_key() != kb.config.chunking_key()
             if limit_changed:
                 self.reindexer.forget_skipped(name)

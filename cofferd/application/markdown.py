@@ -185,6 +185,20 @@ def _text_value(value: Any) -> str | None:
     return None
 
 
+def parse_plain(data: bytes, relpath: str) -> ParsedMarkdown:
+    """A plain text file: all of it is the body, named by its file name."""
+    text, notes = decode(data)
+    metadata: dict[str, Any] = {"problems": notes} if notes else {}
+    return ParsedMarkdown(
+        title=PurePosixPath(relpath).stem,
+        description=None,
+        body=text,
+        frontmatter={},
+        source_mode="edited",
+        metadata=metadata,
+    )
+
+
 def parse(data: bytes, relpath: str, budget: Budget = DEFAULT) -> ParsedMarkdown:
     text, notes = decode(data)
     frontmatter, body, malformed = split_frontmatter(text)

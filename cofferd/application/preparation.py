@@ -6,10 +6,13 @@ domain.budgets). Pure work on bytes already read: it runs in worker processes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import PurePosixPath
 
 from cofferd.application import markdown
 from cofferd.application.chunker import TooManyChunks, chunk_markdown, plain_chunks
 from cofferd.domain.budgets import size_text
+from cofferd.domain.formats import CONVERTED_FORMATS, PAGED_FORMATS, TEXT_FORMATS
 from cofferd.domain.models import Chunk, Document, utc_from_ns, utc_now
 from cofferd.domain.ports import DocumentWrite, FileContent, IndexedChunk
 from cofferd.domain.preparation import Outcome, PrepareItem, PrepareSettings, Skipped, Unchanged
@@ -26,8 +29,12 @@ def prepare(
     content: FileContent,
     settings: PrepareSettings,
     index_text: TextForIndex,
+    in_place: str | None = None,
 ) -> Outcome:
-    """What the index should hold for this file's content."""
+    """What the index should hold for this file's content. `in_place`: the format of a
+    document that is no Markdown file (domain.formats): plain text read as it is, or the
+    text converted from a file in another format (its digest is the file's). Neither
+    says tags or links the way notes do."""
     known = item.known
     if known and known.content_sha256 == content.digest and known.chunking == settings.chunking:
         return Unchanged(item.path, content.stat)
@@ -42,9 +49,16 @@ def prepare(
             f"indexed in part: the first {size_text(len(data))} of {size_text(content.size)}"
         )
     try:
-        parsed = markdown.parse(data, item.path, budget)
+        if in_place in TEXT_FORMATS:
+            parsed = markdown.parse_plain(data, item.path)
+        else:
+            parsed = markdown.parse(data, item.path, budget)
     except markdown.NotText as exc:
         return Skipped(item.path, content.stat, str(exc))
+    if in_place in CONVERTED_FORMATS:
+        parsed = replace(parsed, source_mode="converted", tags=(), aliases=(), links=())
+        if in_place in PAGED_FORMATS and "title" not in parsed.frontmatter:
+            parsed = replace(parsed, title=PurePosixPath(item.path).stem)  # not `Page 1`
     degraded += parsed.degraded
     try:
         chunks = chunk_markdown(

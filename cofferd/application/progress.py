@@ -1,4 +1,4 @@
-"""Progress of long work per knowledge base (indexing, embedding), for `status` and the
+"""Progress of long work per knowledge base (indexing, converting, embedding), for `status` and the
 daemon's progress bar: a counter the worker bumps once per batch, read by whoever asks."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from cofferd.domain.models import utc_now
 
 log = logging.getLogger(__name__)
 
-Phase = Literal["indexing", "embedding"]
-UNITS: dict[Phase, str] = {"indexing": "files", "embedding": "documents"}
+Phase = Literal["indexing", "converting", "embedding"]
+UNITS: dict[Phase, str] = {"indexing": "files", "converting": "files", "embedding": "documents"}
 # Work this large is logged when it starts and ends; smaller work (a save, the vectors it
 # owes) is not an event worth a line at INFO: it is logged at DEBUG.
 LOGGED_FROM = 10
@@ -66,8 +66,13 @@ class ProgressBoard:
         self._running: dict[tuple[str, Phase], Progress] = {}
 
     def get(self, kb: str) -> Progress | None:
-        """What `kb` is busy with: indexing first (embedding follows it)."""
-        return self._running.get((kb, "indexing")) or self._running.get((kb, "embedding"))
+        """What `kb` is busy with: indexing first (converting and embedding follow it)."""
+        running = self._running
+        return (
+            running.get((kb, "indexing"))
+            or running.get((kb, "converting"))
+            or running.get((kb, "embedding"))
+        )
 
     def running(self) -> list[Progress]:
         return list(self._running.values())

@@ -39,6 +39,7 @@ from cofferd.domain.preparation import (
     PrepareSettings,
     Skipped,
     Unchanged,
+    Unconverted,
 )
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,11 @@ class Reindexer:
         self.preparer = preparer
         self.budget = budget
         self.on_change: Callable[[], None] | None = None  # e.g. wake the embedding queue
+        # (kb, path, digest) of a document whose text is to be converted out of its file
+        self.on_unconverted: Callable[[str, str, str], None] | None = None
+        # Documents waiting for their text to be converted, with the stat they had: not
+        # read again meanwhile (their rows, if any, stay until the new text is indexed).
+        self._converting: dict[tuple[str, str], FileStat] = {}
         # Files skipped for a reason (binary, too large, refused by the index), with the
         # stat they had, so they are not read again until they change.
         self._skipped: dict[tuple[str, str], tuple[FileStat, str]] = {}
@@ -128,6 +134,7 @@ class Reindexer:
             max_markdown_bytes=config.max_document_bytes * MARKDOWN_LIMIT_FACTOR,
             vector_enabled=config.vector_enabled,
             budget=self.budget,
+            max_document_bytes=config.max_document_bytes,
         )
 
     def conflicts(self, kb: str) -> Mapping[str, ConflictCopy]:
@@ -136,11 +143,20 @@ class Reindexer:
     def forget_skipped(self, kb: str) -> None:
         """Read skipped files again (after the rules that skipped them changed)."""
         self._conflicts.pop(kb, None)
-        for key in [key for key in self._skipped if key[0] == kb]:
-            del self._skipped[key]
+        for held in (self._skipped, self._converting):
+            for key in [key for key in held if key[0] == kb]:
+                del held[key]
 
     def forget_all_skipped(self) -> None:
         self._skipped.clear()
+        self._converting.clear()
+
+    def converted(self, kb: str, path: str) -> None:
+        """The document's text was converted (or could not be): read it again."""
+        self._converting.pop((kb, path), None)
+
+    def converting_count(self, kb: str) -> int:
+        return sum(1 for name, _ in self._converting if name == kb)
 
     def skipped_count(self, kb: str) -> int:
         return sum(1 for name, _ in self._skipped if name == kb)
@@ -223,18 +239,20 @@ class Reindexer:
         return await self._finish(kb.name, result)
 
     def _forget_gone(self, kb: str, scan: TreeScan, asked: Callable[[str], bool]) -> None:
-        """Skipped files the scan (of the paths asked about) proves gone are no longer listed."""
-        gone = [
-            key
-            for key in self._skipped
-            if key[0] == kb
-            and asked(key[1])
-            and key[1] not in scan.files
-            and key[1] not in scan.unusable
-            and scan.covers(key[1])
-        ]
-        for key in gone:
-            del self._skipped[key]
+        """Skipped files the scan (of the paths asked about) proves gone are no longer
+        listed, nor waited for."""
+        for held in (self._skipped, self._converting):
+            gone = [
+                key
+                for key in held
+                if key[0] == kb
+                and asked(key[1])
+                and key[1] not in scan.files
+                and key[1] not in scan.unusable
+                and scan.covers(key[1])
+            ]
+            for key in gone:
+                del held[key]
 
     def _note_unusable(self, kb: str, scan: TreeScan, result: ReindexResult) -> None:
         """Files the scan saw but cannot index by name are reported, never silently lost."""
@@ -305,7 +323,9 @@ class Reindexer:
         plan.result.documents_unchanged = len(files) - len(changed)
         for path in changed:
             stat = FileStat(*files[path])
-            if (skip := self._skipped.get((kb.name, path))) and skip[0] == stat:
+            if self._converting.get((kb.name, path)) == stat:
+                plan.result.documents_converting += 1  # its text is on its way
+            elif (skip := self._skipped.get((kb.name, path))) and skip[0] == stat:
                 plan.result.documents_skipped += 1
                 plan.result.skipped.append({"relative_path": path, "reason": skip[1]})
             else:
@@ -391,6 +411,12 @@ class Reindexer:
             if indexed is not None:
                 batch.restat.append((indexed.document_id, outcome.stat))
             result.documents_unchanged += 1
+            return
+        if isinstance(outcome, Unconverted):
+            self._converting[(kb, path)] = outcome.stat
+            result.documents_converting += 1  # as it was, until its text is converted
+            if self.on_unconverted is not None:
+                self.on_unconverted(kb, path, outcome.digest)
             return
         if isinstance(outcome, Gone):
             reason = None

@@ -19,11 +19,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
+from cofferd.application.conversions import Pages
 from cofferd.application.documents import places
 from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.domain.errors import InvalidPattern, ModeDisabled, ValidationFailed
 from cofferd.domain.filters import SearchFilters
+from cofferd.domain.formats import PAGED_FORMATS, format_of
 from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, SearchResult
 from cofferd.domain.ports import DocsTree, DocumentCatalog, Grepper, KeywordSearch, VectorStore
 from cofferd.domain.query_syntax import parse_query
@@ -89,8 +91,10 @@ class Retrieval:
         grepper: Grepper,
         embeddings: Embeddings,
         tree: DocsTree,
+        pages: Pages | None = None,
     ) -> None:
         self.tree = tree
+        self.pages = pages
         self.kbs = kbs
         self.catalog = catalog
         self.keywords = keywords
@@ -166,8 +170,41 @@ class Retrieval:
     ) -> SearchResult:
         result = await self._search(kb_name, query, top_k, filters or None)
         where = await places(self.tree, kb_name, [p.path for p in result.passages])
-        passages = [replace(p, knowledge_base=kb_name, file=where[p.path]) for p in result.passages]
+        pages = await self._pages(kb_name, result.passages)
+        passages = [
+            replace(
+                p,
+                knowledge_base=kb_name,
+                file=where[p.path],
+                page=pages.get(p.document_id, {}).get(p.line_start),
+            )
+            for p in result.passages
+        ]
         return replace(result, passages=passages)
+
+    async def _pages(
+        self, kb: str, passages: Sequence[Passage]
+    ) -> dict[str, dict[int, int | None]]:
+        """The page each passage of a PDF or a slide deck is on, by document and line."""
+        paged = {p.document_id for p in passages if format_of(p.path) in PAGED_FORMATS}
+        if not paged or self.pages is None:
+            return {}
+        pages = self.pages
+        digests = {}
+        for doc_id in paged:
+            found = await self.catalog.find_documents(kb, doc_id)
+            if found:
+                digests[doc_id] = found[0].content_sha256
+
+        def look() -> dict[str, dict[int, int | None]]:
+            out: dict[str, dict[int, int | None]] = {}
+            for p in passages:
+                if p.document_id in digests:
+                    page = pages.page(kb, digests[p.document_id], p.line_start)
+                    out.setdefault(p.document_id, {})[p.line_start] = page
+            return out
+
+        return await asyncio.to_thread(look)
 
     async def _search(
         self, kb_name: str, query: str, top_k: int, filters: SearchFilters | None

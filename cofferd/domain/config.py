@@ -9,9 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.file_names import folder_in_kb
+from cofferd.domain.formats import DEFAULT_INDEX_FORMATS
 from cofferd.domain.validation import validation_failed
 
 RetrievalMode = Literal["grep", "keyword", "vector", "hybrid"]
+InPlaceFormat = Literal["pdf", "docx", "pptx", "xlsx", "html", "epub", "csv", "json", "xml", "txt"]
 Provider = Literal[
     "openai",
     "openrouter",
@@ -114,6 +116,30 @@ class KnowledgeBaseConfig(BaseModel):
     embedding: EmbeddingConfig | None = None
     auto_update_sources: bool = False
     add_folder: str = ""  # where `add` writes new documents, inside the KB ("": its top)
+    # files of these formats in the docs tree are documents where they lie (domain.formats)
+    index_formats: list[InPlaceFormat] = Field(
+        default_factory=lambda: list(DEFAULT_INDEX_FORMATS)  # type: ignore[arg-type]
+    )
+
+    @field_validator("index_formats", mode="before")
+    @classmethod
+    def _formats_listed(cls, value: Any) -> Any:
+        """`pdf,docx` as one value (`--set index_formats=pdf`) is the list it names."""
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(value, list):
+            aliases = {"htm": "html", "text": "txt"}
+            value = [
+                aliases.get(name, name) if isinstance(v, str) else v
+                for v in value
+                for name in (v.lower().lstrip(".") if isinstance(v, str) else "",)
+            ]
+        return value
+
+    @field_validator("index_formats")
+    @classmethod
+    def _formats_once(cls, value: list[InPlaceFormat]) -> list[InPlaceFormat]:
+        return sorted(set(value))
 
     @field_validator("add_folder")
     @classmethod

@@ -159,6 +159,13 @@ class DocumentAmbiguous(Conflict):
     code = "DOCUMENT_AMBIGUOUS"
 
 
+class DocumentReadOnly(Conflict):
+    """A document indexed from a file that is no Markdown (a PDF, a Word file, plain
+    text): the file is the person's own, edited where it lies, never written by Coffer."""
+
+    code = "DOCUMENT_READ_ONLY"
+
+
 class ReconversionBlocked(Conflict):
     code = "RECONVERSION_BLOCKED"
 

@@ -5,6 +5,7 @@
     updated_after   saved at or after this time (ISO 8601; a date is that day's 00:00 UTC)
     updated_before  saved before this time (same forms)
     source_mode     `converted` (ingested from another format, untouched) or `edited`
+    format          any of these formats: `md`, or one indexed where it lies (`pdf`, ...)
 
 A document's time is the modification time of its file.
 Times without a zone are UTC.
@@ -19,13 +20,15 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from cofferd.domain.errors import ValidationFailed
+from cofferd.domain.formats import IN_PLACE_FORMATS, MARKDOWN
 from cofferd.domain.models import utc_text
 from cofferd.domain.tags import normalize_tag
 
 SOURCE_MODES = ("converted", "edited")
 MAX_FILTER_TAGS = 20
 MAX_FOLDER_CHARS = 1024
-KEYS = ("folder", "tags", "updated_after", "updated_before", "source_mode")
+KEYS = ("folder", "tags", "updated_after", "updated_before", "source_mode", "format")
+FORMATS = (MARKDOWN, *IN_PLACE_FORMATS)
 
 
 @dataclass(frozen=True)
@@ -35,15 +38,15 @@ class SearchFilters:
     updated_after: str | None = None  # UTC, in the stored form
     updated_before: str | None = None
     source_mode: str | None = None
+    format: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return any(
-            (self.folder, self.tags, self.updated_after, self.updated_before, self.source_mode)
-        )
+        return any(getattr(self, key) for key in KEYS)
 
     def as_dict(self) -> dict[str, Any]:
         values = {k: getattr(self, k) for k in KEYS}
         values["tags"] = list(self.tags)
+        values["format"] = list(self.format)
         return {k: v for k, v in values.items() if v}
 
 
@@ -71,6 +74,7 @@ def parse_filters(raw: Mapping[str, Any] | None) -> SearchFilters:
         updated_after=after,
         updated_before=before,
         source_mode=_source_mode(raw.get("source_mode")),
+        format=_formats(raw.get("format")),
     )
 
 
@@ -138,6 +142,19 @@ def _time(value: Any, name: str) -> str | None:
     except OverflowError:  # its offset carries it past year 1 or 9999 in UTC
         edge = datetime.min if moment.year == datetime.min.year else datetime.max
         return utc_text(edge.replace(tzinfo=UTC))
+
+
+def _formats(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    wanted = {"markdown": MARKDOWN, "htm": "html", "text": "txt"}
+    if isinstance(value, list) and len(value) <= len(FORMATS) * 2:
+        named = [wanted.get(v.lower(), v.lower()) if isinstance(v, str) else v for v in value]
+        if all(v in FORMATS for v in named):
+            return tuple(sorted(set(named)))
+    raise ValidationFailed(f"format is a list of: {', '.join(FORMATS)}", field="filters.format")
 
 
 def _source_mode(value: Any) -> str | None:

@@ -91,6 +91,7 @@ class Passage:
     line_start: int = 0
     line_end: int = 0
     file: str = ""  # the absolute path of the file, when known
+    page: int | None = None  # of a PDF or a slide deck: the page (slide) the passage is on
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,7 @@ class ReindexResult:
     documents_removed: int = 0
     documents_skipped: int = 0
     documents_degraded: int = 0
+    documents_converting: int = 0  # to be indexed once their text is converted
     skipped: list[dict[str, str]] = field(default_factory=list)
 
     def merge(self, other: ReindexResult) -> None:
@@ -140,6 +142,7 @@ class ReindexResult:
         self.documents_removed += other.documents_removed
         self.documents_skipped += other.documents_skipped
         self.documents_degraded += other.documents_degraded
+        self.documents_converting += other.documents_converting
         self.skipped += other.skipped
 
     @property
@@ -155,5 +158,6 @@ class ReindexResult:
             "documents_removed": self.documents_removed,
             "documents_skipped": self.documents_skipped,
             "documents_degraded": self.documents_degraded,
+            "documents_converting": self.documents_converting,
             "skipped": self.skipped,
         }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, BinaryIO, NamedTuple, Protocol
 
 from cofferd.domain.conflicts import ConflictCopy
 from cofferd.domain.filters import SearchFilters
@@ -93,7 +93,7 @@ class DocumentFormats(Protocol):
 class DocsTree(Protocol):
     def scan(self, kb: str, under: str = "") -> TreeScan: ...
 
-    def read(self, kb: str, relpath: str) -> FileContent | None: ...
+    def read(self, kb: str, relpath: str, sink: BinaryIO | None = None) -> FileContent | None: ...
 
     def stat(self, kb: str, relpath: str) -> FileStat | None: ...
 
@@ -251,6 +251,14 @@ class KBIndex(Protocol):
 
     async def metrics(self, kb: str) -> dict[str, int]: ...
 
+    async def formats(self, kb: str) -> dict[str, int]:
+        """How many documents of each format (domain.formats) the KB holds."""
+        ...
+
+    async def converted_digests(self, kb: str) -> set[str]:
+        """The content digests of the files the KB's converted documents come from."""
+        ...
+
     async def delete_kb(self, kb: str) -> int: ...
 
 
@@ -271,6 +279,10 @@ class DocumentCatalog(Protocol):
     ) -> tuple[list[Document], int]: ...
 
     async def document_ids(self, kb: str, paths: Sequence[str]) -> dict[str, str]: ...
+
+    async def converted_paths(self, kb: str, digests: Sequence[str]) -> dict[str, list[str]]:
+        """The documents converted from files with these digests, by digest."""
+        ...
 
     async def find_by_metadata(
         self, kb: str, key: str, value: str | None = None
@@ -377,6 +389,33 @@ class MarkdownConverter(Protocol):
     def formats(self) -> tuple[str, ...]: ...
 
     async def convert(self, path: Path, fmt: str) -> Converted: ...
+
+    async def release(self) -> None:
+        """Give back what converting holds while there is nothing to convert."""
+        ...
+
+    async def interrupt(self) -> None:
+        """Stop the conversion in flight at once (the daemon is stopping)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class DerivedTextStore(Protocol):
+    """Text converted from documents indexed where they lie, by the digest of the
+    original's bytes (infrastructure.derived_texts)."""
+
+    def put(self, kb: str, digest: str, text: str) -> int: ...
+
+    def put_failure(self, kb: str, digest: str, reason: str) -> None: ...
+
+    def failure(self, kb: str, digest: str) -> str | None: ...
+
+    def text(self, kb: str, digest: str, limit: int) -> str | None: ...
+
+    def prune(self, kb: str, wanted: set[str], failures_before: float) -> int: ...
+
+    def remove_kb(self, kb: str) -> None: ...
 
 
 @dataclass(frozen=True)

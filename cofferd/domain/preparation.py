@@ -27,6 +27,8 @@ class PrepareSettings:
     max_markdown_bytes: int  # a larger file is skipped as too large
     vector_enabled: bool
     budget: Budget = DEFAULT
+    derived: str = ""  # the KB's folder of converted text (Locations.derived_dir)
+    max_document_bytes: int = 0  # a larger original is not converted (0: no limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,16 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class Unconverted:
+    """A document in another format whose bytes have no converted text kept yet: to be
+    converted (off the index's way), then prepared again."""
+
+    path: str
+    stat: FileStat
+    digest: str
+
+
+@dataclass(frozen=True)
 class Failed:
     """Preparing it failed in a way that is not the file's to say (a worker over its time,
     or one that died); skipped until the file changes."""
@@ -70,7 +82,7 @@ class Failed:
     reason: str
 
 
-Outcome = Gone | Unchanged | Skipped | Failed | DocumentWrite
+Outcome = Gone | Unchanged | Skipped | Unconverted | Failed | DocumentWrite
 
 
 class Preparer(Protocol):

@@ -52,4 +52,6 @@ def serve(memory_mb: int) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and int(sys.argv[2]):
+        os.nice(int(sys.argv[2]))  # background work: whatever else runs goes first
     serve(int(sys.argv[1]) if len(sys.argv) > 1 else 2048)

@@ -13,6 +13,7 @@ import os
 import stat
 import unicodedata
 from pathlib import Path
+from typing import BinaryIO
 
 from cofferd.domain.ports import FileContent, FileStat
 from cofferd.locations import check_relpath
@@ -52,10 +53,12 @@ class TreeReader:
         self.root = os.path.realpath(docs)
         self._folders: dict[Path, bool] = {}
 
-    def read(self, relpath: str, limit: int | None = None) -> FileContent | None:
+    def read(
+        self, relpath: str, limit: int | None = None, sink: BinaryIO | None = None
+    ) -> FileContent | None:
         """The file's bytes (only the first `limit` of them, when given; the digest is
         always of the whole file), or None when it is not there, is a link, or lies
-        outside the tree."""
+        outside the tree. With a `sink`, every byte is written there instead (a copy)."""
         path = disk_path(self.docs, relpath)
         folder_inside = self._folders.get(path.parent)
         if folder_inside is None:
@@ -66,7 +69,10 @@ class TreeReader:
         content: FileContent | None = None
         for _ in range(READ_ATTEMPTS):
             try:
-                content = read_once(path, limit)
+                if sink is not None:
+                    sink.seek(0)
+                    sink.truncate()
+                content = read_once(path, limit, sink)
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 return None
             if content is None or content.stat != CHANGING:
@@ -74,7 +80,9 @@ class TreeReader:
         return content
 
 
-def read_once(path: Path, limit: int | None = None) -> FileContent | None:
+def read_once(
+    path: Path, limit: int | None = None, sink: BinaryIO | None = None
+) -> FileContent | None:
     """One read of the file; None when it is a symlink (ELOOP under O_NOFOLLOW) or not a
     regular file. A write during the read shows as the stat CHANGING."""
     try:
@@ -95,7 +103,9 @@ def read_once(path: Path, limit: int | None = None) -> FileContent | None:
         while block := fh.read(BLOCK):
             digest.update(block)
             size += len(block)
-            if limit is None or held < limit:
+            if sink is not None:
+                sink.write(block)
+            elif limit is None or held < limit:
                 kept.append(block if limit is None else block[: limit - held])
                 held += len(kept[-1])
         after = stat_of(os.fstat(fd))

@@ -11,13 +11,14 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from cofferd.domain.conflicts import ConflictCopy, conflict_copy
 from cofferd.domain.errors import PathRefused, StorageError, ValidationFailed
 from cofferd.domain.file_names import numbered, same_name
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
 from cofferd.infrastructure.doc_files import TreeReader, disk_path, stat_of
-from cofferd.infrastructure.document_policy import DocumentPolicy, Kind, has_markdown_suffix
+from cofferd.infrastructure.document_policy import DocumentPolicy, FolderNames, Kind
 from cofferd.infrastructure.fsutil import atomic_write, create_new, mode_for_files_in
 from cofferd.infrastructure.ignore_rules import IGNORE_FILES, IgnoreRules
 from cofferd.locations import Locations, normalize_relpath
@@ -129,7 +130,7 @@ class FileDocsTree:
                 if name.isascii():  # the common case, and already NFC
                     relpath = prefix + name
                 else:
-                    named = self._unicode(entry, prefix, found)
+                    named = self._unicode(entry, prefix, found, names)
                     if named is None:
                         continue
                     relpath, name = named
@@ -152,7 +153,7 @@ class FileDocsTree:
             os.close(fd)
 
     def _unicode(
-        self, entry: os.DirEntry[str], prefix: str, found: _Found
+        self, entry: os.DirEntry[str], prefix: str, found: _Found, names: FolderNames
     ) -> tuple[str, str] | None:
         """(relative path, name) of an entry whose name is not ASCII, NFC; None for a name
         that is not UTF-8 (reported in `found` when it could be a document or a folder)."""
@@ -160,7 +161,7 @@ class FileDocsTree:
         if not _utf8(name):  # undecodable bytes arrive as surrogates: no key can hold it
             shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
             if not self.policy.is_noise(shown) and (
-                entry.is_dir(follow_symlinks=False) or has_markdown_suffix(shown)
+                entry.is_dir(follow_symlinks=False) or names.has_document_suffix(shown)
             ):
                 found.unusable[prefix + shown] = "the name is not valid UTF-8: rename it"
             return None
@@ -177,11 +178,12 @@ class FileDocsTree:
             return None
         return stat_of(st) if stat_mod.S_ISREG(st.st_mode) else None
 
-    def read(self, kb: str, relpath: str) -> FileContent | None:
+    def read(self, kb: str, relpath: str, sink: BinaryIO | None = None) -> FileContent | None:
         """The file's bytes, read again while it changes under us (a save in progress).
         None when it is not there; KBUnavailable when its folder is not (not even since
-        the read began: a disk unplugged takes every file with it)."""
-        content = TreeReader(self.boundary.root(kb)).read(relpath)
+        the read began: a disk unplugged takes every file with it). With a `sink`, the
+        bytes are copied there, not kept (the content's data is empty)."""
+        content = TreeReader(self.boundary.root(kb)).read(relpath, 0 if sink else None, sink)
         if content is None:
             self.boundary.root(kb)
         return content

@@ -2,7 +2,8 @@
 `classify(kb, relpath, is_dir)`.
 
 A document is a regular file (never a symlink: a linked file is indexed where it really is,
-so it is never found twice) whose name ends in `.md` or `.markdown` in any case, with no
+so it is never found twice) whose name ends in `.md` or `.markdown` in any case, or in the
+suffix of a format its KB indexes in place (`index_formats`: domain.formats), with no
 part of its path that is noise (hidden names, the droppings of editors and sync tools,
 `node_modules`) and that no ignore file of its tree excludes (`.gitignore`, `.ignore`,
 `.cofferignore`: ignore_rules). A sync tool's conflict copy of a document is listed, not
@@ -18,15 +19,15 @@ from __future__ import annotations
 import enum
 import fnmatch
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
 
 from cofferd.domain.conflicts import conflict_copy
+from cofferd.domain.formats import MARKDOWN_SUFFIXES, TEXT_FORMATS, suffixes
 from cofferd.infrastructure.confinement import Boundary
 from cofferd.infrastructure.ignore_rules import IGNORE_FILES, FolderRules, IgnoreRules
 from cofferd.locations import Locations
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
 # Matched against each part of a path, in any case: hidden names (.swp, .#lock,
 # .syncthing.*.tmp, .DS_Store), backups, vim's `4913` probe, emacs autosaves, Office owner
 # files, partial downloads and temporary files.
@@ -54,8 +55,11 @@ class DocumentPolicy:
         locations: Locations,
         converted_formats: Sequence[str] = (),
         boundary: Boundary | None = None,
+        formats_of: Callable[[str], tuple[str, ...]] = lambda kb: (),
     ) -> None:
+        """`formats_of(kb)`: the formats the KB indexes where they lie, besides Markdown."""
         self.locations = locations
+        self.formats_of = formats_of
         self.boundary = boundary or Boundary(locations)
         self._noise = re.compile(
             "|".join(fnmatch.translate(g) for g in NOISE_GLOBS), re.IGNORECASE | re.DOTALL
@@ -78,7 +82,7 @@ class DocumentPolicy:
         if is_dir is None:
             if name in IGNORE_FILES:
                 return Kind.IGNORE_FILE
-            is_dir = not has_markdown_suffix(name)
+            is_dir = not names.has_document_suffix(name)
         return names.classify(relpath, name, is_dir)
 
     def in_folder(self, kb: str, folder: str) -> FolderNames | None:
@@ -88,7 +92,11 @@ class DocumentPolicy:
         if folder and not self._open(kb, folder):
             return None
         parts = folder.split("/") if folder else []
-        return FolderNames(self._noise, self.ignore_rules(kb).in_folder(parts))
+        return FolderNames(self._noise, self.ignore_rules(kb).in_folder(parts), self.suffixes(kb))
+
+    def suffixes(self, kb: str) -> tuple[str, ...]:
+        """The name suffixes of the KB's documents, lower case."""
+        return suffixes(self.formats_of(kb))
 
     def is_document(self, kb: str, relpath: str) -> bool:
         return self.classify(kb, relpath) is Kind.DOCUMENT
@@ -157,11 +165,14 @@ class DocumentPolicy:
 
     # -- the same rules for other tools ---------------------------------------------------
 
-    def ripgrep_args(self) -> list[str]:
-        """ripgrep's glob arguments for documents (it never follows symlinks by default);
-        each hit is classified again, for the ignore files."""
+    def ripgrep_args(self, kb: str) -> list[str]:
+        """ripgrep's glob arguments for the documents of a KB it can read as they are (it
+        never follows symlinks by default); each hit is classified again, for the ignore
+        files. Converted documents are grepped in their converted text."""
         args = []
-        for suffix in MARKDOWN_SUFFIXES:
+        for suffix in MARKDOWN_SUFFIXES + suffixes(tuple(
+            f for f in self.formats_of(kb) if f in TEXT_FORMATS
+        )):  # fmt: skip
             args += ["--iglob", f"*{suffix}"]
         for glob in NOISE_GLOBS:
             args += ["--iglob", f"!{glob}"]
@@ -172,11 +183,17 @@ class FolderNames:
     """What the names in one folder are, by the DocumentPolicy's rules (its folders above
     already looked at)."""
 
-    __slots__ = ("_noise", "_rules")
+    __slots__ = ("_noise", "_rules", "_suffixes")
 
-    def __init__(self, noise: re.Pattern[str], rules: FolderRules) -> None:
+    def __init__(
+        self, noise: re.Pattern[str], rules: FolderRules, suffixes: tuple[str, ...]
+    ) -> None:
         self._noise = noise.match
         self._rules = rules if rules else None  # most folders have no ignore file above
+        self._suffixes = suffixes
+
+    def has_document_suffix(self, name: str) -> bool:
+        return name.lower().endswith(self._suffixes)
 
     def classify(self, relpath: str, name: str, is_dir: bool) -> Kind:
         """The Kind of `name`, a file or folder of this folder at `relpath`."""
@@ -188,10 +205,6 @@ class FolderNames:
             return Kind.OTHER
         if is_dir:
             return Kind.FOLDER
-        if not has_markdown_suffix(name):
+        if not self.has_document_suffix(name):
             return Kind.OTHER
         return Kind.DOCUMENT if conflict_copy(relpath) is None else Kind.CONFLICT_COPY
-
-
-def has_markdown_suffix(name: str) -> bool:
-    return name.lower().endswith(MARKDOWN_SUFFIXES)

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from cofferd.domain.formats import CONVERTED_FORMATS, format_of
 from cofferd.domain.models import KB_KIND, WORKSPACE_GLOBAL, Document, utc_from_ns
 from cofferd.domain.ports import DocumentWrite, FileStat, IndexedFile, IndexedFiles
 from cofferd.infrastructure.database import Database
@@ -56,21 +57,22 @@ def upsert(conn: Connection, kb: str, writes: Sequence[DocumentWrite]) -> None:
         """
         INSERT INTO documents (id, kind, resource_name, project_id, path, title, description,
             content_sha256, embed_pending, source_mode, metadata, created_at, updated_at,
-            file_size, file_mtime_ns, chunking, tags, aliases)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            file_size, file_mtime_ns, chunking, tags, aliases, format)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (kind, resource_name, id) DO UPDATE SET
             path = excluded.path, title = excluded.title, description = excluded.description,
             content_sha256 = excluded.content_sha256, embed_pending = excluded.embed_pending,
             source_mode = excluded.source_mode, metadata = excluded.metadata,
             updated_at = excluded.updated_at, file_size = excluded.file_size,
             file_mtime_ns = excluded.file_mtime_ns, chunking = excluded.chunking,
-            tags = excluded.tags, aliases = excluded.aliases,
+            tags = excluded.tags, aliases = excluded.aliases, format = excluded.format,
             embed_error = NULL, embed_retry_at = 0
         """,
         [(d.id, KB_KIND, kb, WORKSPACE_GLOBAL, d.path, d.title, d.description,
           d.content_sha256, int(d.embed_pending), d.source_mode,
           _json(d.metadata), d.created_at, d.updated_at,
-          w.stat.size, w.stat.mtime_ns, w.chunking, _json(d.tags), _json(d.aliases))
+          w.stat.size, w.stat.mtime_ns, w.chunking, _json(d.tags), _json(d.aliases),
+          format_of(d.path))
          for w in writes for d in (w.document,)],
     )  # fmt: skip
 
@@ -217,6 +219,20 @@ def ids_by_path(conn: Connection, kb: str, paths: Sequence[str]) -> dict[str, st
     return found
 
 
+def converted_paths(conn: Connection, kb: str, digests: Sequence[str]) -> dict[str, list[str]]:
+    """The paths of the converted documents whose files had these digests (a copy makes
+    two), by digest."""
+    marks = ", ".join("?" * len(CONVERTED_FORMATS))
+    found: dict[str, list[str]] = {}
+    for digest, path in conn.execute(
+        f"SELECT content_sha256, path FROM documents WHERE {SCOPE} AND format IN ({marks})"
+        " AND content_sha256 IN (SELECT value FROM json_each(?)) ORDER BY path",
+        (KB_KIND, kb, *CONVERTED_FORMATS, json.dumps(sorted(set(digests)))),
+    ):
+        found.setdefault(digest, []).append(path)
+    return found
+
+
 def get(conn: Connection, kb: str, doc_id: str) -> Document | None:
     row = conn.execute(
         f"SELECT * FROM documents WHERE {SCOPE} AND id = ?", (KB_KIND, kb, doc_id)
@@ -305,6 +321,22 @@ def page(
     return [document_from_row(r) for r in rows], int(total[0])
 
 
+def formats(conn: Connection, kb: str) -> dict[str, int]:
+    rows = conn.execute(
+        f"SELECT format, count(*) FROM documents WHERE {SCOPE} GROUP BY format", (KB_KIND, kb)
+    )
+    return {r[0]: int(r[1]) for r in rows}
+
+
+def converted_digests(conn: Connection, kb: str) -> set[str]:
+    marks = ", ".join("?" * len(CONVERTED_FORMATS))
+    rows = conn.execute(
+        f"SELECT content_sha256 FROM documents WHERE {SCOPE} AND format IN ({marks})",
+        (KB_KIND, kb, *CONVERTED_FORMATS),
+    )
+    return {r[0] for r in rows}
+
+
 def counts(conn: Connection, kb: str) -> dict[str, int]:
     """`documents_degraded`: indexed in a bounded form (over a budget), or its last
     embedding failed (keyword search and grep still find it)."""
@@ -363,6 +395,9 @@ class SqliteDocumentCatalog:
 
     async def document_ids(self, kb: str, paths: Sequence[str]) -> dict[str, str]:
         return await self.db.read(lambda conn: ids_by_path(conn, kb, paths))
+
+    async def converted_paths(self, kb: str, digests: Sequence[str]) -> dict[str, list[str]]:
+        return await self.db.read(lambda conn: converted_paths(conn, kb, digests))
 
     async def find_by_metadata(self, kb: str, key: str, value: str | None = None) -> list[Document]:
         return await self.db.read(lambda conn: by_metadata(conn, kb, key, value))

@@ -178,3 +178,9 @@ class SqliteDocumentIndex:
             return {**document_rows.counts(conn, kb), "chunks": chunk_rows.count(conn, kb)}
 
         return await self.db.read(run)
+
+    async def formats(self, kb: str) -> dict[str, int]:
+        return await self.db.read(lambda conn: document_rows.formats(conn, kb))
+
+    async def converted_digests(self, kb: str) -> set[str]:
+        return await self.db.read(lambda conn: document_rows.converted_digests(conn, kb))

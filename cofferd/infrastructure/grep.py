@@ -1,4 +1,5 @@
-"""Grep over one knowledge base's docs/ with ripgrep (no index): bounded in matches and time.
+"""Grep over one knowledge base's docs/ with ripgrep (no index), and over the text converted
+from its documents in other formats: bounded in matches and time.
 
 Hits come in a stable order, by relative path and then line: rg walks the tree sorted
 (`--sort path`, so that a truncated answer is the same first matches every time), and the
@@ -13,7 +14,7 @@ import json
 import os
 import shutil
 import sysconfig
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from cofferd.domain.errors import EngineUnavailable, InvalidPattern, StorageError
@@ -39,51 +40,83 @@ def find_rg() -> str | None:
 
 class Ripgrep:
     def __init__(
-        self, locations: Locations, policy: DocumentPolicy, timeout_s: float = TIMEOUT_S
+        self,
+        locations: Locations,
+        policy: DocumentPolicy,
+        timeout_s: float = TIMEOUT_S,
+        converted_paths: Callable[[str, list[str]], Awaitable[dict[str, list[str]]]] | None = None,
     ) -> None:
+        """`converted_paths(kb, digests)`: the documents converted from files with these
+        digests (their converted text is grepped too)."""
         self.locations = locations
         self.policy = policy
         self.timeout_s = timeout_s
+        self.converted_paths = converted_paths
         self.binary = find_rg()
 
     async def grep(
         self, kb: str, pattern: str, max_matches: int, ignore_case: bool = False
     ) -> tuple[list[RawHit], bool]:
+        """Matches in the KB's files rg can read as they are, and in the text converted
+        from its other documents (a PDF's, a Word file's), given the path of its file."""
         if self.binary is None:
             raise EngineUnavailable("ripgrep (rg) is not installed", engine="ripgrep")
         docs = self.policy.boundary.root(kb)
         if not os.access(docs, os.R_OK | os.X_OK):
             folder = self.locations.docs_folder(kb)  # as people know it, not resolved
             raise StorageError(f"the docs folder {folder} cannot be read", path=str(folder))
-        args = [
-            self.binary, "--json", "--no-config", "--no-ignore", "--no-messages", "--sort=path",
-            *self.policy.ripgrep_args(), *(["--ignore-case"] if ignore_case else []),
-            "-e", pattern, "--", ".",
-        ]  # fmt: skip
+        flags = [*(["--ignore-case"] if ignore_case else []), "-e", pattern, "--", "."]
+        hits: list[RawHit] = []
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                truncated = await self._run(
+                    docs,
+                    [*self.policy.ripgrep_args(kb), *flags],
+                    hits,
+                    max_matches,
+                    lambda path: self.policy.is_document(kb, path),
+                )
+                derived = self.locations.derived_dir(kb)
+                if not truncated and self.converted_paths and derived.is_dir():
+                    found: list[RawHit] = []
+                    truncated = await self._run(
+                        derived, ["--iglob", "*.md", *flags], found, max_matches, _a_text
+                    )
+                    hits += await self._as_documents(kb, derived, found)
+        except TimeoutError:
+            truncated = True
+        hits.sort(key=lambda hit: (hit.path, hit.line_number))
+        if len(hits) > max_matches:
+            del hits[max_matches:]
+            truncated = True
+        return hits, truncated
+
+    async def _run(
+        self,
+        cwd: Path,
+        args: list[str],
+        hits: list[RawHit],
+        max_matches: int,
+        accept: Callable[[str], bool],
+    ) -> bool:
+        """One rg over `cwd`, its matches in files `accept`ed into `hits`; True when there
+        were more than `max_matches`. A timeout (raised) leaves what was found."""
         proc = await asyncio.create_subprocess_exec(
-            *args,
-            cwd=docs,
+            self.binary or "rg", "--json", "--no-config", "--no-ignore", "--no-messages",
+            "--sort=path", *args,
+            cwd=cwd,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             limit=8 * 1024 * 1024,
-        )
-        hits: list[RawHit] = []
-        truncated = False
+        )  # fmt: skip
         try:
-            async with asyncio.timeout(self.timeout_s):
-                truncated = await _collect(
-                    proc, hits, max_matches, lambda path: self.policy.is_document(kb, path)
-                )
-                if truncated:  # enough: do not wait for rg to scan the rest
-                    with contextlib.suppress(ProcessLookupError):
-                        proc.kill()
-                stderr = await proc.stderr.read() if proc.stderr else b""
-                code = await proc.wait()
-        except TimeoutError:
-            truncated = True
-            code = 0
-            stderr = b""
+            truncated = await _collect(proc, hits, max_matches, accept)
+            if truncated:  # enough: do not wait for rg to scan the rest
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+            stderr = await proc.stderr.read() if proc.stderr else b""
+            code = await proc.wait()
         finally:
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -92,8 +125,40 @@ class Ripgrep:
         if code == 2 and not hits and not truncated:
             message = stderr.decode(errors="replace").strip() or "ripgrep failed"
             raise InvalidPattern(f"invalid pattern: {message}", field="pattern")
-        hits.sort(key=lambda hit: (hit.path, hit.line_number))
-        return hits, truncated
+        return truncated
+
+    async def _as_documents(self, kb: str, folder: Path, found: list[RawHit]) -> list[RawHit]:
+        """Hits in converted texts (`ab/<digest>.md`) as hits in the documents converted
+        from files with that digest (one per copy; none for a text no document has now);
+        not in the frontmatter Coffer wrote above the text."""
+        assert self.converted_paths is not None
+        digest_of = {hit.path: hit.path.rpartition("/")[2].removesuffix(".md") for hit in found}
+        paths = await self.converted_paths(kb, sorted(set(digest_of.values())))
+        heads = await asyncio.to_thread(
+            lambda: {path: _frontmatter_lines(folder / path) for path in digest_of}
+        )
+        return [
+            RawHit(path, hit.line_number, hit.line)
+            for hit in found
+            if hit.line_number > heads[hit.path]
+            for path in paths.get(digest_of[hit.path], ())
+            if self.policy.is_document(kb, path)
+        ]
+
+
+def _a_text(path: str) -> bool:
+    return path.endswith(".md")
+
+
+def _frontmatter_lines(path: Path) -> int:
+    """How many lines the frontmatter at the start of a converted text takes (0: none)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(8192)
+    except OSError:
+        return 0
+    end = head.find(b"\n---\n", 3) if head.startswith(b"---\n") else -1
+    return head.count(b"\n", 0, end + 5) if end >= 0 else 0
 
 
 async def _collect(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from cofferd.domain.ports import DocumentWrite
@@ -16,6 +17,7 @@ from cofferd.domain.preparation import (
     PrepareSettings,
     Skipped,
     Unchanged,
+    Unconverted,
 )
 from cofferd.infrastructure.confinement import Boundary
 from cofferd.infrastructure.worker_pool import WorkerPool, WorkFailed
@@ -25,7 +27,7 @@ WORKER_MODULE = "cofferd.surfaces.prepare_worker"
 # every worker busy and let a save in between.
 UNIT_FILES = 128
 UNIT_BYTES = 1024 * 1024
-OUTCOMES = (Gone, Unchanged, Skipped, DocumentWrite)
+OUTCOMES = (Gone, Unchanged, Skipped, Unconverted, DocumentWrite)
 
 
 class ProcessPreparer:
@@ -50,7 +52,9 @@ class ProcessPreparer:
         *,
         interactive: bool,
     ) -> AsyncIterator[Outcome]:
-        head = (str(self.boundary.root(kb)), settings)  # workers read below the root checked now
+        derived = str(self.boundary.locations.derived_dir(kb))
+        # workers read below the root checked now
+        head = (str(self.boundary.root(kb)), replace(settings, derived=derived))
         budget = settings.budget.prepare_s
         units = list(_units(items)) if interactive else await asyncio.to_thread(list, _units(items))
         async for item, reply in self.pool.run(

@@ -193,6 +193,12 @@ MIGRATIONS: list[Migration] = [
     f"CREATE INDEX idx_documents_degraded ON documents(kind, resource_name) WHERE {DEGRADED}",
     _int8_vectors,
     _document_changes,
+    # 11: each document's format (domain.formats: `md`, or the format of a file indexed
+    # where it lies), filtered on and counted per KB
+    """
+    ALTER TABLE documents ADD COLUMN format TEXT NOT NULL DEFAULT 'md';
+    CREATE INDEX idx_documents_format ON documents(kind, resource_name, format)
+    """,
 ]
 
 

@@ -38,6 +38,9 @@ def documents_where(filters: SearchFilters) -> tuple[str, list[Any]]:
     if filters.source_mode:
         parts.append("d.source_mode = ?")
         args.append(filters.source_mode)
+    if filters.format:
+        parts.append(f"d.format IN ({', '.join('?' * len(filters.format))})")
+        args += filters.format
     return (" AND ".join(parts) or "1"), args
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cofferd.application.activity import Activity
+from cofferd.application.conversions import Conversions, Pages
 from cofferd.application.documents import Documents
 from cofferd.application.embeddings import Embeddings
 from cofferd.application.graph import Graph
@@ -28,6 +29,7 @@ from cofferd.infrastructure.confinement import Boundary
 from cofferd.infrastructure.conversion import WorkerConverter
 from cofferd.infrastructure.credentials import credential_problem
 from cofferd.infrastructure.database import Database
+from cofferd.infrastructure.derived_texts import DerivedTexts
 from cofferd.infrastructure.docs_tree import FileDocsTree
 from cofferd.infrastructure.document_policy import DocumentPolicy
 from cofferd.infrastructure.document_rows import SqliteDocumentCatalog
@@ -54,6 +56,9 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on macOS
         return max(1, os.cpu_count() or 1)
+
+
+CONVERT_NICE = 10  # documents converted in the background yield to the rest
 
 
 @dataclass(frozen=True)
@@ -97,9 +102,14 @@ class Coffer:
         )
         self.converter = WorkerConverter()
         self.boundary = boundary = Boundary(locations)
-        self.policy = DocumentPolicy(locations, self.converter.formats(), boundary)
+        self.registry = registry = KBRegistry(KBFiles(locations, boundary))
+        self.policy = DocumentPolicy(
+            locations,
+            self.converter.formats(),
+            boundary,
+            lambda kb: tuple(found.config.index_formats) if (found := registry.get(kb)) else (),
+        )
         tree = FileDocsTree(locations, self.policy)
-        self.registry = KBRegistry(KBFiles(locations, boundary))
         self.progress = ProgressBoard()
         self.preparer = ProcessPreparer(boundary, tuning.workers)
         self.reindexer = Reindexer(
@@ -123,7 +133,8 @@ class Coffer:
         self.reindexer.on_change = self.embeddings.wake
         self.kbs.vet = self.embeddings.check
         self.kbs.credential_problem = credential_problem
-        grep = Ripgrep(locations, self.policy)
+        grep = Ripgrep(locations, self.policy, converted_paths=stores.catalog.converted_paths)
+        self.texts = texts = DerivedTexts(locations.derived_dir)
         self.retrieval = Retrieval(
             self.kbs,
             stores.catalog,
@@ -132,8 +143,9 @@ class Coffer:
             grep,
             self.embeddings,
             tree,
+            Pages(texts),
         )
-        self.documents = Documents(self.kbs, stores.catalog, tree, self.reindexer)
+        self.documents = Documents(self.kbs, stores.catalog, tree, self.reindexer, texts)
         self.trash = Trash(
             self.kbs,
             stores.index,
@@ -159,11 +171,22 @@ class Coffer:
             private_folders=private_folders(),
         )
         self.activity = Activity(self.kbs, stores.activity)
+        self.conversions = Conversions(
+            self.kbs,
+            stores.index,
+            tree,
+            WorkerConverter(nice=CONVERT_NICE),  # its own: `add` never waits behind a backlog
+            texts,
+            self.reindexer,
+            self.progress,
+            locations.incoming_dir / "converting",
+        )
         self.indexing = IndexingService(
             self.kbs,
             self.reindexer,
             self.embeddings,
             self.trash,
+            self.conversions,
             reconcile_interval_s=tuning.reconcile_interval_s,
         )
 
@@ -231,6 +254,7 @@ class Coffer:
         await self.embeddings.close()
         await self.preparer.close()
         await self.converter.close()
+        await self.conversions.converter.close()
         await self.stores.db.close()
 
     async def __aenter__(self) -> Coffer:

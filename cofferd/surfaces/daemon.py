@@ -129,6 +129,7 @@ class Daemon:
             log.info("stopping")
             systemd.notify("STOPPING=1")
             await coffer.converter.interrupt()  # in-flight uploads are answered, not dropped
+            await coffer.conversions.converter.interrupt()
         log.info("stopped")
 
     async def _kb_status(
@@ -146,6 +147,8 @@ class Daemon:
             "documents": counts["documents"],
             "documents_degraded": counts["documents_degraded"],
             "skipped": coffer.reindexer.skipped_count(kb.name),
+            "formats": await coffer.stores.index.formats(kb.name),
+            "converting": coffer.conversions.waiting(kb.name),
             "progress": progress.as_dict() if progress else None,
             "docs_path": docs_path or str(self.locations.docs_dir(kb.name)),
         }
@@ -222,6 +225,7 @@ class Daemon:
             },
             "queue_depth": indexing["queue_depth"],
             "workers": coffer.preparer.status(),
+            "conversions": coffer.conversions.status(),
             "startup_reconcile_done": startup_done,
         }
 

@@ -387,6 +387,7 @@ async def reindex(request: web.Request) -> web.Response:
     coffer, name = request.app[COFFER], request.match_info["name"]
     result = await coffer.kbs.reindex(name, actor=_actor(request))
     await coffer.embeddings.retry_now(name)
+    await coffer.conversions.prune(name)
     return json_response(result.as_dict())
 
 

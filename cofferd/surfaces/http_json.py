@@ -65,6 +65,7 @@ class Filters(_Body):
     updated_after: str | None = None
     updated_before: str | None = None
     source_mode: str | None = None
+    format: list[str] | None = None
 
 
 class SearchRequest(_Body):
@@ -170,6 +171,8 @@ def document_json(view: DocumentView) -> dict[str, Any]:
         out["frontmatter"] = view.frontmatter or {}
     if view.file_text is not None:
         out["file_text"] = view.file_text
+    if view.derived:
+        out["derived"] = True
     return out
 
 
@@ -189,6 +192,7 @@ def passage_json(p: Passage) -> dict[str, Any]:
         "heading": list(p.heading),
         "snippet": snippet,
         "highlights": highlights,
+        **({"page": p.page} if p.page is not None else {}),
     }
 
 

@@ -22,8 +22,18 @@ from pathlib import Path
 from typing import IO
 
 from cofferd.application import preparation
-from cofferd.domain.preparation import Gone, Outcome, PrepareItem, PrepareSettings, Skipped
-from cofferd.infrastructure import fts, memory
+from cofferd.domain.formats import CONVERTED_FORMATS, MARKDOWN, format_of
+from cofferd.domain.ports import FileContent
+from cofferd.domain.preparation import (
+    Gone,
+    Outcome,
+    PrepareItem,
+    PrepareSettings,
+    Skipped,
+    Unchanged,
+    Unconverted,
+)
+from cofferd.infrastructure import derived_texts, fts, memory
 from cofferd.infrastructure.doc_files import TreeReader
 from cofferd.infrastructure.frames import read, serve_stdio, write
 
@@ -35,8 +45,11 @@ LARGE_ITEM = 1024 * 1024
 
 
 def prepare_one(reader: TreeReader, item: PrepareItem, settings: PrepareSettings) -> Outcome:
+    fmt = format_of(item.path)
+    converted = fmt in CONVERTED_FORMATS
     try:
-        content = reader.read(item.path, limit=settings.budget.indexed_bytes)
+        # a converted document's file is read only for its digest: its text is kept apart
+        content = reader.read(item.path, limit=0 if converted else settings.budget.indexed_bytes)
     except OSError as exc:
         return Skipped(item.path, None, f"unreadable: {exc.strerror or exc}")
     except ValueError as exc:  # a path that cannot name a file in the tree
@@ -44,11 +57,35 @@ def prepare_one(reader: TreeReader, item: PrepareItem, settings: PrepareSettings
     if content is None:
         return Gone(item.path)
     try:
-        return preparation.prepare(item, content, settings, fts.index_text)
+        if converted:
+            return _prepare_converted(item, content, settings, fmt)
+        in_place = None if fmt == MARKDOWN else fmt
+        return preparation.prepare(item, content, settings, fts.index_text, in_place)
     except MemoryError:
         return Skipped(item.path, content.stat, "needs more memory than a document may use")
     except RecursionError:
         return Skipped(item.path, content.stat, "nests too deeply to be read")
+
+
+def _prepare_converted(
+    item: PrepareItem, original: FileContent, settings: PrepareSettings, fmt: str
+) -> Outcome:
+    """A document in another format, from the text converted out of its bytes: none kept
+    yet is Unconverted; a conversion that failed for these bytes stays skipped."""
+    known, stat, digest = item.known, original.stat, original.digest
+    if known and known.content_sha256 == digest and known.chunking == settings.chunking:
+        return Unchanged(item.path, stat)
+    if settings.max_document_bytes and original.size > settings.max_document_bytes:
+        return Skipped(item.path, stat, "too_large")
+    folder = Path(settings.derived)
+    failed = derived_texts.read(folder, digest, derived_texts.FAILED, 4096)
+    if failed is not None:
+        return Skipped(item.path, stat, failed[0].decode("utf-8", "replace"))
+    kept = derived_texts.read(folder, digest, derived_texts.TEXT, settings.budget.indexed_bytes)
+    if kept is None:
+        return Unconverted(item.path, stat, digest)
+    text = FileContent(kept[0], stat, digest, kept[1])
+    return preparation.prepare(item, text, settings, fts.index_text, fmt)
 
 
 def serve(requests: IO[bytes], replies: IO[bytes]) -> None:

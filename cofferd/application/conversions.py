@@ -1,0 +1,254 @@
+"""Converting the documents a KB indexes where they lie (PDF, Word, slides, e-books...) to
+the Markdown text that is indexed of them.
+
+The Reindexer meets such a document's bytes with no text kept for them (`Unconverted`) and
+hands it here. Conversions run off the index's way, one at a time, in the converter's own
+process at a low priority, so a note saved meanwhile is indexed as fast as ever. Each
+original is copied out of the folder first (confined, never through a link) and converted
+from the copy; its text (or why there is none: encrypted, damaged, scanned, too slow) is
+kept by the digest of the bytes converted, and the document is then indexed again from it.
+The folder is never written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+from cofferd.application import markdown
+from cofferd.application.knowledge_bases import KnowledgeBases
+from cofferd.application.progress import Progress, ProgressBoard
+from cofferd.application.reindexer import Reindexer
+from cofferd.domain.errors import CofferError
+from cofferd.domain.formats import format_of
+from cofferd.domain.models import utc_now
+from cofferd.domain.ports import (
+    ConversionFailed,
+    Converted,
+    DerivedTextStore,
+    DocsTree,
+    KBIndex,
+    MarkdownConverter,
+)
+
+log = logging.getLogger(__name__)
+
+IDLE_RELEASE_S = 30.0  # the converter's process ends after this long with nothing to do
+# A file that could not be converted is tried again once its bytes change, or after this
+# long (its failure is forgotten; no digest of a skipped file is kept to tell it is there)
+FAILURES_KEPT_S = 30 * 24 * 3600.0
+PAGE_BREAK = "\x0c"  # pdfminer's, between pages
+# Each page of a PDF is a section of its converted text: passages never straddle two, and
+# each says its page. Slide decks come with their own marks (and a heading per slide).
+PAGE_MARK = "## Page {}"
+PAGE_MARKS = re.compile(r"^(?:## Page |<!-- Slide number: )(\d+)(?: -->)?$", re.MULTILINE)
+PAGES_KEPT = 256  # converted texts whose page starts are kept
+PAGE_TEXT_LIMIT = 400 * 1024 * 1024  # read whole: the pages of the longest text
+
+Key = tuple[str, str]  # (kb, path)
+
+
+class Conversions:
+    def __init__(
+        self,
+        kbs: KnowledgeBases,
+        index: KBIndex,
+        tree: DocsTree,
+        converter: MarkdownConverter,
+        texts: DerivedTextStore,
+        reindexer: Reindexer,
+        progress: ProgressBoard,
+        scratch: Path,
+    ) -> None:
+        self.kbs = kbs
+        self.index = index
+        self.tree = tree
+        self.converter = converter
+        self.texts = texts
+        self.reindexer = reindexer
+        self.progress = progress
+        self.scratch = scratch  # private copies of the originals while they convert
+        self.on_converted: Callable[[str, str], None] | None = None  # index it again
+        self._queue: dict[Key, str] = {}  # -> the digest the reindexer saw, oldest first
+        self._current: Key | None = None
+        self._progress: dict[str, Progress] = {}
+        self._wake = asyncio.Event()
+        self.converted = 0
+        self.failed = 0
+
+    def submit(self, kb: str, path: str, digest: str) -> None:
+        """Convert the document at `path` (its bytes had `digest`) when its turn comes."""
+        key = (kb, path)
+        if key not in self._queue and key != self._current:
+            progress = self._progress.get(kb)
+            if progress is None:
+                progress = self._progress[kb] = self.progress.start(kb, "converting", 0)
+            progress.total += 1
+        self._queue[key] = digest
+        self._wake.set()
+
+    def forget(self, kb: str) -> None:
+        """A KB deleted: nothing of it is converted any more, and its texts go."""
+        for key in [key for key in self._queue if key[0] == kb]:
+            del self._queue[key]
+        self._finish(kb)
+        self.texts.remove_kb(kb)
+
+    def status(self) -> dict[str, object]:
+        return {
+            "queued": len(self._queue),
+            "converting": self._current[1] if self._current else None,
+            "converted": self.converted,
+            "failed": self.failed,
+        }
+
+    def waiting(self, kb: str) -> int:
+        return sum(1 for key in self._queue if key[0] == kb) + (
+            1 if self._current and self._current[0] == kb else 0
+        )
+
+    async def run(self) -> None:
+        """Convert what is submitted, for as long as the daemon runs."""
+        while True:
+            if not self._queue:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(IDLE_RELEASE_S):
+                        await self._wake.wait()
+                if not self._queue:
+                    await self.converter.release()
+                    await self._wake.wait()
+                continue
+            key = next(iter(self._queue))
+            del self._queue[key]
+            self._current = key
+            try:
+                await self._convert(*key)
+            finally:
+                self._current = None
+                self._done(key)
+
+    async def prune(self, kb: str) -> int:
+        """Forget the texts no document of the KB comes from any more (after a full
+        reconcile: a rename has found its text by then), and old failures. Bytes freed."""
+        wanted = await self.index.converted_digests(kb)
+        wanted |= {digest for (name, _), digest in self._queue.items() if name == kb}
+        before = time.time() - FAILURES_KEPT_S
+        return await asyncio.to_thread(self.texts.prune, kb, wanted, before)
+
+    async def _convert(self, kb: str, path: str) -> None:
+        known = self.kbs.registry.get(kb)
+        if known is None:
+            return
+        fmt = format_of(path)
+        self.scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=self.scratch, suffix=f".{fmt}")
+        copy = Path(name)
+        try:
+            with os.fdopen(fd, "wb") as sink:
+                content = await asyncio.to_thread(self.tree.read, kb, path, sink)
+            if content is None:
+                return  # gone (or now a link): indexing again removes it
+            digest = content.digest
+            if self.texts.failure(kb, digest) or self.texts.text(kb, digest, 1) is not None:
+                return  # a copy of it came first
+            try:
+                converted = await self.converter.convert(copy, fmt)
+                text = derived_text(converted, fmt, self.converter.engine)
+            except ConversionFailed as exc:
+                self.failed += 1
+                log.info("%s: %s cannot be converted: %s", kb, path, exc)
+                await asyncio.to_thread(self.texts.put_failure, kb, digest, str(exc))
+                return
+            await asyncio.to_thread(self.texts.put, kb, digest, text)
+            self.converted += 1
+        except (OSError, CofferError) as exc:  # the folder or the data home: next pass
+            log.warning("%s: %s not converted now: %s", kb, path, exc)
+        finally:
+            copy.unlink(missing_ok=True)
+
+    def _done(self, key: Key) -> None:
+        kb, path = key
+        self.reindexer.converted(kb, path)
+        if self.on_converted is not None:
+            self.on_converted(kb, path)
+        progress = self._progress.get(kb)
+        if progress is not None:
+            progress.advance(1)
+        if not any(name == kb for name, _ in self._queue):
+            self._finish(kb)
+
+    def _finish(self, kb: str) -> None:
+        progress = self._progress.pop(kb, None)
+        if progress is not None:
+            self.progress.finish(progress)
+
+
+def derived_text(converted: Converted, fmt: str, engine: str) -> str:
+    """The Markdown kept for a converted document: what the converter made of it, its
+    pages marked where the format has pages, below frontmatter saying where it came from.
+    A PDF with (next to) no text is a scan: there is nothing to index without OCR. Its
+    title is its own, or its file's name (one text serves every copy, so it names none)."""
+    body = converted.markdown
+    if fmt == "pdf":
+        pages = body.split(PAGE_BREAK)
+        if pages and not pages[-1].strip():
+            pages.pop()
+        letters = sum(1 for ch in body if ch.isalnum())
+        if letters < len(pages) or not letters:  # not a letter a page: images of pages
+            raise ConversionFailed(
+                "a scanned PDF: it has no text layer to index (Coffer does not read images)"
+            )
+        body = "\n\n".join(
+            f"{PAGE_MARK.format(n)}\n\n{page.strip()}" for n, page in enumerate(pages, 1)
+        )
+    elif not body.strip():
+        raise ConversionFailed("no text in it")
+    head: dict[str, str] = {}
+    if converted.title and converted.title.strip():
+        head["title"] = converted.title.strip()[:500]
+    head.update(source_format=fmt, converter=engine, converted_at=utc_now())
+    return markdown.compose(head, body.strip() + "\n")
+
+
+def page_starts(text: str) -> list[tuple[int, int]]:
+    """(line, page) where each page (or slide) of a converted text starts, lines from 1."""
+    starts, lines, counted = [], 1, 0
+    for mark in PAGE_MARKS.finditer(text):
+        lines += text.count("\n", counted, mark.start())
+        counted = mark.start()
+        starts.append((lines, int(mark.group(1))))
+    return starts
+
+
+class Pages:
+    """The page a line of a converted document is on, its page starts read once per text
+    (the last few hundred texts asked about are kept)."""
+
+    def __init__(self, texts: DerivedTextStore, limit: int = PAGE_TEXT_LIMIT) -> None:
+        self.texts = texts
+        self.limit = limit
+        self._starts: OrderedDict[tuple[str, str], list[tuple[int, int]]] = OrderedDict()
+
+    def page(self, kb: str, digest: str, line: int) -> int | None:
+        key = (kb, digest)
+        starts = self._starts.get(key)
+        if starts is None:
+            text = self.texts.text(kb, digest, self.limit)
+            starts = page_starts(text) if text else []
+            self._starts[key] = starts
+            while len(self._starts) > PAGES_KEPT:
+                self._starts.popitem(last=False)
+        self._starts.move_to_end(key)
+        at = bisect_right(starts, (line, sys.maxsize)) - 1
+        return starts[at][1] if at >= 0 else None

@@ -1,0 +1,47 @@
+"""The formats a document may have, by the suffix of its file name.
+
+Markdown is the truth people write. Other files of a docs tree are indexed where they lie
+when their KB lists their format in `index_formats`: plain text is read as it is; the
+others are converted to Markdown (markitdown), and the converted text is derived data
+kept in the data home, never written into the folder.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import PurePosixPath
+
+MARKDOWN = "md"
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+TEXT_FORMATS = ("txt",)  # read as text, without conversion
+CONVERTED_FORMATS = ("pdf", "docx", "pptx", "xlsx", "html", "epub", "csv", "json", "xml")
+IN_PLACE_FORMATS = (*CONVERTED_FORMATS, *TEXT_FORMATS)  # what `index_formats` may list
+# Prose people wrote or read. Spreadsheets (xlsx, csv) and data (json, xml) flood keyword
+# search with cells and keys; a folder's HTML is as often a site's templates or an export
+# of the notes themselves as a saved article. Each is one setting away.
+DEFAULT_INDEX_FORMATS = ("docx", "epub", "pdf", "pptx", "txt")
+SUFFIXES = {"html": (".html", ".htm"), "txt": (".txt", ".text")}  # else `.<format>`
+PAGED_FORMATS = ("pdf", "pptx")  # the converted text marks where each page (slide) starts
+
+
+@cache
+def suffixes(formats: tuple[str, ...]) -> tuple[str, ...]:
+    """The file name suffixes of documents in these formats, Markdown's included."""
+    return MARKDOWN_SUFFIXES + tuple(s for f in formats for s in SUFFIXES.get(f, (f".{f}",)))
+
+
+def format_of(path: str) -> str:
+    """A document's format by its name: `md` for Markdown, else its in-place format (or
+    its lower-case suffix when it is none)."""
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix in MARKDOWN_SUFFIXES:
+        return MARKDOWN
+    for fmt, known in SUFFIXES.items():
+        if suffix in known:
+            return fmt
+    return suffix.lstrip(".")
+
+
+def is_converted(path: str) -> bool:
+    """Whether the document at `path` is indexed from text converted out of its file."""
+    return format_of(path) in CONVERTED_FORMATS
