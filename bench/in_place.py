@@ -334,6 +334,8 @@ def quality(api: Client, daemon: Any, work: Path, made: dict[str, str]) -> None:
     attach(api, "as-markdown", notes, [])
     wait(lambda: indexed(api, "as-markdown", len(within)), daemon, 600, 0.2)
     scores: dict[str, list[float]] = {"as-markdown": [], "mixed": []}
+    format_of = {doc_id: relpath.split("/", 1)[0] for relpath, doc_id in made.items()}
+    by_format: dict[str, list[tuple[float, float]]] = {}
     for qid, rels in asked.items():
         for kb in scores:
             passages = api.post(api.kb(kb, "/search"), {"query": queries[qid], "top_k": 50})
@@ -344,12 +346,18 @@ def quality(api: Client, daemon: Any, work: Path, made: dict[str, str]) -> None:
                 )
             )
             scores[kb].append(ndcg_at(ranked, rels, 10))
+        if len({format_of[doc_id] for doc_id in rels}) == 1:
+            pair = (scores["as-markdown"][-1], scores["mixed"][-1])
+            by_format.setdefault(format_of[next(iter(rels))], []).append(pair)
     print(
         f"(c) SciFact claims whose abstracts are all in the folder ({len(asked)}): nDCG@10 "
         f"as Markdown {sum(scores['as-markdown']) / len(asked):.4f}, converted where they "
         f"lie {sum(scores['mixed']) / len(asked):.4f}",
         flush=True,
     )
+    for fmt, pairs in sorted(by_format.items()):
+        markdown, converted = (sum(p[i] for p in pairs) / len(pairs) for i in (0, 1))
+        print(f"  {fmt:5} ({len(pairs)} claims): {markdown:.4f} -> {converted:.4f}", flush=True)
 
 
 def main() -> None:

@@ -120,6 +120,12 @@ def _kbs(commands: Commands) -> None:
         ),
         COMPLETE_DIR,
     )
+    sp.add_argument(
+        "--formats", metavar="LIST",
+        help="files of these formats are documents where they lie, besides Markdown: "
+        "pdf,docx,pptx,xlsx,html,epub,csv,json,xml,txt ('' for none; default "
+        "pdf,docx,pptx,epub,txt)",
+    )  # fmt: skip
     sp = kb.add(
         "attach", "kbs.cmd_kb_attach",
         "trust a knowledge base's folder on this machine (its docs link came by a sync, or "

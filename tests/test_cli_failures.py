@@ -68,7 +68,17 @@ def test_ctrl_c_is_exit_130_without_a_traceback(stopped: Daemon) -> None:
     proc = cofferctl(stopped.socket, "search", "notes", "words")
     wait_for(lambda: waiting_for_an_answer(proc))
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        # what held it: its signal masks (blocked, ignored, caught) and where it waits
+        said = Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+        held = [line for line in said if line.startswith(("State", "Sig", "Shd"))]
+        wchan = Path(f"/proc/{proc.pid}/wchan").read_text()
+        mine = [line for line in Path("/proc/self/status").read_text().splitlines()
+                if line.startswith("Sig")]  # fmt: skip
+        proc.kill()
+        raise AssertionError(f"Ctrl-C did not end it: {held} in {wchan}; pytest: {mine}") from None
     assert proc.returncode == 130 and out == "" and "Traceback" not in err
 
 

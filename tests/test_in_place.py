@@ -5,6 +5,7 @@ content hash of each file, the folder never written."""
 
 from __future__ import annotations
 
+import io
 import os
 import time
 import uuid
@@ -75,6 +76,15 @@ def encrypted_pdf() -> bytes:
     pdf.add_page()
     pdf.multi_cell(0, 10, "zqsecret text nobody may read")
     return bytes(pdf.output())
+
+
+def drm_epub() -> bytes:
+    import zipfile
+
+    out = io.BytesIO(MAKERS["epub"]("zqdrmtoken"))
+    with zipfile.ZipFile(out, "a") as book:
+        book.writestr("META-INF/encryption.xml", "<encryption/>")
+    return out.getvalue()
 
 
 def test_every_format_is_searchable_where_it_lies_and_the_folder_is_not_written(
@@ -163,25 +173,32 @@ def test_what_cannot_be_converted_is_listed_with_its_reason_and_not_tried_again(
     daemon: Daemon,
 ) -> None:
     d = daemon
-    kb = new_kb(d, ["pdf", "docx", "epub"], max_document_bytes=64 * 1024)
+    kb = new_kb(d, ["pdf", "docx", "epub", "txt"], max_document_bytes=64 * 1024)
     docs = d.docs(kb)
     write(docs / "damaged.pdf", b"%PDF-1.4\n" + os.urandom(3000))
     write(docs / "scan.pdf", scanned_pdf())
     write(docs / "locked.pdf", encrypted_pdf())
     write(docs / "locked.docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 4000)
+    write(docs / "drm.epub", drm_epub())
     write(docs / "huge.pdf", make_pdf("zqhuge " * 2000, pages=60))
+    write(docs / "binary.txt", os.urandom(2000) + b"\0" * 2000)
     write(docs / "fine.pdf", make_pdf("zqfinetoken"))
-    expected = {"damaged.pdf", "scan.pdf", "locked.pdf", "locked.docx", "huge.pdf"}
+    expected = {
+        "damaged.pdf", "scan.pdf", "locked.pdf", "locked.docx", "drm.epub", "huge.pdf",
+        "binary.txt",
+    }  # fmt: skip
     reasons = wait_for(lambda: (s := skipped(d, kb)) and set(s) == expected and s, 60)
     assert reasons["damaged.pdf"].startswith("damaged")
     assert "scanned" in reasons["scan.pdf"] and "no text layer" in reasons["scan.pdf"]
     assert reasons["locked.pdf"].startswith("encrypted")
     assert reasons["locked.docx"].startswith("encrypted")
+    assert reasons["drm.epub"].startswith("encrypted")
     assert reasons["huge.pdf"] == "too_large"
+    assert reasons["binary.txt"] == "binary content"
     wait_for(lambda: found_in(d, kb, "zqfinetoken") == ["fine.pdf"], 60)
     assert found_in(d, kb, "zqsecret") == []
     failed = d.client.get("/api/v1/status")["conversions"]["failed"]
-    assert failed == 4  # the one too large was never converted
+    assert failed == 5  # the one too large was never converted, the text never is
     d.stop()
     d.start()
     wait_for(lambda: set(skipped(d, kb)) == expected, 60)

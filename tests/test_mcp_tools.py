@@ -156,3 +156,37 @@ async def test_an_agents_note_goes_into_the_folder_it_names(shared_daemon: Daemo
         added = await call(client, "add_document", **note, folder="Inbox/birds")
         assert added["document"]["path"] == str(d.docs(kb) / "Inbox/birds/Heron sightings.md")
         assert "VALIDATION_ERROR" in await error_of(client, "add_document", **note, folder="../x")
+
+
+async def test_documents_indexed_where_they_lie_through_mcp(shared_daemon: Daemon) -> None:
+    """A PDF in the folder: searched with its page, filtered by format, read as a resource
+    (its converted text), fetched with `derived`, never edited."""
+    from tests.samples import make_pdf
+
+    d = shared_daemon
+    kb = new_kb(d)  # the default formats hold pdf
+    d.docs(kb).joinpath("papers").mkdir(parents=True, exist_ok=True)
+    d.docs(kb).joinpath("papers", "study.pdf").write_bytes(make_pdf("zqmcptoken results", 2))
+    d.docs(kb).joinpath("note.md").write_text("# Note\n\nzqmcptoken in a note\n")
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/metrics"))["documents"] == 2, 60)
+    uri = f"coffer://{kb}/papers/study.pdf"
+    async with Client(params(d.socket), client_info=AGENT) as client:
+        found = await call(client, "search", kb=kb, query="zqmcptoken", format=["pdf"])
+        passages = found["passages"]  # a page each: the text is on both
+        assert sorted(p["page"] for p in passages) == [1, 2]
+        assert {p["uri"] for p in passages} == {uri}
+        assert passages[0]["path"] == str(d.docs(kb) / "papers" / "study.pdf")
+        read = await client.read_resource(uri)
+        assert "zqmcptoken" in read.contents[0].text  # type: ignore[union-attr]
+        doc = await call(client, "get_document", kb=kb, document_id="papers/study.pdf")
+        assert doc["derived"] is True and "zqmcptoken" in doc["content"]
+        refused = await error_of(
+            client,
+            "edit_document",
+            kb=kb,
+            document_id="papers/study.pdf",
+            content="no",
+            expected_sha256=doc["content_sha256"],
+        )
+        assert "DOCUMENT_READ_ONLY" in refused
+    assert d.docs(kb).joinpath("papers", "study.pdf").read_bytes()[:5] == b"%PDF-"

@@ -339,3 +339,34 @@ async def test_embedded_this_run_counts_every_document_since_the_start(
     await coffer.embeddings.drain("vec")
     await coffer.embeddings.retry_now("vec")  # as every full reconcile does
     assert coffer.embeddings.status("vec")["embedded_this_run"] == len(CORPUS)
+
+
+async def test_documents_converted_where_they_lie_get_vectors(
+    coffer: Coffer, server: FakeEmbeddings
+) -> None:
+    """A PDF's and a Word file's converted text is embedded like a note's, and found by
+    meaning alone."""
+    from tests.samples import make_docx, make_pdf
+
+    kb = await coffer.kbs.create("vecdocs", {**server.config(), "index_formats": ["pdf", "docx"]})
+    docs = coffer.locations.docs_dir("vecdocs")
+    write(docs / "rust.pdf", make_pdf("The rust compiler checks ownership and borrowing."))
+    write(docs / "cats.docx", make_docx("Cats purr and chase mice around the garden."))
+    await coffer.reindexer.reconcile(kb)  # both handed over for conversion
+    converting = asyncio.create_task(coffer.conversions.run())
+    try:
+        deadline = time.monotonic() + 60
+        while coffer.conversions.waiting("vecdocs"):
+            assert time.monotonic() < deadline, "not converted"
+            await asyncio.sleep(0.05)
+    finally:
+        converting.cancel()
+    await coffer.reindexer.reconcile(kb)
+    await coffer.embeddings.drain("vecdocs")
+    assert (await coffer.stores.index.metrics("vecdocs"))["embed_pending"] == 0
+    await coffer.kbs.update_config("vecdocs", {"default_mode": "vector"})
+    result = await coffer.retrieval.search("vecdocs", "ownership borrowing compiler")
+    assert result.mode == "vector" and result.passages[0].path == "rust.pdf"
+    assert result.passages[0].page == 1
+    result = await coffer.retrieval.search("vecdocs", "purr mice garden")
+    assert result.passages[0].path == "cats.docx"

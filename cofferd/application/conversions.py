@@ -133,10 +133,12 @@ class Conversions:
             del self._queue[key]
             self._current = key
             try:
-                await self._convert(*key)
-            finally:
+                settled = await self._convert(*key)
+            except asyncio.CancelledError:
                 self._current = None
-                self._done(key)
+                raise  # the daemon is stopping: the next start finds it unconverted
+            self._current = None
+            self._done(key, settled)
 
     async def prune(self, kb: str) -> int:
         """Forget the texts no document of the KB comes from any more (after a full
@@ -146,10 +148,12 @@ class Conversions:
         before = time.time() - FAILURES_KEPT_S
         return await asyncio.to_thread(self.texts.prune, kb, wanted, before)
 
-    async def _convert(self, kb: str, path: str) -> None:
-        known = self.kbs.registry.get(kb)
-        if known is None:
-            return
+    async def _convert(self, kb: str, path: str) -> bool:
+        """Convert one document and keep its text (or why there is none). False when that
+        could not be decided now (its folder or the data home failed): the next full
+        pass tries again, not at once, over and over."""
+        if self.kbs.registry.get(kb) is None:
+            return True
         fmt = format_of(path)
         self.scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(dir=self.scratch, suffix=f".{fmt}")
@@ -158,29 +162,42 @@ class Conversions:
             with os.fdopen(fd, "wb") as sink:
                 content = await asyncio.to_thread(self.tree.read, kb, path, sink)
             if content is None:
-                return  # gone (or now a link): indexing again removes it
-            digest = content.digest
-            if self.texts.failure(kb, digest) or self.texts.text(kb, digest, 1) is not None:
-                return  # a copy of it came first
+                return True  # gone (or now a link): indexing again removes it
+            if await asyncio.to_thread(self._kept, kb, content.digest):
+                return True  # a copy of it came first
             try:
-                converted = await self.converter.convert(copy, fmt)
-                text = derived_text(converted, fmt, self.converter.engine)
+                made: str | ConversionFailed = derived_text(
+                    await self.converter.convert(copy, fmt), fmt, self.converter.engine
+                )
             except ConversionFailed as exc:
-                self.failed += 1
-                log.info("%s: %s cannot be converted: %s", kb, path, exc)
-                await asyncio.to_thread(self.texts.put_failure, kb, digest, str(exc))
-                return
-            await asyncio.to_thread(self.texts.put, kb, digest, text)
-            self.converted += 1
+                made = exc
+            if self.kbs.registry.get(kb) is not None:  # not deleted meanwhile
+                await asyncio.to_thread(self._keep, kb, path, content.digest, made)
+            return True
         except (OSError, CofferError) as exc:  # the folder or the data home: next pass
             log.warning("%s: %s not converted now: %s", kb, path, exc)
+            return False
         finally:
             copy.unlink(missing_ok=True)
 
-    def _done(self, key: Key) -> None:
+    def _kept(self, kb: str, digest: str) -> bool:
+        return (
+            self.texts.failure(kb, digest) is not None or self.texts.text(kb, digest, 1) is not None
+        )
+
+    def _keep(self, kb: str, path: str, digest: str, made: str | ConversionFailed) -> None:
+        if isinstance(made, ConversionFailed):
+            self.failed += 1
+            log.info("%s: %s cannot be converted: %s", kb, path, made)
+            self.texts.put_failure(kb, digest, str(made))
+        else:
+            self.texts.put(kb, digest, made)
+            self.converted += 1
+
+    def _done(self, key: Key, settled: bool) -> None:
         kb, path = key
         self.reindexer.converted(kb, path)
-        if self.on_converted is not None:
+        if settled and self.on_converted is not None:
             self.on_converted(kb, path)
         progress = self._progress.get(kb)
         if progress is not None:

@@ -47,6 +47,9 @@ class NotText(ValueError):
     """The file is not text; it is skipped with this reason."""
 
 
+PLAIN_TITLE_MAX_CHARS = 120  # a longer first line of a text file is no title
+
+
 @dataclass(frozen=True)
 class ParsedMarkdown:
     title: str
@@ -186,11 +189,13 @@ def _text_value(value: Any) -> str | None:
 
 
 def parse_plain(data: bytes, relpath: str) -> ParsedMarkdown:
-    """A plain text file: all of it is the body, named by its file name."""
+    """A plain text file: all of it is the body, named by its first line when that is
+    short enough to be a title (as plain-text note apps write them), else its file name."""
     text, notes = decode(data)
     metadata: dict[str, Any] = {"problems": notes} if notes else {}
+    first = text.lstrip().split("\n", 1)[0].strip()
     return ParsedMarkdown(
-        title=PurePosixPath(relpath).stem,
+        title=first if 0 < len(first) <= PLAIN_TITLE_MAX_CHARS else PurePosixPath(relpath).stem,
         description=None,
         body=text,
         frontmatter={},

@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 from cofferd.application import markdown
 from cofferd.application.chunker import TooManyChunks, chunk_markdown, plain_chunks
 from cofferd.domain.budgets import size_text
-from cofferd.domain.formats import CONVERTED_FORMATS, PAGED_FORMATS, TEXT_FORMATS
+from cofferd.domain.formats import CONVERTED_FORMATS, NAMED_BY_FILE, TEXT_FORMATS
 from cofferd.domain.models import Chunk, Document, utc_from_ns, utc_now
 from cofferd.domain.ports import DocumentWrite, FileContent, IndexedChunk
 from cofferd.domain.preparation import Outcome, PrepareItem, PrepareSettings, Skipped, Unchanged
@@ -57,7 +57,7 @@ def prepare(
         return Skipped(item.path, content.stat, str(exc))
     if in_place in CONVERTED_FORMATS:
         parsed = replace(parsed, source_mode="converted", tags=(), aliases=(), links=())
-        if in_place in PAGED_FORMATS and "title" not in parsed.frontmatter:
+        if in_place in NAMED_BY_FILE and "title" not in parsed.frontmatter:
             parsed = replace(parsed, title=PurePosixPath(item.path).stem)  # not `Page 1`
     degraded += parsed.degraded
     try:

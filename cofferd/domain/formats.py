@@ -22,6 +22,9 @@ IN_PLACE_FORMATS = (*CONVERTED_FORMATS, *TEXT_FORMATS)  # what `index_formats` m
 DEFAULT_INDEX_FORMATS = ("docx", "epub", "pdf", "pptx", "txt")
 SUFFIXES = {"html": (".html", ".htm"), "txt": (".txt", ".text")}  # else `.<format>`
 PAGED_FORMATS = ("pdf", "pptx")  # the converted text marks where each page (slide) starts
+# Formats whose converted text starts with no heading that names the document (a PDF's
+# pages, a sheet's `## Sheet1`): without a title of its own, one is named by its file.
+NAMED_BY_FILE = ("pdf", "xlsx", "csv", "json", "xml")
 
 
 @cache

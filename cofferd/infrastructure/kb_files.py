@@ -135,7 +135,9 @@ class KBFiles:
         return None
 
     def has_settings(self, name: str) -> bool:
-        return self.locations.kb_config_path(name).is_file()
+        """Whether anything is where its settings file goes: a folder or a FIFO there is
+        reported, never written over."""
+        return os.path.lexists(self.locations.kb_config_path(name))
 
     def _has_docs(self, name: str) -> bool:
         return self.locations.docs_dir(name).is_dir()
