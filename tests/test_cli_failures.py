@@ -27,7 +27,14 @@ def cofferctl(socket_path: Path, *argv: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ctrl_c_as_at_a_terminal,
     )
+
+
+def _ctrl_c_as_at_a_terminal() -> None:
+    """A suite run in the background (`cmd &` ignores SIGINT) would hand that on, and the
+    cofferctl under test would never see Ctrl-C at all."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def waiting_for_an_answer(proc: subprocess.Popen[str]) -> bool:
