@@ -340,3 +340,20 @@ def test_a_converted_text_is_never_read_through_a_link(tmp_path: Path) -> None:
         derived_texts.read(tmp_path / "store", digest, derived_texts.TEXT, 100)
     with pytest.raises(ValueError):
         derived_texts.entry(tmp_path / "store", "../../etc/passwd", derived_texts.TEXT)
+
+
+def test_a_trashed_pdf_comes_back_with_its_text(shared_daemon: Daemon) -> None:
+    """Its converted text is kept while it is in the trash (a full pass in between drops
+    only what nothing has): restored, it is searchable at once, not converted again."""
+    d = shared_daemon
+    kb = new_kb(d, ["pdf"])
+    write(d.docs(kb) / "keep.pdf", make_pdf("zqtrashtoken"))
+    wait_for(lambda: found_in(d, kb, "zqtrashtoken"), 60)
+    converted = d.client.get("/api/v1/status")["conversions"]["converted"]
+    gone = d.client.request("DELETE", d.client.document(kb, "keep.pdf"))
+    assert not (d.docs(kb) / "keep.pdf").exists()
+    d.client.post(d.client.kb(kb, "/reindex"))  # prunes what no document has
+    restored = d.client.post(d.client.kb(kb, f"/trash/{gone['trash']['id']}/restore"))["restored"]
+    assert restored["relative_path"] == "keep.pdf" and restored["derived"] is True
+    assert found_in(d, kb, "zqtrashtoken") == ["keep.pdf"]
+    assert d.client.get("/api/v1/status")["conversions"]["converted"] == converted

@@ -39,6 +39,7 @@ from cofferd.domain.ports import (
     DocsTree,
     KBIndex,
     MarkdownConverter,
+    TrashBin,
 )
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ class Conversions:
         reindexer: Reindexer,
         progress: ProgressBoard,
         scratch: Path,
+        trash: TrashBin,
     ) -> None:
         self.kbs = kbs
         self.index = index
@@ -78,6 +80,7 @@ class Conversions:
         self.reindexer = reindexer
         self.progress = progress
         self.scratch = scratch  # private copies of the originals while they convert
+        self.trash = trash  # a document there keeps its text, to come back as it was
         self.on_converted: Callable[[str, str], None] | None = None  # index it again
         self._queue: dict[Key, str] = {}  # -> the digest the reindexer saw, oldest first
         self._current: Key | None = None
@@ -145,6 +148,8 @@ class Conversions:
         reconcile: a rename has found its text by then), and old failures. Bytes freed."""
         wanted = await self.index.converted_digests(kb)
         wanted |= {digest for (name, _), digest in self._queue.items() if name == kb}
+        trashed = await asyncio.to_thread(self.trash.entries, kb)
+        wanted |= {entry.content_sha256 for entry in trashed if entry.content_sha256}
         before = time.time() - FAILURES_KEPT_S
         return await asyncio.to_thread(self.texts.prune, kb, wanted, before)
 

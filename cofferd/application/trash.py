@@ -20,6 +20,7 @@ from cofferd.domain.errors import (
     DocumentNotFound,
     TrashEntryNotFound,
 )
+from cofferd.domain.formats import is_converted
 from cofferd.domain.models import Document, utc_now, utc_text
 from cofferd.domain.ports import DocsTree, DocumentRemoval, TrackedSources, TrashBin, TrashEntry
 
@@ -76,6 +77,7 @@ class Trash:
                 deleted_at=utc_now(),
                 original=original.name if original else None,
                 source_path=(await self.tracked.tracked_sources(kb)).get(doc.id),
+                content_sha256=doc.content_sha256 if is_converted(doc.path) else None,
             )
             markdown = await asyncio.to_thread(self.tree.confined, kb, doc.path)
             await asyncio.to_thread(self.bin.put, kb, entry, markdown, original)

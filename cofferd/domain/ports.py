@@ -64,6 +64,8 @@ class TrashEntry:
     deleted_at: str
     original: str | None = None  # the kept original's file name in raw/, if it was moved too
     source_path: str | None = None  # the file this machine tracked for check-sources
+    # of a document converted from its file (a PDF): its text stays kept while it is here
+    content_sha256: str | None = None
 
 
 class TrashBin(Protocol):

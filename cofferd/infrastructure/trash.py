@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 TRASH_ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 COPY_BLOCK = 1024 * 1024
 
+REQUIRED = ("id", "document_id", "relative_path", "title", "deleted_at")  # older ones lack the rest
+
 
 class FileTrash:
     def __init__(self, locations: Locations, boundary: Boundary) -> None:
@@ -80,7 +82,8 @@ class FileTrash:
             if found is None:
                 return None
             data = json.loads(found.data)
-            entry = TrashEntry(**{k: data[k] for k in TrashEntry.__dataclass_fields__})
+            fields = TrashEntry.__dataclass_fields__
+            entry = TrashEntry(**{k: data[k] if k in REQUIRED else data.get(k) for k in fields})
             _check_types(entry)
             if entry.id != trash_id:
                 raise ValueError(f"it names another entry ({entry.id!r})")
@@ -171,7 +174,7 @@ def _copy(src: Path, dst: Path, st: os.stat_result) -> None:
 def _check_types(entry: TrashEntry) -> None:
     """A manifest edited by hand (or damaged) that does not hold what Coffer writes."""
     for name, value in entry.__dict__.items():
-        optional = name in ("original", "source_path")
+        optional = name in ("original", "source_path", "content_sha256")
         if not isinstance(value, str) and not (optional and value is None):
             raise TypeError(f"{name} is not text")
     if datetime.fromisoformat(entry.deleted_at).tzinfo is None:

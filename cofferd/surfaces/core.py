@@ -180,6 +180,7 @@ class Coffer:
             self.reindexer,
             self.progress,
             locations.incoming_dir / "converting",
+            self.trash.bin,
         )
         self.indexing = IndexingService(
             self.kbs,
