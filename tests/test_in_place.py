@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -76,6 +77,19 @@ def encrypted_pdf() -> bytes:
     pdf.add_page()
     pdf.multi_cell(0, 10, "zqsecret text nobody may read")
     return bytes(pdf.output())
+
+
+def lying_docx() -> bytes:
+    """A docx whose zip directory says a name is UTF-8 and it is not (zipfile raises
+    UnicodeDecodeError, no zip error)."""
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(make_docx("x"))) as src, zipfile.ZipFile(out, "w") as z:
+        for info in src.infolist():
+            z.writestr(info, src.read(info))
+        z.writestr("a\u00e9.xml", "<x/>")
+    return out.getvalue().replace("a\u00e9.xml".encode(), b"a\xff\xfe.xml")
 
 
 def drm_epub() -> bytes:
@@ -154,9 +168,17 @@ def test_unchanged_bytes_are_never_converted_again_and_a_rename_keeps_its_text(
     wait_for(lambda: found_in(d, kb, "zqsecondversion") == ["a.pdf"], 60)
     assert found_in(d, kb, "zqfirstversion") == []
     assert d.client.get("/api/v1/status")["conversions"]["converted"] == converted + 1
-    # a full pass forgets the text no file has any more
+    # a full pass forgets the text no file has any more, once it is an hour old (a text
+    # younger than that may belong to a document on its way into the index)
+    texts = list((d.home / "derived" / kb).rglob("*.md"))
+    assert len(texts) == 3
     d.client.post(d.client.kb(kb, "/reindex"))
-    wait_for(lambda: len(list((d.home / "derived" / kb).rglob("*.md"))) == 2)
+    assert len(list((d.home / "derived" / kb).rglob("*.md"))) == 3
+    hour_ago = time.time() - 3700
+    for text in texts:
+        os.utime(text, (hour_ago, hour_ago))
+    d.client.post(d.client.kb(kb, "/reindex"))
+    assert len(list((d.home / "derived" / kb).rglob("*.md"))) == 2
 
 
 def test_a_deleted_original_leaves_the_index(shared_daemon: Daemon) -> None:
@@ -180,12 +202,13 @@ def test_what_cannot_be_converted_is_listed_with_its_reason_and_not_tried_again(
     write(docs / "locked.pdf", encrypted_pdf())
     write(docs / "locked.docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 4000)
     write(docs / "drm.epub", drm_epub())
+    write(docs / "lying.docx", lying_docx())
     write(docs / "huge.pdf", make_pdf("zqhuge " * 2000, pages=60))
     write(docs / "binary.txt", os.urandom(2000) + b"\0" * 2000)
     write(docs / "fine.pdf", make_pdf("zqfinetoken"))
     expected = {
         "damaged.pdf", "scan.pdf", "locked.pdf", "locked.docx", "drm.epub", "huge.pdf",
-        "binary.txt",
+        "binary.txt", "lying.docx",
     }  # fmt: skip
     reasons = wait_for(lambda: (s := skipped(d, kb)) and set(s) == expected and s, 60)
     assert reasons["damaged.pdf"].startswith("damaged")
@@ -193,12 +216,13 @@ def test_what_cannot_be_converted_is_listed_with_its_reason_and_not_tried_again(
     assert reasons["locked.pdf"].startswith("encrypted")
     assert reasons["locked.docx"].startswith("encrypted")
     assert reasons["drm.epub"].startswith("encrypted")
+    assert reasons["lying.docx"].startswith("damaged")
     assert reasons["huge.pdf"] == "too_large"
     assert reasons["binary.txt"] == "binary content"
     wait_for(lambda: found_in(d, kb, "zqfinetoken") == ["fine.pdf"], 60)
     assert found_in(d, kb, "zqsecret") == []
     failed = d.client.get("/api/v1/status")["conversions"]["failed"]
-    assert failed == 5  # the one too large was never converted, the text never is
+    assert failed == 6  # the one too large was never converted, the text never is
     d.stop()
     d.start()
     wait_for(lambda: set(skipped(d, kb)) == expected, 60)
@@ -318,6 +342,7 @@ def test_formats_and_their_suffixes() -> None:
 
 
 def test_page_starts_are_read_in_linear_time() -> None:
+    assert page_starts("## Page " + "9" * 5000 + "\n") == []  # no page, and no int() of it
     text = "## Page 1\n\nintro\n\n## Page 2\n\nmore\n<!-- Slide number: 3 -->\n"
     assert page_starts(text) == [(1, 1), (5, 2), (8, 3)]
     took = []
@@ -357,3 +382,35 @@ def test_a_trashed_pdf_comes_back_with_its_text(shared_daemon: Daemon) -> None:
     assert restored["relative_path"] == "keep.pdf" and restored["derived"] is True
     assert found_in(d, kb, "zqtrashtoken") == ["keep.pdf"]
     assert d.client.get("/api/v1/status")["conversions"]["converted"] == converted
+
+
+def test_converted_texts_deleted_by_hand_are_made_again(shared_daemon: Daemon) -> None:
+    """`derived/` is derived data: deleted, a full pass converts what the index has."""
+    d = shared_daemon
+    kb = new_kb(d, ["pdf", "docx"])
+    write(d.docs(kb) / "a.pdf", make_pdf("zqagaintoken", 2))
+    write(d.docs(kb) / "b.docx", make_docx("zqagaintoken"))
+    wait_for(lambda: len(found_in(d, kb, "zqagaintoken")) == 2, 60)
+    shutil.rmtree(d.home / "derived" / kb)
+    d.client.post(d.client.kb(kb, "/reindex"))
+    wait_for(lambda: "zqagaintoken" in d.client.get(d.client.document(kb, "a.pdf"))["content"], 60)
+    wait_for(
+        lambda: len(d.client.post(d.client.kb(kb, "/grep"), {"pattern": "zqagain"})["hits"]) == 3,
+        60,
+    )
+    assert [p["page"] for p in search(d, kb, "zqagaintoken") if p["relative_path"] == "a.pdf"]
+
+
+def test_grep_counts_only_the_converted_text_itself(shared_daemon: Daemon) -> None:
+    """The frontmatter Coffer writes above a converted text (`source_format: pdf`) is no
+    match, and does not use up `max_matches`."""
+    d = shared_daemon
+    kb = new_kb(d, ["pdf"])
+    for n in range(5):
+        write(d.docs(kb) / f"{n}.pdf", make_pdf(f"plain words {n}"))
+    write(d.docs(kb) / "real.pdf", make_pdf("the pdf format itself"))
+    wait_for(lambda: kb_status(d, kb)["formats"] == {"pdf": 6}, 60)
+    wait_for(lambda: kb_status(d, kb)["converting"] == 0, 60)
+    found = d.client.post(d.client.kb(kb, "/grep"), {"pattern": "pdf", "max_matches": 1})
+    assert [h["relative_path"] for h in found["hits"]] == ["real.pdf"]
+    assert found["truncated"] is False

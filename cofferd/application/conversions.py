@@ -17,8 +17,10 @@ import contextlib
 import logging
 import os
 import re
+import shutil
 import sys
 import tempfile
+import threading
 import time
 from bisect import bisect_right
 from collections import OrderedDict
@@ -46,13 +48,16 @@ log = logging.getLogger(__name__)
 
 IDLE_RELEASE_S = 30.0  # the converter's process ends after this long with nothing to do
 # A file that could not be converted is tried again once its bytes change, or after this
-# long (its failure is forgotten; no digest of a skipped file is kept to tell it is there)
+# long (its failure is forgotten; no digest of a skipped file is kept to tell it is there).
+# A conversion stopped for its time or a crash (which load may cause) is tried again at
+# the first full pass a day later.
 FAILURES_KEPT_S = 30 * 24 * 3600.0
+TEXTS_GRACE_S = 3600.0  # a text this new is kept: its document may be on its way in
 PAGE_BREAK = "\x0c"  # pdfminer's, between pages
 # Each page of a PDF is a section of its converted text: passages never straddle two, and
 # each says its page. Slide decks come with their own marks (and a heading per slide).
 PAGE_MARK = "## Page {}"
-PAGE_MARKS = re.compile(r"^(?:## Page |<!-- Slide number: )(\d+)(?: -->)?$", re.MULTILINE)
+PAGE_MARKS = re.compile(r"^(?:## Page |<!-- Slide number: )(\d{1,6})(?: -->)?$", re.MULTILINE)
 PAGES_KEPT = 256  # converted texts whose page starts are kept
 PAGE_TEXT_LIMIT = 400 * 1024 * 1024  # read whole: the pages of the longest text
 
@@ -100,12 +105,13 @@ class Conversions:
         self._queue[key] = digest
         self._wake.set()
 
-    def forget(self, kb: str) -> None:
-        """A KB deleted: nothing of it is converted any more, and its texts go."""
+    async def forget(self, kb: str) -> None:
+        """A KB deleted (gone from the registry): nothing of it is converted any more, and
+        its texts go."""
         for key in [key for key in self._queue if key[0] == kb]:
             del self._queue[key]
         self._finish(kb)
-        self.texts.remove_kb(kb)
+        await asyncio.to_thread(self.texts.remove_kb, kb)
 
     def status(self) -> dict[str, object]:
         return {
@@ -121,7 +127,9 @@ class Conversions:
         )
 
     async def run(self) -> None:
-        """Convert what is submitted, for as long as the daemon runs."""
+        """Convert what is submitted, for as long as the daemon runs. One document that
+        breaks something unforeseen costs that document, logged, never the queue."""
+        await asyncio.to_thread(shutil.rmtree, self.scratch, True)  # copies a kill left
         while True:
             if not self._queue:
                 self._wake.clear()
@@ -140,30 +148,47 @@ class Conversions:
             except asyncio.CancelledError:
                 self._current = None
                 raise  # the daemon is stopping: the next start finds it unconverted
+            except Exception:
+                log.exception("%s: converting %s failed", *key)
+                settled = False  # the next full pass tries it again
             self._current = None
             self._done(key, settled)
 
     async def prune(self, kb: str) -> int:
-        """Forget the texts no document of the KB comes from any more (after a full
-        reconcile: a rename has found its text by then), and old failures. Bytes freed."""
-        wanted = await self.index.converted_digests(kb)
-        wanted |= {digest for (name, _), digest in self._queue.items() if name == kb}
-        trashed = await asyncio.to_thread(self.trash.entries, kb)
-        wanted |= {entry.content_sha256 for entry in trashed if entry.content_sha256}
-        before = time.time() - FAILURES_KEPT_S
-        return await asyncio.to_thread(self.texts.prune, kb, wanted, before)
+        """After a full reconcile (a rename has found its text by then): forget the texts
+        no document of the KB comes from any more, and old failures; convert again the
+        documents whose text went missing (`derived/` deleted: it only costs time).
+        Bytes freed."""
+        async with self.kbs.registry.lock(kb):  # no document indexed meanwhile
+            files = await self.index.converted_files(kb)
+            wanted = set(files) | {d for (name, _), d in self._queue.items() if name == kb}
+            trashed = await asyncio.to_thread(self.trash.entries, kb)
+            wanted |= {entry.content_sha256 for entry in trashed if entry.content_sha256}
+            now = time.time()
+            freed, present = await asyncio.to_thread(
+                self.texts.prune, kb, wanted, now - TEXTS_GRACE_S, now - FAILURES_KEPT_S
+            )
+        for digest in set(files) - present:
+            for path in files[digest]:
+                self.submit(kb, path, digest)
+        return freed
 
     async def _convert(self, kb: str, path: str) -> bool:
         """Convert one document and keep its text (or why there is none). False when that
-        could not be decided now (its folder or the data home failed): the next full
-        pass tries again, not at once, over and over."""
-        if self.kbs.registry.get(kb) is None:
+        could not be decided now (its folder or the data home failed, the converter was
+        too slow or died, maybe for the load): the next full pass tries again, not at
+        once, over and over."""
+        known = self.kbs.registry.get(kb)
+        if known is None or not known.enabled:
             return True
         fmt = format_of(path)
-        self.scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=self.scratch, suffix=f".{fmt}")
-        copy = Path(name)
+        copy: Path | None = None
         try:
+            if await asyncio.to_thread(self.tree.stat, kb, path) is None:
+                return True  # gone, or no document any more (its format, an ignore file)
+            self.scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(dir=self.scratch, suffix=f".{fmt}")
+            copy = Path(name)
             with os.fdopen(fd, "wb") as sink:
                 content = await asyncio.to_thread(self.tree.read, kb, path, sink)
             if content is None:
@@ -176,14 +201,14 @@ class Conversions:
                 )
             except ConversionFailed as exc:
                 made = exc
-            if self.kbs.registry.get(kb) is not None:  # not deleted meanwhile
-                await asyncio.to_thread(self._keep, kb, path, content.digest, made)
-            return True
+            await asyncio.to_thread(self._keep, kb, path, content.digest, made)
+            return not (isinstance(made, ConversionFailed) and made.transient)
         except (OSError, CofferError) as exc:  # the folder or the data home: next pass
             log.warning("%s: %s not converted now: %s", kb, path, exc)
             return False
         finally:
-            copy.unlink(missing_ok=True)
+            if copy is not None:
+                copy.unlink(missing_ok=True)
 
     def _kept(self, kb: str, digest: str) -> bool:
         return (
@@ -191,10 +216,12 @@ class Conversions:
         )
 
     def _keep(self, kb: str, path: str, digest: str, made: str | ConversionFailed) -> None:
+        if self.kbs.registry.get(kb) is None:
+            return  # deleted meanwhile: keep nothing of it
         if isinstance(made, ConversionFailed):
             self.failed += 1
             log.info("%s: %s cannot be converted: %s", kb, path, made)
-            self.texts.put_failure(kb, digest, str(made))
+            self.texts.put_failure(kb, digest, str(made), transient=made.transient)
         else:
             self.texts.put(kb, digest, made)
             self.converted += 1
@@ -261,16 +288,19 @@ class Pages:
         self.texts = texts
         self.limit = limit
         self._starts: OrderedDict[tuple[str, str], list[tuple[int, int]]] = OrderedDict()
+        self._lock = threading.Lock()  # searches of several KBs ask from their threads
 
     def page(self, kb: str, digest: str, line: int) -> int | None:
         key = (kb, digest)
-        starts = self._starts.get(key)
+        with self._lock:
+            starts = self._starts.get(key)
         if starts is None:
             text = self.texts.text(kb, digest, self.limit)
             starts = page_starts(text) if text else []
+        with self._lock:
             self._starts[key] = starts
+            self._starts.move_to_end(key)
             while len(self._starts) > PAGES_KEPT:
                 self._starts.popitem(last=False)
-        self._starts.move_to_end(key)
         at = bisect_right(starts, (line, sys.maxsize)) - 1
         return starts[at][1] if at >= 0 else None

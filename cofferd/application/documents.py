@@ -151,7 +151,7 @@ class Documents:
             limit = self.kbs.get(kb).config.max_document_bytes * 4
             converted = self.texts.text(kb, doc.content_sha256, limit)
             if converted is None:
-                return None  # converted again just now: asked again, it is there
+                return None  # its text went missing: the next full pass converts it again
             data = converted.encode()
         else:
             content = self.tree.read(kb, doc.path)

@@ -109,8 +109,6 @@ class IndexingService:
         self._full.discard(kb)
         self._clear(kb)
         self.state.passed.discard(kb)
-        if self.conversions is not None:
-            self.conversions.forget(kb)
 
     def problems(self) -> dict[str, str]:
         """KB -> why indexing it fails now (a folder away or refused is not a failure of

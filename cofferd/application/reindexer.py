@@ -155,9 +155,6 @@ class Reindexer:
         """The document's text was converted (or could not be): read it again."""
         self._converting.pop((kb, path), None)
 
-    def converting_count(self, kb: str) -> int:
-        return sum(1 for name, _ in self._converting if name == kb)
-
     def skipped_count(self, kb: str) -> int:
         return sum(1 for name, _ in self._skipped if name == kb)
 

@@ -192,7 +192,7 @@ class Retrieval:
         pages = self.pages
         digests = {}
         for doc_id in paged:
-            found = await self.catalog.find_documents(kb, doc_id)
+            found = [d for d in await self.catalog.find_documents(kb, doc_id) if d.id == doc_id]
             if found:
                 digests[doc_id] = found[0].content_sha256
 

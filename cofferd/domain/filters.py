@@ -27,6 +27,7 @@ from cofferd.domain.tags import normalize_tag
 SOURCE_MODES = ("converted", "edited")
 MAX_FILTER_TAGS = 20
 MAX_FOLDER_CHARS = 1024
+MAX_FILTER_FORMATS = 20
 KEYS = ("folder", "tags", "updated_after", "updated_before", "source_mode", "format")
 FORMATS = (MARKDOWN, *IN_PLACE_FORMATS)
 
@@ -150,7 +151,7 @@ def _formats(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     wanted = {"markdown": MARKDOWN, "htm": "html", "text": "txt"}
-    if isinstance(value, list) and len(value) <= len(FORMATS) * 2:
+    if isinstance(value, list) and len(value) <= MAX_FILTER_FORMATS:
         named = [wanted.get(v.lower(), v.lower()) if isinstance(v, str) else v for v in value]
         if all(v in FORMATS for v in named):
             return tuple(sorted(set(named)))

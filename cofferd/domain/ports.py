@@ -257,8 +257,8 @@ class KBIndex(Protocol):
         """How many documents of each format (domain.formats) the KB holds."""
         ...
 
-    async def converted_digests(self, kb: str) -> set[str]:
-        """The content digests of the files the KB's converted documents come from."""
+    async def converted_files(self, kb: str) -> dict[str, list[str]]:
+        """The paths of the KB's converted documents by the content digest of their files."""
         ...
 
     async def delete_kb(self, kb: str) -> int: ...
@@ -281,10 +281,6 @@ class DocumentCatalog(Protocol):
     ) -> tuple[list[Document], int]: ...
 
     async def document_ids(self, kb: str, paths: Sequence[str]) -> dict[str, str]: ...
-
-    async def converted_paths(self, kb: str, digests: Sequence[str]) -> dict[str, list[str]]:
-        """The documents converted from files with these digests, by digest."""
-        ...
 
     async def find_by_metadata(
         self, kb: str, key: str, value: str | None = None
@@ -376,7 +372,13 @@ class Grepper(Protocol):
 
 
 class ConversionFailed(Exception):
-    """The converter could not turn this document into Markdown (the message says why)."""
+    """The converter could not turn this document into Markdown (the message says why).
+    `transient`: not for what the document is, maybe (stopped for its time, a crash): worth
+    trying again later."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True)
@@ -409,13 +411,17 @@ class DerivedTextStore(Protocol):
 
     def put(self, kb: str, digest: str, text: str) -> int: ...
 
-    def put_failure(self, kb: str, digest: str, reason: str) -> None: ...
+    def put_failure(
+        self, kb: str, digest: str, reason: str, *, transient: bool = False
+    ) -> None: ...
 
     def failure(self, kb: str, digest: str) -> str | None: ...
 
     def text(self, kb: str, digest: str, limit: int) -> str | None: ...
 
-    def prune(self, kb: str, wanted: set[str], failures_before: float) -> int: ...
+    def prune(
+        self, kb: str, wanted: set[str], texts_before: float, failures_before: float
+    ) -> tuple[int, set[str]]: ...
 
     def remove_kb(self, kb: str) -> None: ...
 

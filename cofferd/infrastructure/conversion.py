@@ -45,6 +45,8 @@ def check_zip(path: Path, fmt: str = "") -> None:
     try:
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()
+    except (UnicodeDecodeError, ValueError, EOFError) as exc:  # a directory that lies
+        raise ConversionFailed(f"damaged, or not a readable {fmt} file: {exc}") from None
     except (zipfile.BadZipFile, OSError):
         if fmt in OFFICE_FORMATS:
             with contextlib.suppress(OSError), path.open("rb") as fh:
@@ -112,7 +114,8 @@ class WorkerConverter:
             except TimeoutError:
                 await self._kill()
                 raise ConversionFailed(
-                    f"conversion took longer than {self.timeout_s:g} s and was stopped"
+                    f"conversion took longer than {self.timeout_s:g} s and was stopped",
+                    transient=True,
                 ) from None
             except (BrokenPipeError, ConnectionResetError, ValueError):
                 line = b""
@@ -120,19 +123,25 @@ class WorkerConverter:
                 code = await self._kill()
                 if self._closing:
                     raise EngineUnavailable("cofferd is stopping; add the file again later")
-                raise ConversionFailed(f"the converter crashed on this document (exit {code})")
+                raise ConversionFailed(
+                    f"the converter crashed on this document (exit {code})", transient=True
+                )
             try:
                 reply = json.loads(line)
                 if reply.get("id") != request_id:
                     raise ValueError("reply to another request")
             except ValueError:
                 await self._kill()  # out of step: never take a reply for another document
-                raise ConversionFailed("the converter answered out of turn") from None
+                raise ConversionFailed(
+                    "the converter answered out of turn", transient=True
+                ) from None
         if not reply["ok"]:
             raise ConversionFailed(_explained(reply["error"], fmt))
         return Converted(markdown=reply["markdown"] or "", title=reply.get("title"))
 
     async def _worker(self) -> asyncio.subprocess.Process:
+        if self._closing:
+            raise EngineUnavailable("cofferd is stopping; add the file again later")
         if self._proc is None or self._proc.returncode is not None:
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "cofferd.infrastructure.convert_worker",

@@ -2,7 +2,8 @@
 data home by the content hash of each original: an unchanged file is never converted
 again, and a renamed or copied one finds its text at once. A conversion that failed is
 kept too (`.failed`, its reason), so a damaged file is not tried at every start, only
-once its bytes change. Derived data like the index: deleting it only costs time.
+once its bytes change; one stopped for its time or by a crash (`.retry`) is tried again
+a day later. Derived data like the index: deleting it only costs time.
 
 Standard library only: the prepare workers read it.
 """
@@ -13,13 +14,16 @@ import contextlib
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from cofferd.infrastructure.fsutil import atomic_write
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
-TEXT, FAILED = ".md", ".failed"
+TEXT, FAILED, RETRY = ".md", ".failed", ".retry"
+RETRY_AFTER_S = 24 * 3600.0
+STRAY_S = 3600.0  # a write's temporary file older than this was left by a kill
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -28,6 +32,15 @@ def entry(folder: Path, digest: str, kind: str) -> Path:
     if not _DIGEST.fullmatch(digest):
         raise ValueError(f"not a SHA-256 digest: {digest[:80]!r}")
     return folder / digest[:2] / f"{digest}{kind}"
+
+
+def failure(folder: Path, digest: str) -> str | None:
+    """Why the original with this digest could not be converted, if it could not."""
+    for kind in (FAILED, RETRY):
+        found = read(folder, digest, kind, 4096)
+        if found is not None:
+            return found[0].decode("utf-8", "replace")
+    return None
 
 
 def read(folder: Path, digest: str, kind: str, limit: int) -> tuple[bytes, int] | None:
@@ -50,44 +63,57 @@ class DerivedTexts:
     def put(self, kb: str, digest: str, text: str) -> int:
         """Keep the text converted from this original (durable: written and synced beside,
         then renamed); a failure kept before goes. Bytes written."""
-        data = text.encode("utf-8")
+        data = text.encode("utf-8", "replace")  # a converter's lone surrogate is no text
         path = self._made(kb, digest, TEXT)
         atomic_write(path, data, mode=0o600)
-        path.with_suffix(FAILED).unlink(missing_ok=True)
+        for kind in (FAILED, RETRY):
+            path.with_suffix(kind).unlink(missing_ok=True)
         return len(data)
 
-    def put_failure(self, kb: str, digest: str, reason: str) -> None:
-        atomic_write(self._made(kb, digest, FAILED), reason.encode("utf-8"), mode=0o600)
+    def put_failure(self, kb: str, digest: str, reason: str, *, transient: bool = False) -> None:
+        path = self._made(kb, digest, RETRY if transient else FAILED)
+        atomic_write(path, reason.encode("utf-8", "replace"), mode=0o600)
 
     def failure(self, kb: str, digest: str) -> str | None:
-        found = read(self.folder_of(kb), digest, FAILED, 4096)
-        return None if found is None else found[0].decode("utf-8", "replace")
+        return failure(self.folder_of(kb), digest)
 
     def text(self, kb: str, digest: str, limit: int) -> str | None:
         found = read(self.folder_of(kb), digest, TEXT, limit)
         return None if found is None else found[0].decode("utf-8", "replace")
 
-    def prune(self, kb: str, wanted: set[str], failures_before: float) -> int:
+    def prune(
+        self, kb: str, wanted: set[str], texts_before: float, failures_before: float
+    ) -> tuple[int, set[str]]:
         """Forget the texts of originals no document has any more (`wanted`: those some
-        have), and failures older than `failures_before` (a time: the file that failed
-        may still be there, and is then tried once more). Bytes freed."""
-        freed = 0
+        have) written before `texts_before`, failures older than `failures_before` (the
+        file that failed may still be there: it is tried once more), retries older than a
+        day, and what a killed write left. Bytes freed, and the digests with a text kept."""
+        freed, present = 0, set()
+        now = time.time()
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             for shard in os.scandir(self.folder_of(kb)):
                 if not shard.is_dir(follow_symlinks=False):
                     continue
                 for item in os.scandir(shard.path):
                     digest, _, kind = item.name.partition(".")
-                    if digest in wanted or not _DIGEST.fullmatch(digest):
-                        continue
                     found = item.stat(follow_symlinks=False)
-                    if "." + kind == TEXT or (
-                        "." + kind == FAILED and found.st_mtime < failures_before
-                    ):
+                    if not digest:  # `.<name>.tmp`, a write's
+                        stale = found.st_mtime < now - STRAY_S
+                    elif not _DIGEST.fullmatch(digest):
+                        continue
+                    elif "." + kind == TEXT:
+                        stale = digest not in wanted and found.st_mtime < texts_before
+                        if not stale:
+                            present.add(digest)
+                    elif "." + kind == FAILED:
+                        stale = digest not in wanted and found.st_mtime < failures_before
+                    else:
+                        stale = "." + kind == RETRY and found.st_mtime < now - RETRY_AFTER_S
+                    if stale:
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(item.path)
                             freed += found.st_size
-        return freed
+        return freed, present
 
     def remove_kb(self, kb: str) -> None:
         shutil.rmtree(self.folder_of(kb), ignore_errors=True)

@@ -219,20 +219,6 @@ def ids_by_path(conn: Connection, kb: str, paths: Sequence[str]) -> dict[str, st
     return found
 
 
-def converted_paths(conn: Connection, kb: str, digests: Sequence[str]) -> dict[str, list[str]]:
-    """The paths of the converted documents whose files had these digests (a copy makes
-    two), by digest."""
-    marks = ", ".join("?" * len(CONVERTED_FORMATS))
-    found: dict[str, list[str]] = {}
-    for digest, path in conn.execute(
-        f"SELECT content_sha256, path FROM documents WHERE {SCOPE} AND format IN ({marks})"
-        " AND content_sha256 IN (SELECT value FROM json_each(?)) ORDER BY path",
-        (KB_KIND, kb, *CONVERTED_FORMATS, json.dumps(sorted(set(digests)))),
-    ):
-        found.setdefault(digest, []).append(path)
-    return found
-
-
 def get(conn: Connection, kb: str, doc_id: str) -> Document | None:
     row = conn.execute(
         f"SELECT * FROM documents WHERE {SCOPE} AND id = ?", (KB_KIND, kb, doc_id)
@@ -328,13 +314,15 @@ def formats(conn: Connection, kb: str) -> dict[str, int]:
     return {r[0]: int(r[1]) for r in rows}
 
 
-def converted_digests(conn: Connection, kb: str) -> set[str]:
+def converted_files(conn: Connection, kb: str) -> dict[str, list[str]]:
     marks = ", ".join("?" * len(CONVERTED_FORMATS))
-    rows = conn.execute(
-        f"SELECT content_sha256 FROM documents WHERE {SCOPE} AND format IN ({marks})",
+    found: dict[str, list[str]] = {}
+    for digest, path in conn.execute(
+        f"SELECT content_sha256, path FROM documents WHERE {SCOPE} AND format IN ({marks})",
         (KB_KIND, kb, *CONVERTED_FORMATS),
-    )
-    return {r[0] for r in rows}
+    ):
+        found.setdefault(digest, []).append(path)
+    return found
 
 
 def counts(conn: Connection, kb: str) -> dict[str, int]:
@@ -395,9 +383,6 @@ class SqliteDocumentCatalog:
 
     async def document_ids(self, kb: str, paths: Sequence[str]) -> dict[str, str]:
         return await self.db.read(lambda conn: ids_by_path(conn, kb, paths))
-
-    async def converted_paths(self, kb: str, digests: Sequence[str]) -> dict[str, list[str]]:
-        return await self.db.read(lambda conn: converted_paths(conn, kb, digests))
 
     async def find_by_metadata(self, kb: str, key: str, value: str | None = None) -> list[Document]:
         return await self.db.read(lambda conn: by_metadata(conn, kb, key, value))

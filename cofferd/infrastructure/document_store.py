@@ -182,5 +182,5 @@ class SqliteDocumentIndex:
     async def formats(self, kb: str) -> dict[str, int]:
         return await self.db.read(lambda conn: document_rows.formats(conn, kb))
 
-    async def converted_digests(self, kb: str) -> set[str]:
-        return await self.db.read(lambda conn: document_rows.converted_digests(conn, kb))
+    async def converted_files(self, kb: str) -> dict[str, list[str]]:
+        return await self.db.read(lambda conn: document_rows.converted_files(conn, kb))

@@ -44,14 +44,14 @@ class Ripgrep:
         locations: Locations,
         policy: DocumentPolicy,
         timeout_s: float = TIMEOUT_S,
-        converted_paths: Callable[[str, list[str]], Awaitable[dict[str, list[str]]]] | None = None,
+        converted_files: Callable[[str], Awaitable[dict[str, list[str]]]] | None = None,
     ) -> None:
-        """`converted_paths(kb, digests)`: the documents converted from files with these
-        digests (their converted text is grepped too)."""
+        """`converted_files(kb)`: the paths of the KB's documents converted from files, by
+        the files' digests (their converted text is grepped too)."""
         self.locations = locations
         self.policy = policy
         self.timeout_s = timeout_s
-        self.converted_paths = converted_paths
+        self.converted_files = converted_files
         self.binary = find_rg()
 
     async def grep(
@@ -74,15 +74,17 @@ class Ripgrep:
                     [*self.policy.ripgrep_args(kb), *flags],
                     hits,
                     max_matches,
-                    lambda path: self.policy.is_document(kb, path),
+                    lambda path, line: self.policy.is_document(kb, path),
                 )
                 derived = self.locations.derived_dir(kb)
-                if not truncated and self.converted_paths and derived.is_dir():
+                if not truncated and self.converted_files and derived.is_dir():
+                    files = await self.converted_files(kb)
+                    texts = _Texts(derived, files)
                     found: list[RawHit] = []
                     truncated = await self._run(
-                        derived, ["--iglob", "*.md", *flags], found, max_matches, _a_text
+                        derived, ["--iglob", "*.md", *flags], found, max_matches, texts.accept
                     )
-                    hits += await self._as_documents(kb, derived, found)
+                    hits += self._as_documents(kb, files, found, max_matches)
         except TimeoutError:
             truncated = True
         hits.sort(key=lambda hit: (hit.path, hit.line_number))
@@ -97,9 +99,9 @@ class Ripgrep:
         args: list[str],
         hits: list[RawHit],
         max_matches: int,
-        accept: Callable[[str], bool],
+        accept: Callable[[str, int], bool],
     ) -> bool:
-        """One rg over `cwd`, its matches in files `accept`ed into `hits`; True when there
+        """One rg over `cwd`, its matches `accept`ed (by path and line) into `hits`; True when there
         were more than `max_matches`. A timeout (raised) leaves what was found."""
         proc = await asyncio.create_subprocess_exec(
             self.binary or "rg", "--json", "--no-config", "--no-ignore", "--no-messages",
@@ -127,27 +129,41 @@ class Ripgrep:
             raise InvalidPattern(f"invalid pattern: {message}", field="pattern")
         return truncated
 
-    async def _as_documents(self, kb: str, folder: Path, found: list[RawHit]) -> list[RawHit]:
+    def _as_documents(
+        self, kb: str, files: dict[str, list[str]], found: list[RawHit], limit: int
+    ) -> list[RawHit]:
         """Hits in converted texts (`ab/<digest>.md`) as hits in the documents converted
-        from files with that digest (one per copy; none for a text no document has now);
-        not in the frontmatter Coffer wrote above the text."""
-        assert self.converted_paths is not None
-        digest_of = {hit.path: hit.path.rpartition("/")[2].removesuffix(".md") for hit in found}
-        paths = await self.converted_paths(kb, sorted(set(digest_of.values())))
-        heads = await asyncio.to_thread(
-            lambda: {path: _frontmatter_lines(folder / path) for path in digest_of}
-        )
-        return [
-            RawHit(path, hit.line_number, hit.line)
-            for hit in found
-            if hit.line_number > heads[hit.path]
-            for path in paths.get(digest_of[hit.path], ())
-            if self.policy.is_document(kb, path)
-        ]
+        from files with that digest, one per copy, up to `limit`."""
+        out: list[RawHit] = []
+        for hit in found:
+            for path in files[_digest(hit.path)]:
+                if self.policy.is_document(kb, path):
+                    out.append(RawHit(path, hit.line_number, hit.line))
+                    if len(out) > limit:
+                        return out
+        return out
 
 
-def _a_text(path: str) -> bool:
-    return path.endswith(".md")
+class _Texts:
+    """Which hits in converted texts count: in the text of a document there is now, below
+    the frontmatter Coffer wrote above it (its lines read once per text)."""
+
+    def __init__(self, folder: Path, files: dict[str, list[str]]) -> None:
+        self.folder = folder
+        self.files = files
+        self.heads: dict[str, int] = {}
+
+    def accept(self, path: str, line: int) -> bool:
+        if not path.endswith(".md") or _digest(path) not in self.files:
+            return False
+        head = self.heads.get(path)
+        if head is None:
+            head = self.heads[path] = _frontmatter_lines(self.folder / path)
+        return line > head
+
+
+def _digest(path: str) -> str:
+    return path.rpartition("/")[2].removesuffix(".md")
 
 
 def _frontmatter_lines(path: Path) -> int:
@@ -165,30 +181,30 @@ async def _collect(
     proc: asyncio.subprocess.Process,
     hits: list[RawHit],
     limit: int,
-    is_document: Callable[[str], bool],
+    accept: Callable[[str, int], bool],
 ) -> bool:
-    """Read rg's JSON lines into `hits` (documents only); True when more matches exist
-    than `limit`. Lines are parsed and judged in batches off the serving loop: one can be
-    megabytes long, and judging a path may read an ignore file."""
+    """Read rg's JSON lines into `hits` (those `accept`ed, by path and line); True when
+    more matches exist than `limit`. Lines are parsed and judged in batches off the
+    serving loop: one can be megabytes long, and judging a path may read an ignore file."""
     batch: list[bytes] = []
     held = 0
     async for raw in proc.stdout:  # type: ignore[union-attr]
         batch.append(raw)
         held += len(raw)
         if len(batch) >= BATCH_LINES or held >= BATCH_BYTES:
-            hits += await asyncio.to_thread(_matches, batch, is_document)
+            hits += await asyncio.to_thread(_matches, batch, accept)
             batch, held = [], 0
             if len(hits) > limit:
                 del hits[limit:]
                 return True
-    hits += await asyncio.to_thread(_matches, batch, is_document)
+    hits += await asyncio.to_thread(_matches, batch, accept)
     if len(hits) > limit:
         del hits[limit:]
         return True
     return False
 
 
-def _matches(lines: list[bytes], is_document: Callable[[str], bool]) -> list[RawHit]:
+def _matches(lines: list[bytes], accept: Callable[[str, int], bool]) -> list[RawHit]:
     found = []
     for raw in lines:
         event = json.loads(raw)
@@ -197,9 +213,10 @@ def _matches(lines: list[bytes], is_document: Callable[[str], bool]) -> list[Raw
         data = event["data"]
         path = _text(data["path"])
         path = normalize_relpath(path[2:] if path.startswith("./") else path)
-        if is_document(path):
+        number = int(data["line_number"])
+        if accept(path, number):
             line = _text(data["lines"]).rstrip("\n")
-            found.append(RawHit(path, int(data["line_number"]), line[:MAX_LINE_CHARS]))
+            found.append(RawHit(path, number, line[:MAX_LINE_CHARS]))
     return found
 
 

@@ -133,7 +133,7 @@ class Coffer:
         self.reindexer.on_change = self.embeddings.wake
         self.kbs.vet = self.embeddings.check
         self.kbs.credential_problem = credential_problem
-        grep = Ripgrep(locations, self.policy, converted_paths=stores.catalog.converted_paths)
+        grep = Ripgrep(locations, self.policy, converted_files=stores.index.converted_files)
         self.texts = texts = DerivedTexts(locations.derived_dir)
         self.retrieval = Retrieval(
             self.kbs,

@@ -205,6 +205,7 @@ async def _delete_kb(request: web.Request, name: str) -> web.Response:
     coffer.kbs.get(name)
     coffer.indexing.forget(name)
     kb = await coffer.kbs.delete(name, actor=_actor(request))
+    await coffer.conversions.forget(name)  # once no pass can convert for it any more
     return json_response({"deleted": kb_json(kb)})
 
 

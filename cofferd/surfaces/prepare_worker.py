@@ -78,9 +78,10 @@ def _prepare_converted(
     if settings.max_document_bytes and original.size > settings.max_document_bytes:
         return Skipped(item.path, stat, "too_large")
     folder = Path(settings.derived)
-    failed = derived_texts.read(folder, digest, derived_texts.FAILED, 4096)
+    failed = derived_texts.failure(folder, digest)
     if failed is not None:
-        return Skipped(item.path, stat, failed[0].decode("utf-8", "replace"))
+        lasting = derived_texts.read(folder, digest, derived_texts.FAILED, 0) is not None
+        return Skipped(item.path, stat if lasting else None, failed)  # None: each pass
     kept = derived_texts.read(folder, digest, derived_texts.TEXT, settings.budget.indexed_bytes)
     if kept is None:
         return Unconverted(item.path, stat, digest)
