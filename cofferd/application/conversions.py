@@ -59,6 +59,8 @@ PAGE_BREAK = "\x0c"  # pdfminer's, between pages
 PAGE_MARK = "## Page {}"
 PAGE_MARKS = re.compile(r"^(?:## Page |<!-- Slide number: )(\d{1,6})(?: -->)?$", re.MULTILINE)
 PAGES_KEPT = 256  # converted texts whose page starts are kept
+EPUB_FIELD = re.compile(r"\*\*([A-Z][a-z]+):\*\* ")
+EPUB_NOISE = {"Title", "Language", "Identifier", "Date", "Cover"}
 PAGE_TEXT_LIMIT = 400 * 1024 * 1024  # read whole: the pages of the longest text
 
 Key = tuple[str, str]  # (kb, path)
@@ -263,11 +265,29 @@ def derived_text(converted: Converted, fmt: str, engine: str) -> str:
         )
     elif not body.strip():
         raise ConversionFailed("no text in it")
+    elif fmt == "epub":
+        body = _without_bookkeeping(body)
     head: dict[str, str] = {}
     if converted.title and converted.title.strip():
         head["title"] = converted.title.strip()[:500]
     head.update(source_format=fmt, converter=engine, converted_at=utc_now())
     return markdown.compose(head, body.strip() + "\n")
+
+
+def _without_bookkeeping(body: str) -> str:
+    """An e-book's text without the lines markitdown writes above it that say nothing to
+    search (its title is the document's, its language, identifier, date and cover);
+    authors, publisher and description stay."""
+    head, sep, rest = body.partition("\n\n")
+    lines = head.split("\n")
+    fields = [EPUB_FIELD.match(line) for line in lines]
+    if not sep or not all(fields):
+        return body
+    kept = [
+        line for line, field in zip(lines, fields, strict=True)
+        if field and field.group(1) not in EPUB_NOISE
+    ]  # fmt: skip
+    return "\n".join(kept) + sep + rest if kept else rest
 
 
 def page_starts(text: str) -> list[tuple[int, int]]:
