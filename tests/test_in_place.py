@@ -414,3 +414,17 @@ def test_grep_counts_only_the_converted_text_itself(shared_daemon: Daemon) -> No
     found = d.client.post(d.client.kb(kb, "/grep"), {"pattern": "pdf", "max_matches": 1})
     assert [h["relative_path"] for h in found["hits"]] == ["real.pdf"]
     assert found["truncated"] is False
+
+
+def test_an_ebook_keeps_its_authors_not_markitdowns_bookkeeping() -> None:
+    from cofferd.application.conversions import derived_text
+    from cofferd.domain.ports import Converted
+
+    made = derived_text(
+        Converted("**Title:** T\n**Authors:** Ada, Bo\n**Identifier:** x1\n\n# T\n\nText.", "T"),
+        "epub",
+        "markitdown",
+    )
+    assert "**Authors:** Ada, Bo\n\n# T\n\nText." in made and "Identifier" not in made
+    plain = derived_text(Converted("# T\n\n**Title:** in the text\n", None), "epub", "m")
+    assert "**Title:** in the text" in plain
