@@ -428,3 +428,28 @@ def test_an_ebook_keeps_its_authors_not_markitdowns_bookkeeping() -> None:
     assert "**Authors:** Ada, Bo\n\n# T\n\nText." in made and "Identifier" not in made
     plain = derived_text(Converted("# T\n\n**Title:** in the text\n", None), "epub", "m")
     assert "**Title:** in the text" in plain
+
+
+def test_adding_a_file_already_indexed_in_its_folder_is_refused(
+    shared_daemon: Daemon, tmp_path: Path
+) -> None:
+    """`add` of a PDF (or a note) that lies in the KB's own folder and is indexed there
+    would make a second copy, found twice: it is refused, saying so."""
+    d = shared_daemon
+    folder = tmp_path / "attached"
+    write(folder / "paper.pdf", make_pdf("zqaddedtoken"))
+    write(folder / "note.md", "# Note\n\nzqaddedtoken\n")
+    write(folder / "sheet.xlsx", MAKERS["xlsx"]("zqsheetadded"))  # not indexed here: added
+    kb = f"add-{uuid.uuid4().hex[:8]}"
+    d.client.post("/api/v1/knowledge_bases", {"name": kb, "path": str(folder)})
+    wait_for(lambda: len(found_in(d, kb, "zqaddedtoken")) == 2, 60)
+    for name in ("paper.pdf", "note.md"):
+        with pytest.raises(ApiError) as refused:
+            d.client.post(d.client.kb(kb, "/documents"), {"source_path": str(folder / name)})
+        assert refused.value.code == "INGEST_REJECTED"
+        assert refused.value.details["reason"] == "already_indexed"
+    added = d.client.post(
+        d.client.kb(kb, "/documents"), {"source_path": str(folder / "sheet.xlsx")}
+    )
+    assert added["status"] == "added"
+    assert found_in(d, kb, "zqaddedtoken") == ["note.md", "paper.pdf"]

@@ -159,6 +159,8 @@ class Ingest:
         kb = self.kbs.get_enabled(kb_name)
         into = self._folder(kb, folder)
         filename = PurePath(filename).name or "document"
+        if source_path is not None:
+            await self._check_not_indexed_there(kb, Path(source_path), filename)
         await self._check_file(kb, source, filename)
         digest = await asyncio.to_thread(sha256_file, source)
         known = await self._match(kb, filename, digest, replace, source_path)
@@ -171,6 +173,18 @@ class Ingest:
                 return known
             return await self._write(
                 kb, source, filename, digest, known, source_path, converted, actor, into
+            )
+
+    async def _check_not_indexed_there(self, kb: KnowledgeBase, path: Path, filename: str) -> None:
+        """A file in the KB's own folder that is a document there already (a note, or a
+        PDF indexed where it lies) would be found twice once added."""
+        relpath = await asyncio.to_thread(self.tree.within, kb.name, path)
+        if relpath and await asyncio.to_thread(self.tree.stat, kb.name, relpath) is not None:
+            raise IngestRejected(
+                "already_indexed",
+                f"{filename!r} lies in this knowledge base's folder ({relpath}) and is "
+                "indexed there already",
+                relative_path=relpath,
             )
 
     @staticmethod

@@ -182,7 +182,7 @@ class PathOccupied(Conflict):
 
 class IngestRejected(CofferError):
     """details["reason"] is one of: empty, too_large, unsupported_type, duplicate,
-    conversion_failed."""
+    conversion_failed, already_indexed (the file lies in the KB's folder, indexed there)."""
 
     code = "INGEST_REJECTED"
     status = 422

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from cofferd.domain.conflicts import ConflictCopy, conflict_copy
-from cofferd.domain.errors import PathRefused, StorageError, ValidationFailed
+from cofferd.domain.errors import KBUnavailable, PathRefused, StorageError, ValidationFailed
 from cofferd.domain.file_names import numbered, same_name
 from cofferd.domain.ports import FileContent, FileStat, TreeScan
 from cofferd.infrastructure.doc_files import TreeReader, disk_path, stat_of
@@ -187,6 +187,16 @@ class FileDocsTree:
         if content is None:
             self.boundary.root(kb)
         return content
+
+    def within(self, kb: str, path: Path) -> str | None:
+        try:
+            root = self.boundary.root(kb)
+        except KBUnavailable:
+            return None
+        real = Path(os.path.realpath(path))
+        if not real.is_relative_to(root):
+            return None
+        return normalize_relpath(real.relative_to(root).as_posix())
 
     def absolute(self, kb: str, relpath: str) -> str:
         """The file's path as people know it (in an attached folder, not through the link)."""
