@@ -76,13 +76,16 @@ def _int8_vectors(conn: Connection) -> None:
 def _document_changes(conn: Connection) -> None:
     """10: a count per KB of changes to its documents' names (path, title, aliases) and
     recency, kept by triggers in the writing transaction: what was read of them together
-    with the count stays good while the count does. Embedding and other writes leave it."""
+    with the count stays good while the count does. Embedding and other writes leave it.
+    A KB's count starts at the time in microseconds, not 1: an index rebuilt from the files
+    never counts again through a number a cache of the old one holds."""
     conn.execute(
         "CREATE TABLE document_changes (kind TEXT NOT NULL, resource_name TEXT NOT NULL,"
         " changes INTEGER NOT NULL, PRIMARY KEY (kind, resource_name)) WITHOUT ROWID"
     )
     count = (
-        " BEGIN INSERT INTO document_changes VALUES ({row}.kind, {row}.resource_name, 1)"
+        " BEGIN INSERT INTO document_changes VALUES ({row}.kind, {row}.resource_name,"
+        " CAST(unixepoch('subsec') * 1000000 AS INTEGER))"
         " ON CONFLICT DO UPDATE SET changes = changes + 1; END"
     )
     for event, row in (
