@@ -453,3 +453,35 @@ def test_adding_a_file_already_indexed_in_its_folder_is_refused(
     )
     assert added["status"] == "added"
     assert found_in(d, kb, "zqaddedtoken") == ["note.md", "paper.pdf"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "## Page " + "9" * 4000,  # digits past the mark's six, over and over
+        "<!-- Slide number: " + "1" * 4000 + " --",  # a closer that never comes
+        "## Page 1 " + "-" * 4000,
+    ],
+)
+def test_hostile_page_marks_take_linear_time(line: str) -> None:
+    took = []
+    for n in (200, 400, 800):
+        text = (line + "\n") * n
+        started = time.perf_counter()
+        assert page_starts(text) == []
+        took.append(time.perf_counter() - started)
+    assert took[2] < 6 * took[0] + 0.05
+
+
+def test_hostile_ebook_fields_take_linear_time() -> None:
+    from cofferd.application.conversions import derived_text
+    from cofferd.domain.ports import Converted
+
+    took = []
+    for n in (50_000, 100_000, 200_000):
+        head = "**Title:** T\n" + "**A" + "a" * n + "\n" + "**Bb:** x\n" * (n // 10)
+        started = time.perf_counter()
+        made = derived_text(Converted(head + "\nText.", None), "epub", "m")
+        took.append(time.perf_counter() - started)
+        assert "**Title:** T" in made  # not a block of fields only: kept as it is
+    assert took[2] < 6 * took[0] + 0.05

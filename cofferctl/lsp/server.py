@@ -217,24 +217,18 @@ class CofferLanguageServer(Edits):
         end = at
         closing = "" if kind == "tag" or line.startswith("]", at) else "]]"
         folder = posixpath.dirname(note.relpath or "") or "."
-        choices: list[tuple[str, str, str]] | list[tuple[str, str, str, str]]
+        written: list[str] | None = None  # what each choice writes, when not its label
         if kind == "note":
             answer = self._named(note.kb, typed)
             found = answer["names"]
+            choices = [(n["link"], n["relative_path"], n["title"]) for n in found]
             if answer["link_style"].get("markdown"):  # the KB links notes the Markdown way
                 start, closing, typed = start - 2, "", "[[" + typed
                 end += 2 if line.startswith("]]", at) else 0  # the brackets the editor closed
-                choices = [
-                    (
-                        n["link"],
-                        n["relative_path"],
-                        n["title"],
-                        text.markdown_link(n["title"] or n["link"], n["relative_path"], folder),
-                    )
+                written = [
+                    text.markdown_link(n["title"] or n["link"], n["relative_path"], folder)
                     for n in found
                 ]
-            else:
-                choices = [(n["link"], n["relative_path"], n["title"]) for n in found]
         elif kind == "path":
             closing = "" if line.startswith(")", at) else ")"
             found = self._names(note.kb, typed.rsplit("/", 1)[-1].removesuffix(".md"))
@@ -262,10 +256,12 @@ class CofferLanguageServer(Edits):
                 **({"labelDetails": {"description": more}} if more else {}),
                 "filterText": typed,  # ranked here already: the editor keeps each
                 "sortText": f"{rank:04d}",
-                "textEdit": {"range": edit_range, "newText": (written or label) + closing},
+                "textEdit": {
+                    "range": edit_range,
+                    "newText": (written[rank] if written else label) + closing,
+                },
             }
-            for rank, (label, detail, more, *rest) in enumerate(choices[:COMPLETIONS])
-            for written in (rest[0] if rest else None,)
+            for rank, (label, detail, more) in enumerate(choices[:COMPLETIONS])
         ]
         return {"isIncomplete": True, "items": items}
 

@@ -20,11 +20,10 @@ import re
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from bisect import bisect_right
-from collections import OrderedDict
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 from cofferd.application import markdown
@@ -302,25 +301,19 @@ def page_starts(text: str) -> list[tuple[int, int]]:
 
 class Pages:
     """The page a line of a converted document is on, its page starts read once per text
-    (the last few hundred texts asked about are kept)."""
+    (the last few hundred texts asked about are kept; lru_cache is safe across the
+    threads searches ask from)."""
 
     def __init__(self, texts: DerivedTextStore, limit: int = PAGE_TEXT_LIMIT) -> None:
         self.texts = texts
         self.limit = limit
-        self._starts: OrderedDict[tuple[str, str], list[tuple[int, int]]] = OrderedDict()
-        self._lock = threading.Lock()  # searches of several KBs ask from their threads
+        self._starts = lru_cache(maxsize=PAGES_KEPT)(self._read_starts)
 
     def page(self, kb: str, digest: str, line: int) -> int | None:
-        key = (kb, digest)
-        with self._lock:
-            starts = self._starts.get(key)
-        if starts is None:
-            text = self.texts.text(kb, digest, self.limit)
-            starts = page_starts(text) if text else []
-        with self._lock:
-            self._starts[key] = starts
-            self._starts.move_to_end(key)
-            while len(self._starts) > PAGES_KEPT:
-                self._starts.popitem(last=False)
+        starts = self._starts(kb, digest)
         at = bisect_right(starts, (line, sys.maxsize)) - 1
         return starts[at][1] if at >= 0 else None
+
+    def _read_starts(self, kb: str, digest: str) -> list[tuple[int, int]]:
+        text = self.texts.text(kb, digest, self.limit)
+        return page_starts(text) if text else []

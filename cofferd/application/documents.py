@@ -20,7 +20,7 @@ from cofferd.domain.errors import (
     PayloadTooLarge,
     ValidationFailed,
 )
-from cofferd.domain.formats import MARKDOWN, format_of, is_converted
+from cofferd.domain.formats import MARKDOWN, TEXT_FORMATS, format_of, is_converted
 from cofferd.domain.models import Document
 from cofferd.domain.ports import DerivedTextStore, DocsTree, DocumentCatalog
 from cofferd.locations import normalize_relpath
@@ -148,7 +148,7 @@ class Documents:
         """(where it is, its body, its frontmatter, its whole text if asked) as the file
         says now, or the text converted from it."""
         if is_converted(doc.path):
-            limit = self.kbs.get(kb).config.max_document_bytes * 4
+            limit = self.reindexer.settings(self.kbs.get(kb)).max_markdown_bytes
             converted = self.texts.text(kb, doc.content_sha256, limit)
             if converted is None:
                 return None  # its text went missing: the next full pass converts it again
@@ -162,10 +162,11 @@ class Documents:
             text, _ = markdown.decode(data)
         except markdown.NotText:
             return None  # not a document any more
-        if format_of(doc.path) == MARKDOWN or is_converted(doc.path):
-            frontmatter, body, _ = markdown.split_frontmatter(text)
-        else:
+        frontmatter: dict[str, Any]
+        if format_of(doc.path) in TEXT_FORMATS:
             frontmatter, body = {}, text  # plain text: all of it is the body
+        else:
+            frontmatter, body, _ = markdown.split_frontmatter(text)
         written = _as_written(data) if file_text else None
         return self.tree.absolute(kb, doc.path), body, _jsonable(frontmatter), written
 

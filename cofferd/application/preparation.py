@@ -24,6 +24,14 @@ def too_large(size: int, settings: PrepareSettings) -> bool:
     return size > settings.max_markdown_bytes
 
 
+def unchanged(item: PrepareItem, digest: str, settings: PrepareSettings) -> bool:
+    """Whether the index holds these bytes already, chunked as the KB chunks now."""
+    known = item.known
+    return (
+        known is not None and known.content_sha256 == digest and known.chunking == settings.chunking
+    )
+
+
 def prepare(
     item: PrepareItem,
     content: FileContent,
@@ -36,7 +44,7 @@ def prepare(
     text converted from a file in another format (its digest is the file's). Neither
     says tags or links the way notes do."""
     known = item.known
-    if known and known.content_sha256 == content.digest and known.chunking == settings.chunking:
+    if unchanged(item, content.digest, settings):
         return Unchanged(item.path, content.stat)
     if too_large(content.size, settings):
         return Skipped(item.path, content.stat, "too_large")

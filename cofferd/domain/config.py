@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.file_names import folder_in_kb
-from cofferd.domain.formats import DEFAULT_INDEX_FORMATS
+from cofferd.domain.formats import DEFAULT_INDEX_FORMATS, format_named
 from cofferd.domain.validation import validation_failed
 
 RetrievalMode = Literal["grep", "keyword", "vector", "hybrid"]
@@ -128,12 +128,7 @@ class KnowledgeBaseConfig(BaseModel):
         if isinstance(value, str):
             value = [part.strip() for part in value.split(",") if part.strip()]
         if isinstance(value, list):
-            aliases = {"htm": "html", "text": "txt"}
-            value = [
-                aliases.get(name, name) if isinstance(v, str) else v
-                for v in value
-                for name in (v.lower().lstrip(".") if isinstance(v, str) else "",)
-            ]
+            value = [format_named(v) if isinstance(v, str) else v for v in value]
         return value
 
     @field_validator("index_formats")

@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from cofferd.domain.errors import ValidationFailed
-from cofferd.domain.formats import IN_PLACE_FORMATS, MARKDOWN
+from cofferd.domain.formats import IN_PLACE_FORMATS, MARKDOWN, format_named
 from cofferd.domain.models import utc_text
 from cofferd.domain.tags import normalize_tag
 
@@ -150,9 +150,8 @@ def _formats(value: Any) -> tuple[str, ...]:
         return ()
     if isinstance(value, str):
         value = [value]
-    wanted = {"markdown": MARKDOWN, "htm": "html", "text": "txt"}
     if isinstance(value, list) and len(value) <= MAX_FILTER_FORMATS:
-        named = [wanted.get(v.lower(), v.lower()) if isinstance(v, str) else v for v in value]
+        named = [format_named(v) if isinstance(v, str) else v for v in value]
         if all(v in FORMATS for v in named):
             return tuple(sorted(set(named)))
     raise ValidationFailed(f"format is a list of: {', '.join(FORMATS)}", field="filters.format")

@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import PurePosixPath
 
 MARKDOWN = "md"
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+ALIASES = {"markdown": MARKDOWN, "htm": "html", "text": "txt"}  # other names of a format
 TEXT_FORMATS = ("txt",)  # read as text, without conversion
 CONVERTED_FORMATS = ("pdf", "docx", "pptx", "xlsx", "html", "epub", "csv", "json", "xml")
 IN_PLACE_FORMATS = (*CONVERTED_FORMATS, *TEXT_FORMATS)  # what `index_formats` may list
@@ -20,7 +20,6 @@ IN_PLACE_FORMATS = (*CONVERTED_FORMATS, *TEXT_FORMATS)  # what `index_formats` m
 # search with cells and keys; a folder's HTML is as often a site's templates or an export
 # of the notes themselves as a saved article. Each is one setting away.
 DEFAULT_INDEX_FORMATS = ("docx", "epub", "pdf", "pptx", "txt")
-SUFFIXES = {"html": (".html", ".htm"), "txt": (".txt", ".text")}  # else `.<format>`
 PAGED_FORMATS = ("pdf", "pptx")  # the converted text marks where each page (slide) starts
 # Formats whose converted text starts with no heading that names the document (a PDF's
 # pages, a sheet's `## Sheet1`): without a title of its own, one is named by its file.
@@ -30,19 +29,26 @@ NAMED_BY_FILE = ("pdf", "xlsx", "csv", "json", "xml")
 @cache
 def suffixes(formats: tuple[str, ...]) -> tuple[str, ...]:
     """The file name suffixes of documents in these formats, Markdown's included."""
-    return MARKDOWN_SUFFIXES + tuple(s for f in formats for s in SUFFIXES.get(f, (f".{f}",)))
+    return tuple(
+        f".{name}"
+        for fmt in (MARKDOWN, *formats)
+        for name in (fmt, *(alias for alias, named in ALIASES.items() if named == fmt))
+    )
+
+
+MARKDOWN_SUFFIXES = suffixes(())
+
+
+def format_named(name: str) -> str:
+    """The format a name (`PDF`, `.htm`, `markdown`) says, lower case."""
+    name = name.lower().lstrip(".")
+    return ALIASES.get(name, name)
 
 
 def format_of(path: str) -> str:
     """A document's format by its name: `md` for Markdown, else its in-place format (or
     its lower-case suffix when it is none)."""
-    suffix = PurePosixPath(path).suffix.lower()
-    if suffix in MARKDOWN_SUFFIXES:
-        return MARKDOWN
-    for fmt, known in SUFFIXES.items():
-        if suffix in known:
-            return fmt
-    return suffix.lstrip(".")
+    return format_named(PurePosixPath(path).suffix)
 
 
 def is_converted(path: str) -> bool:

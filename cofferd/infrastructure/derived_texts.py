@@ -34,12 +34,13 @@ def entry(folder: Path, digest: str, kind: str) -> Path:
     return folder / digest[:2] / f"{digest}{kind}"
 
 
-def failure(folder: Path, digest: str) -> str | None:
-    """Why the original with this digest could not be converted, if it could not."""
+def failure(folder: Path, digest: str) -> tuple[str, bool] | None:
+    """Why the original with this digest could not be converted, if it could not, and
+    whether that lasts (`.failed`, not `.retry`)."""
     for kind in (FAILED, RETRY):
         found = read(folder, digest, kind, 4096)
         if found is not None:
-            return found[0].decode("utf-8", "replace")
+            return found[0].decode("utf-8", "replace"), kind == FAILED
     return None
 
 
@@ -75,7 +76,8 @@ class DerivedTexts:
         atomic_write(path, reason.encode("utf-8", "replace"), mode=0o600)
 
     def failure(self, kb: str, digest: str) -> str | None:
-        return failure(self.folder_of(kb), digest)
+        found = failure(self.folder_of(kb), digest)
+        return None if found is None else found[0]
 
     def text(self, kb: str, digest: str, limit: int) -> str | None:
         found = read(self.folder_of(kb), digest, TEXT, limit)

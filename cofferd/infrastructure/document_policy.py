@@ -20,10 +20,10 @@ import enum
 import fnmatch
 import re
 from collections.abc import Callable, Sequence
-from pathlib import Path, PurePath
+from pathlib import Path
 
 from cofferd.domain.conflicts import conflict_copy
-from cofferd.domain.formats import MARKDOWN_SUFFIXES, TEXT_FORMATS, suffixes
+from cofferd.domain.formats import ALIASES, TEXT_FORMATS, format_of, suffixes
 from cofferd.infrastructure.confinement import Boundary
 from cofferd.infrastructure.ignore_rules import IGNORE_FILES, FolderRules, IgnoreRules
 from cofferd.locations import Locations
@@ -36,7 +36,6 @@ NOISE_GLOBS = (
     "*.tmp", "*.temp", "*.swp", "*.swo", "*.swx", "*.part", "*.crdownload", "*.bak",
 )  # fmt: skip
 PASSTHROUGH_FORMATS = ("md", "txt")  # added as they are, with provenance frontmatter
-ALIASES = {"markdown": "md", "htm": "html", "text": "txt"}
 
 
 class Kind(enum.Enum):
@@ -150,8 +149,7 @@ class DocumentPolicy:
     # -- formats for `add` ---------------------------------------------------------------
 
     def file_format(self, filename: str) -> str:
-        ext = PurePath(filename).suffix.lower().lstrip(".")
-        return ALIASES.get(ext, ext)
+        return format_of(filename)
 
     def is_passthrough(self, fmt: str) -> bool:
         return fmt in PASSTHROUGH_FORMATS
@@ -170,9 +168,8 @@ class DocumentPolicy:
         never follows symlinks by default); each hit is classified again, for the ignore
         files. Converted documents are grepped in their converted text."""
         args = []
-        for suffix in MARKDOWN_SUFFIXES + suffixes(tuple(
-            f for f in self.formats_of(kb) if f in TEXT_FORMATS
-        )):  # fmt: skip
+        as_they_are = tuple(f for f in self.formats_of(kb) if f in TEXT_FORMATS)
+        for suffix in suffixes(as_they_are):  # Markdown's with them
             args += ["--iglob", f"*{suffix}"]
         for glob in NOISE_GLOBS:
             args += ["--iglob", f"!{glob}"]

@@ -72,16 +72,16 @@ def _prepare_converted(
 ) -> Outcome:
     """A document in another format, from the text converted out of its bytes: none kept
     yet is Unconverted; a conversion that failed for these bytes stays skipped."""
-    known, stat, digest = item.known, original.stat, original.digest
-    if known and known.content_sha256 == digest and known.chunking == settings.chunking:
+    stat, digest = original.stat, original.digest
+    if preparation.unchanged(item, digest, settings):
         return Unchanged(item.path, stat)
     if settings.max_document_bytes and original.size > settings.max_document_bytes:
         return Skipped(item.path, stat, "too_large")
     folder = Path(settings.derived)
     failed = derived_texts.failure(folder, digest)
     if failed is not None:
-        lasting = derived_texts.read(folder, digest, derived_texts.FAILED, 0) is not None
-        return Skipped(item.path, stat if lasting else None, failed)  # None: each pass
+        reason, lasting = failed
+        return Skipped(item.path, stat if lasting else None, reason)  # None: each pass
     kept = derived_texts.read(folder, digest, derived_texts.TEXT, settings.budget.indexed_bytes)
     if kept is None:
         return Unconverted(item.path, stat, digest)
