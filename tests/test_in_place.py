@@ -5,6 +5,7 @@ content hash of each file, the folder never written."""
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import shutil
@@ -348,10 +349,24 @@ def test_page_starts_are_read_in_linear_time() -> None:
     took = []
     for n in (20_000, 80_000):
         big = "".join(f"## Page {i}\n\nline\n" for i in range(n))
-        started = time.perf_counter()
         assert len(page_starts(big)) == n
-        took.append(time.perf_counter() - started)
+        took.append(fastest(lambda big=big: page_starts(big)))
     assert took[1] < 8 * took[0] + 0.05
+
+
+def fastest(run: Any, times: int = 3) -> float:
+    """The quickest of a few runs, its garbage collector held: what the code costs, not a
+    busy machine's pause or a collection that happened to fall in it."""
+    best = float("inf")
+    gc.disable()
+    try:
+        for _ in range(times):
+            started = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - started)
+    finally:
+        gc.enable()
+    return best
 
 
 def test_a_converted_text_is_never_read_through_a_link(tmp_path: Path) -> None:
@@ -467,9 +482,8 @@ def test_hostile_page_marks_take_linear_time(line: str) -> None:
     took = []
     for n in (200, 400, 800):
         text = (line + "\n") * n
-        started = time.perf_counter()
         assert page_starts(text) == []
-        took.append(time.perf_counter() - started)
+        took.append(fastest(lambda text=text: page_starts(text)))
     assert took[2] < 6 * took[0] + 0.05
 
 
@@ -480,8 +494,9 @@ def test_hostile_ebook_fields_take_linear_time() -> None:
     took = []
     for n in (50_000, 100_000, 200_000):
         head = "**Title:** T\n" + "**A" + "a" * n + "\n" + "**Bb:** x\n" * (n // 10)
-        started = time.perf_counter()
         made = derived_text(Converted(head + "\nText.", None), "epub", "m")
-        took.append(time.perf_counter() - started)
         assert "**Title:** T" in made  # not a block of fields only: kept as it is
+        took.append(
+            fastest(lambda h=head: derived_text(Converted(h + "\nText.", None), "epub", "m"))
+        )
     assert took[2] < 6 * took[0] + 0.05
