@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bench.common import extract_tldr, machine, median, scratch_home
-from cofferd.infrastructure.ignore_rules import IgnoreRules
+from cofferd.infrastructure.files.ignore_rules import IgnoreRules
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 

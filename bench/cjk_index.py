@@ -10,7 +10,7 @@ seconds, MB/s, files/s and database size of one cold reconcile.
 reconcile reads/parses/chunks in a worker thread (asyncio.to_thread) and writes on the
 database thread, so those calls get a profiler of their own and all are merged; then the
 synchronous stages are timed directly, file by file: `markdown.parse`, `chunk_markdown(body,
-title, 512, 64)` and `fts.index_text` for each chunk (and its heading), in MB/s, once plain
+title, 512, 64)` and `fts_text.index_text` for each chunk (and its heading), in MB/s, once plain
 and once under cProfile, then the writer's floor: the prepared rows inserted into an FTS5
 table with Coffer's tokenizer, alone, in one transaction. `--stages` runs only that stage
 timing.
@@ -52,8 +52,8 @@ from bench.common import (
 from cofferd.application import markdown
 from cofferd.application.chunker import chunk_markdown
 from cofferd.application.reindexer import Reindexer
-from cofferd.infrastructure import fts, keyword_index
-from cofferd.infrastructure.database import Database
+from cofferd.infrastructure.storage import fts_index, fts_text
+from cofferd.infrastructure.storage.database import Database
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
@@ -195,8 +195,8 @@ def stage_pass(datas: list[tuple[bytes, str]]) -> dict[str, float]:
         chunks = chunk_markdown(parsed.body, parsed.title, 512, 64)
         t3 = clock()
         for chunk in chunks:
-            fts.index_text(chunk.text)
-            fts.index_text(" / ".join(chunk.heading))
+            fts_text.index_text(chunk.text)
+            fts_text.index_text(" / ".join(chunk.heading))
         t4 = clock()
         spent["hash"] += t1 - t0
         spent["parse"] += t2 - t1
@@ -211,13 +211,15 @@ def fts_insert(datas: list[tuple[bytes, str]]) -> float:
     for data, relpath in datas:
         parsed = markdown.parse(data, relpath)
         for chunk in chunk_markdown(parsed.body, parsed.title, 512, 64):
-            rows.append((fts.index_text(chunk.text), fts.index_text(" / ".join(chunk.heading))))
+            rows.append(
+                (fts_text.index_text(chunk.text), fts_text.index_text(" / ".join(chunk.heading)))
+            )
     home = scratch_home("cjk-fts")
-    conn = sqlite3.connect(home / "fts.db")
+    conn = sqlite3.connect(home / "fts_text.db")
     try:
         conn.execute(
             "CREATE VIRTUAL TABLE t USING fts5(text, heading, meta, "
-            f"tokenize = '{keyword_index.TOKENIZER}')"
+            f"tokenize = '{fts_index.TOKENIZER}')"
         )
         started = time.perf_counter()
         with conn:

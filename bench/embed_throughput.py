@@ -142,7 +142,7 @@ QUERY_LATENCY = """
 import asyncio, json, statistics, sys, time
 from pathlib import Path
 from cofferd.domain.config import EmbeddingConfig
-from cofferd.infrastructure.embedders import LocalEmbedder
+from cofferd.infrastructure.models.embedders import LocalEmbedder
 
 async def main():
     config = EmbeddingConfig(provider="local")

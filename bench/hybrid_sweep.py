@@ -51,10 +51,10 @@ from cofferd.application import retrieval
 from cofferd.domain.config import LOCAL_MIN_SIMILARITY, EmbeddingConfig
 from cofferd.domain.models import Passage
 from cofferd.domain.query_syntax import parse_query
-from cofferd.infrastructure import fts, keyword_index
-from cofferd.infrastructure.embedders import LocalEmbedder
-from cofferd.infrastructure.sqlite import Connection
-from cofferd.infrastructure.vector_store import embedding_text
+from cofferd.infrastructure.models.embedders import LocalEmbedder
+from cofferd.infrastructure.storage import fts_index, fts_text
+from cofferd.infrastructure.storage.sqlite import Connection
+from cofferd.infrastructure.storage.vector_store import embedding_text
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
@@ -72,8 +72,8 @@ OFF_TOPIC_DESCRIPTIONS = 200
 ON_TOPIC_DESCRIPTIONS = 200
 THRESHOLDS = (0.2, 0.25, 0.3, 0.35, 0.4)
 # bm25 weights of the FTS columns (text, heading path, meta = title, aliases, tags); the
-# first is the project's own (fts.RANK)
-TODAY_RANK = tuple(float(w) for w in fts.RANK.removeprefix("bm25(").rstrip(")").split(","))
+# first is the project's own (fts_text.RANK)
+TODAY_RANK = tuple(float(w) for w in fts_text.RANK.removeprefix("bm25(").rstrip(")").split(","))
 BM25_WEIGHTS = tuple(
     dict.fromkeys(
         (
@@ -191,7 +191,7 @@ async def read_chunks(coffer: Coffer, kb: str) -> Corpus:
             " AND d.id = c.document_id WHERE c.resource_name = ? ORDER BY d.path, c.position",
             (kb,),
         ).fetchall()
-        return rows, keyword_index.texts(conn, kb, [r[0] for r in rows])
+        return rows, fts_index.texts(conn, kb, [r[0] for r in rows])
 
     rows, texts = await coffer.stores.db.read(run)
     chunks = [
@@ -215,12 +215,12 @@ def description(page: Path) -> str | None:
 
 
 async def keyword_lists(
-    coffer: Coffer, corpus: Corpus, queries: Sequence[str], rank: str = fts.RANK
+    coffer: Coffer, corpus: Corpus, queries: Sequence[str], rank: str = fts_text.RANK
 ) -> list[Hits]:
     """The real keyword list of each query (`keyword_search`, DEPTH deep) under these bm25
     column weights."""
-    saved = fts.RANK
-    fts.RANK = rank  # read by keyword_index.ranked at each call
+    saved = fts_text.RANK
+    fts_text.RANK = rank  # read by fts_index.ranked at each call
     try:
         out = []
         for query in queries:
@@ -232,13 +232,13 @@ async def keyword_lists(
             out.append(hits)
         return out
     finally:
-        fts.RANK = saved
+        fts_text.RANK = saved
 
 
 async def keyword_matches(coffer: Coffer, corpus: Corpus, queries: Sequence[str]) -> list[set[int]]:
     """The chunks each query matches in FTS at all (any of its words; as prefixes when no
     word matches anywhere, as `keyword_search` then does)."""
-    table = keyword_index.table_name(corpus.kb)
+    table = fts_index.table_name(corpus.kb)
     seqs = {c.seq: i for i, c in enumerate(corpus.chunks)}
 
     def run(conn: Connection) -> list[set[int]]:
@@ -246,7 +246,7 @@ async def keyword_matches(coffer: Coffer, corpus: Corpus, queries: Sequence[str]
         for query in queries:
             parsed = parse_query(query)
             found: set[int] = set()
-            for expr in (fts.match(parsed), fts.match(parsed, prefix=True)):
+            for expr in (fts_text.match(parsed), fts_text.match(parsed, prefix=True)):
                 if expr is None or found:
                     continue
                 rows = conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", [expr])
@@ -718,7 +718,7 @@ async def main() -> None:
 
     print(f"machine: {machine()}")
     print(
-        f"project settings: {fts.RANK}, candidates {retrieval.KEYWORD_CANDIDATES} keyword /"
+        f"project settings: {fts_text.RANK}, candidates {retrieval.KEYWORD_CANDIDATES} keyword /"
         f" {retrieval.VECTOR_CANDIDATES} vector,"
         f" floor {LOCAL_MIN_SIMILARITY}"
     )
@@ -789,7 +789,7 @@ async def main() -> None:
 
     print(
         "Keyword list: bm25 column weights (text, heading, meta); for SciFact the heading"
-        " and\nthe meta column both hold the title; the first row is fts.RANK:\n"
+        " and\nthe meta column both hold the title; the first row is fts_text.RANK:\n"
     )
     rows = []
     for w, klists in keyword.items():

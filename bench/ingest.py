@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.common import machine, median, scratch_home
 from cofferctl.client import Client, DaemonUnreachable
-from cofferd.infrastructure.conversion import WorkerConverter
+from cofferd.infrastructure.conversion.converter import WorkerConverter
 from tests.samples import make_docx, make_html, make_pdf, make_xlsx
 
 BIN = Path(sys.executable).parent

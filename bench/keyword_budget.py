@@ -21,7 +21,7 @@ from typing import Any
 
 from bench.common import machine, scratch_home
 from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents, write_beir
-from cofferd.infrastructure import keyword_search
+from cofferd.infrastructure.storage import keyword_search
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 

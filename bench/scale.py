@@ -155,7 +155,7 @@ def print_classes(mode: str, timed: dict[str, list[float]]) -> None:
 FILL_VECTORS = """
 import sys, time
 import numpy as np
-from cofferd.infrastructure import sqlite, vec_index
+from cofferd.infrastructure.storage import sqlite, vec_index
 db, kb, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 conn = sqlite.connect(db)
 assert vec_index.load(conn), vec_index.load_error

@@ -59,9 +59,9 @@ from typing import Any
 
 from bench.common import extract_tldr, machine, scratch_home
 from cofferctl.client import Client, DaemonUnreachable, ProtocolError
-from cofferd.infrastructure import sqlite
-from cofferd.infrastructure.database import EXTENSIONS
-from cofferd.infrastructure.index_dump import dump_index
+from cofferd.infrastructure.storage import sqlite
+from cofferd.infrastructure.storage.database import EXTENSIONS
+from cofferd.infrastructure.storage.index_dump import dump_index
 from tests.helpers import rebuild_dump_of
 
 BIN = Path(sys.executable).parent

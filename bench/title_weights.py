@@ -14,7 +14,7 @@ import shutil
 
 from bench.common import machine, scratch_home
 from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents, write_beir
-from cofferd.infrastructure import fts
+from cofferd.infrastructure.storage import fts_text
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
@@ -34,16 +34,16 @@ async def evaluate(name: str, layout: str, limit: int | None) -> None:
             docs = locations.docs_dir("q")
             write_beir(docs, corpus, layout)
             await coffer.reindexer.reconcile(kb)
-            chosen = fts.RANK
+            chosen = fts_text.RANK
             for rank in RANKS:
-                fts.RANK = rank
+                fts_text.RANK = rank
                 scores = []
                 for qid, rels in sorted(qrels.items())[:limit]:
                     found = await coffer.retrieval.search("q", queries[qid], top_k=10)
                     scores.append(ndcg_at(ranked_documents(found.passages), rels, 10))
-                mark = "  <- fts.RANK" if rank == chosen else ""
+                mark = "  <- fts_text.RANK" if rank == chosen else ""
                 print(f"{name:14} {layout:11} {rank:22} {sum(scores) / len(scores):.4f}{mark}")
-            fts.RANK = chosen
+            fts_text.RANK = chosen
     finally:
         shutil.rmtree(home, ignore_errors=True)
 

@@ -1,7 +1,7 @@
 """Issue 23: what int8 vectors cost in quality, on real embeddings.
 
 Vectors are stored as int8 and searched by L1, then the candidates re-ordered by cosine
-(cofferd/infrastructure/vec_index.py). This measures that search, through vec_index's own
+(cofferd/infrastructure/storage/vec_index.py). This measures that search, through vec_index's own
 write and read paths on real SQLite with sqlite-vec, against exact float32 cosine search
 (numpy, brute force) of the same vectors:
 
@@ -35,8 +35,8 @@ import numpy as np
 
 from bench.common import DATA, machine
 from cofferd.domain.config import EmbeddingConfig
-from cofferd.infrastructure import schema, sqlite, vec_index
-from cofferd.infrastructure.embedders import LocalEmbedder
+from cofferd.infrastructure.models.embedders import LocalEmbedder
+from cofferd.infrastructure.storage import schema, sqlite, vec_index
 
 BLOCK = 64
 TLDR_PAGES = 2000

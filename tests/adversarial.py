@@ -95,26 +95,26 @@ def _chunks() -> Callable[[str], object]:
 
 
 def _titles() -> Callable[[str], object]:
-    from cofferd.application.titles import converted_title
+    from cofferd.application.converted_titles import converted_title
 
     return lambda raw: converted_title(raw, raw, "file.pdf")
 
 
 def _index_text() -> Callable[[str], object]:
-    from cofferd.infrastructure.fts import index_text
+    from cofferd.infrastructure.storage.fts_text import index_text
 
     return index_text
 
 
 def _snippet() -> Callable[[str], object]:
-    from cofferd.infrastructure.fts import snippet
+    from cofferd.infrastructure.storage.fts_text import snippet
 
     return snippet
 
 
 def _query() -> Callable[[str], object]:
     from cofferd.domain.query_syntax import parse_query
-    from cofferd.infrastructure.fts import match
+    from cofferd.infrastructure.storage.fts_text import match
 
     return lambda text: match(parse_query(text))
 
@@ -133,7 +133,7 @@ def _ignored(pattern: str) -> Callable[[], Callable[[str], object]]:
     daemon reads it once per folder: the time is the matching)."""
 
     def parse() -> Callable[[str], object]:
-        from cofferd.infrastructure.ignore_rules import IgnoreRules
+        from cofferd.infrastructure.files.ignore_rules import IgnoreRules
 
         folder = tempfile.TemporaryDirectory(prefix="coffer-ignore-")  # removed with `rules`
         (Path(folder.name) / ".gitignore").write_text(pattern + "\n")

@@ -26,9 +26,9 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from cofferctl.client import ApiError, Client, DaemonUnreachable
-from cofferd.infrastructure import sqlite
-from cofferd.infrastructure.database import EXTENSIONS
-from cofferd.infrastructure.index_dump import dump_index
+from cofferd.infrastructure.storage import sqlite
+from cofferd.infrastructure.storage.database import EXTENSIONS
+from cofferd.infrastructure.storage.index_dump import dump_index
 
 REPO = Path(__file__).resolve().parent.parent
 CONTRACT = REPO / "docs" / "openapi.yaml"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cofferd.domain.models import KnowledgeBase
-from cofferd.infrastructure.index_dump import dump_index
+from cofferd.infrastructure.storage.index_dump import dump_index
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 from tests.daemon import Daemon, wait_for

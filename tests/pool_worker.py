@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from cofferd.infrastructure.frames import read, write
+from cofferd.infrastructure.workers.frames import read, write
 
 
 def serve() -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cofferd.domain.ports import ConversionFailed
-from cofferd.infrastructure import conversion
-from cofferd.infrastructure.conversion import WorkerConverter, check_zip
+from cofferd.domain.failures import ConversionFailed
+from cofferd.infrastructure.conversion import converter as converter_module
+from cofferd.infrastructure.conversion.converter import WorkerConverter, check_zip
 from tests.samples import make_docx, make_pdf, make_xlsx, zip_bomb_docx
 
 
@@ -57,7 +57,7 @@ async def test_memory_is_capped_and_exhaustion_is_a_clear_failure(
     files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # let the bomb through the zip check: the cap is the last line of defence
-    monkeypatch.setattr(conversion, "check_zip", lambda path, fmt="": None)
+    monkeypatch.setattr(converter_module, "check_zip", lambda path, fmt="": None)
     converter = WorkerConverter(memory_mb=1024)
     try:
         with pytest.raises(ConversionFailed):

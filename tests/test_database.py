@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cofferd.infrastructure import keyword_index, schema, sqlite, vec_index
-from cofferd.infrastructure.database import Database
-from cofferd.infrastructure.sqlite import atomic
+from cofferd.infrastructure.storage import fts_index, schema, sqlite, vec_index
+from cofferd.infrastructure.storage.database import Database
+from cofferd.infrastructure.storage.sqlite import atomic
 
 
 def test_driver_is_sqlean_with_a_modern_sqlite() -> None:
@@ -110,14 +110,14 @@ def test_upgrading_keeps_keyword_rows_until_the_reindex(
     with monkeypatch.context() as m:
         m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:6])
         schema.migrate(conn)
-    name = keyword_index.table_name("notes")
+    name = fts_index.table_name("notes")
     conn.execute(f"CREATE VIRTUAL TABLE {name} USING fts5(text, heading, tokenize = 'porter')")
     conn.execute(f"INSERT INTO {name} (rowid, text, heading) VALUES (7, 'old words', 'Title')")
     conn.execute("INSERT INTO fts_tables VALUES ('notes', ?)", (name,))
     conn.commit()
     schema.migrate(conn)
-    assert keyword_index.dump(conn, "notes") == {7: ("old words", "Title", "")}
-    assert [r[0] for r in keyword_index.ranked(conn, "notes", '"old"', 5)] == [7]
+    assert fts_index.dump(conn, "notes") == {7: ("old words", "Title", "")}
+    assert [r[0] for r in fts_index.ranked(conn, "notes", '"old"', 5)] == [7]
     columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
     assert {"tags", "aliases"} <= columns
 

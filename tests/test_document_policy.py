@@ -9,7 +9,7 @@ from watchfiles import Change
 
 from cofferctl import cli
 from cofferd.domain.models import KnowledgeBase
-from cofferd.infrastructure.document_policy import Kind
+from cofferd.infrastructure.files.document_policy import Kind
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.watcher import Watcher
 from tests.daemon import Daemon, wait_for

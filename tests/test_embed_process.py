@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from cofferd.domain.config import EmbeddingConfig
-from cofferd.domain.ports import EmbeddingFailed
-from cofferd.infrastructure import embedders
-from cofferd.infrastructure.embedders import LEAN_MODEL, LocalEmbedder, bundled_model_dir
-from cofferd.infrastructure.onnx_graph import _model_class, gather_quantized_rows, int8_model
-from cofferd.infrastructure.sentence_encoder import SentenceEncoder
+from cofferd.domain.failures import EmbeddingFailed
+from cofferd.infrastructure.models import embedders
+from cofferd.infrastructure.models.embedders import LEAN_MODEL, LocalEmbedder, bundled_model_dir
+from cofferd.infrastructure.models.onnx_graph import _model_class, gather_quantized_rows, int8_model
+from cofferd.infrastructure.models.sentence_encoder import SentenceEncoder
 
 SENTENCE = "The daemon watches every folder and indexes each note a moment after it is saved. "
 TEXTS = [

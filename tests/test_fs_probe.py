@@ -6,7 +6,7 @@ import asyncio
 import threading
 import time
 
-from cofferd.infrastructure.fs_probe import FsProbe
+from cofferd.infrastructure.files.probe import FsProbe
 
 
 async def test_a_look_that_hangs_answers_not_known_and_holds_nothing_up() -> None:

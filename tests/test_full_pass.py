@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from cofferd.domain.file_records import FileStat
+from cofferd.domain.index_records import IndexedFiles
 from cofferd.domain.models import KnowledgeBase
-from cofferd.domain.ports import FileStat, IndexedFiles
-from cofferd.infrastructure.document_policy import Kind
+from cofferd.infrastructure.files.document_policy import Kind
 from cofferd.surfaces.core import Coffer
 from tests.helpers import write
 from tests.test_ignore_rules import make_tree

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from cofferd.domain.errors import InvalidPattern
-from cofferd.infrastructure.document_policy import DocumentPolicy
-from cofferd.infrastructure.grep import Ripgrep, find_rg
+from cofferd.infrastructure.files.document_policy import DocumentPolicy
+from cofferd.infrastructure.files.grep import Ripgrep, find_rg
 from cofferd.locations import Locations
 from tests.helpers import write
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from cofferctl.client import Client
-from cofferd.infrastructure.sqlite import JOURNAL_SIZE_LIMIT
+from cofferd.infrastructure.storage.sqlite import JOURNAL_SIZE_LIMIT
 from tests.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.helpers import write
 

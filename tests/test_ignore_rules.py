@@ -8,8 +8,8 @@ import pytest
 from watchfiles import Change
 
 from cofferd.domain.models import KnowledgeBase
-from cofferd.infrastructure.document_policy import Kind
-from cofferd.infrastructure.ignore_rules import IgnoreRules
+from cofferd.infrastructure.files.document_policy import Kind
+from cofferd.infrastructure.files.ignore_rules import IgnoreRules
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.watcher import Watcher
 from tests.daemon import Daemon, wait_for

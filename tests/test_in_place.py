@@ -19,7 +19,7 @@ from fpdf import FPDF
 from PIL import Image
 
 from cofferctl.client import ApiError
-from cofferd.application.conversions import page_starts
+from cofferd.application.conversion_queue import page_starts
 from cofferd.domain.config import InPlaceFormat, KnowledgeBaseConfig
 from cofferd.domain.formats import IN_PLACE_FORMATS, format_of, suffixes
 from tests.daemon import Daemon, wait_for
@@ -370,7 +370,7 @@ def fastest(run: Any, times: int = 3) -> float:
 
 
 def test_a_converted_text_is_never_read_through_a_link(tmp_path: Path) -> None:
-    from cofferd.infrastructure import derived_texts
+    from cofferd.infrastructure.conversion import derived_texts
 
     digest = "ab" * 32
     outside = write(tmp_path / "secret.md", "secret")
@@ -432,8 +432,8 @@ def test_grep_counts_only_the_converted_text_itself(shared_daemon: Daemon) -> No
 
 
 def test_an_ebook_keeps_its_authors_not_markitdowns_bookkeeping() -> None:
-    from cofferd.application.conversions import derived_text
-    from cofferd.domain.ports import Converted
+    from cofferd.application.conversion_queue import derived_text
+    from cofferd.domain.index_records import Converted
 
     made = derived_text(
         Converted("**Title:** T\n**Authors:** Ada, Bo\n**Identifier:** x1\n\n# T\n\nText.", "T"),
@@ -488,8 +488,8 @@ def test_hostile_page_marks_take_linear_time(line: str) -> None:
 
 
 def test_hostile_ebook_fields_take_linear_time() -> None:
-    from cofferd.application.conversions import derived_text
-    from cofferd.domain.ports import Converted
+    from cofferd.application.conversion_queue import derived_text
+    from cofferd.domain.index_records import Converted
 
     took = []
     for n in (50_000, 100_000, 200_000):

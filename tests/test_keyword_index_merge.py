@@ -9,14 +9,14 @@ import pytest
 
 from cofferd.application import reindexer
 from cofferd.domain.models import KnowledgeBase
-from cofferd.infrastructure import keyword_index
+from cofferd.infrastructure.storage import fts_index
 from cofferd.surfaces.core import Coffer
 from tests.helpers import write
 
 
 async def pieces_left(coffer: Coffer, kb: str) -> bool:
     """Whether merging still finds pieces to merge (one step of one page)."""
-    return await coffer.stores.db.write(lambda conn: keyword_index.merge_step(conn, kb, 1))
+    return await coffer.stores.db.write(lambda conn: fts_index.merge_step(conn, kb, 1))
 
 
 @pytest.mark.parametrize(("merge_after", "merged"), [(10, True), (10**6, False)])

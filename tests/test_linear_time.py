@@ -22,7 +22,7 @@ from cofferd.domain.conflicts import conflict_copy, has_merge_markers
 from cofferd.domain.links import markdown_links
 from cofferd.domain.prose import blank_code_spans
 from cofferd.domain.query_syntax import _case_keys, _Phrase, is_cjk, tokenize
-from cofferd.infrastructure.ignore_rules import IgnoreRules, _one_by_one, linear_spec
+from cofferd.infrastructure.files.ignore_rules import IgnoreRules, _one_by_one, linear_spec
 from tests.adversarial import CASES, GROWTH_LIMIT, LARGE, SMALL, Case, best_time
 
 OLD_MARKDOWN_LINK = re.compile(

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from cofferd.domain.config import EmbeddingConfig
-from cofferd.infrastructure import embedders
-from cofferd.infrastructure.embedders import (
+from cofferd.infrastructure.models import embedders
+from cofferd.infrastructure.models.embedders import (
     BUNDLED_FASTEMBED_NAME,
     LEAN_MODEL,
     LocalEmbedder,
     bundled_model_dir,
 )
-from cofferd.infrastructure.onnx_graph import _model_class, int8_model
+from cofferd.infrastructure.models.onnx_graph import _model_class, int8_model
 
 SENTENCE = "The daemon watches every folder and indexes each note a moment after it is saved. "
 TEXTS = [
@@ -109,7 +109,7 @@ MEASURE = """
 import asyncio, json, sys
 from pathlib import Path
 from cofferd.domain.config import EmbeddingConfig
-from cofferd.infrastructure.embedders import LocalEmbedder
+from cofferd.infrastructure.models.embedders import LocalEmbedder
 
 def rss(pid="self"):
     status = dict(l.split(":", 1) for l in open(f"/proc/{pid}/status"))

@@ -10,8 +10,8 @@ import pytest
 
 from cofferd.domain.errors import DocumentChanged
 from cofferd.domain.models import KnowledgeBase
-from cofferd.infrastructure import activity_store
-from cofferd.infrastructure.kb_files import KBFiles
+from cofferd.infrastructure.files.kb_folders import KBFiles
+from cofferd.infrastructure.storage import activity_store
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer, Tuning
 from tests.daemon import Daemon, wait_for

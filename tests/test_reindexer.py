@@ -3,9 +3,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from cofferd.domain.file_records import TreeScan
 from cofferd.domain.models import KnowledgeBase
-from cofferd.domain.ports import TreeScan
-from cofferd.infrastructure.docs_tree import FileDocsTree
+from cofferd.infrastructure.files.tree_scan import FileDocsTree
 from cofferd.surfaces.core import Coffer
 from tests.helpers import bump_mtime, total_changes, write
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cofferctl.client import exchange
-from cofferd.infrastructure import sqlite
+from cofferd.infrastructure.storage import sqlite
 from tests.daemon import Daemon, check_response, contract, exchange_raw, wait_for
 
 KB = "/api/v1/knowledge_bases/notes"

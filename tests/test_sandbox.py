@@ -19,8 +19,8 @@ import pytest
 
 from cofferctl import cli, service
 from cofferctl.client import ApiError
-from cofferd.infrastructure.confinement import Boundary
-from cofferd.infrastructure.kb_files import KBFiles
+from cofferd.infrastructure.files.confinement import Boundary
+from cofferd.infrastructure.files.kb_folders import KBFiles
 from cofferd.locations import Locations
 from tests.daemon import BIN, REPO, ContractClient, wait_for
 from tests.helpers import write

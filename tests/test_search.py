@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from cofferd.domain.errors import KBDisabled, KBNotFound, ValidationFailed
 from cofferd.domain.models import KnowledgeBase
 from cofferd.domain.query_syntax import query_terms
-from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START
+from cofferd.infrastructure.storage.fts_text import HIGHLIGHT_END, HIGHLIGHT_START
 from cofferd.surfaces.core import Coffer
 from tests.helpers import write
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cofferd.domain.models import KnowledgeBase, Passage
-from cofferd.infrastructure import keyword_index, keyword_search
+from cofferd.infrastructure.storage import fts_index, keyword_search
 from cofferd.surfaces.core import Coffer
 from tests.helpers import write
 
@@ -74,13 +74,13 @@ async def test_what_is_ranked_when_words_are_common(
     coffer: Coffer, notes: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[str] = []
-    rank = keyword_index.ranked
+    rank = fts_index.ranked
 
     def spy(conn, kb, match, top_k, within=None, part=(0, 1)):  # type: ignore[no-untyped-def]
         asked.append(match)
         return rank(conn, kb, match, top_k, within, part)
 
-    monkeypatch.setattr(keyword_index, "ranked", spy)
+    monkeypatch.setattr(fts_index, "ranked", spy)
     await ranked(coffer, "every most", BOUND, 5)
     assert asked == ['"every" AND "most"']
     asked.clear()

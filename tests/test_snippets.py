@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cofferd.domain.models import KnowledgeBase, Passage
-from cofferd.infrastructure.fts import HIGHLIGHT_END, HIGHLIGHT_START, snippet
+from cofferd.infrastructure.storage.fts_text import HIGHLIGHT_END, HIGHLIGHT_START, snippet
 from cofferd.surfaces.core import Coffer
 from tests.fake_embeddings import FakeEmbeddings
 from tests.helpers import write

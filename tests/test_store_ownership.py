@@ -18,12 +18,12 @@ WRITERS = {
     "links": "graph_store",
     "audit": "activity_store",
     "mcp_invocations": "activity_store",
-    "fts_tables": "keyword_index",
+    "fts_tables": "fts_index",
     "vec_tables": "vec_index",
 }
 # What names a KB's FTS or vector table, or the table recording them.
 NAMES = {
-    "keyword_index": re.compile(r'fts_tables|USING fts5|"fts_'),
+    "fts_index": re.compile(r'fts_tables|USING fts5|"fts_'),
     "vec_index": re.compile(r'vec_tables|USING vec0|"vec_'),
 }
 

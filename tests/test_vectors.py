@@ -19,7 +19,7 @@ from cofferd.application.retrieval import fuse
 from cofferd.domain.config import EmbeddingConfig
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.models import KnowledgeBase, Passage
-from cofferd.infrastructure.embedders import LocalEmbedder, resolve_credential
+from cofferd.infrastructure.models.embedders import LocalEmbedder, resolve_credential
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 from tests.fake_embeddings import FakeEmbeddings

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cofferd.infrastructure.worker_pool import WorkerPool, WorkFailed
+from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
 
 MODULE = "tests.pool_worker"
 

@@ -21,8 +21,9 @@ from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.progress import Progress, ProgressBoard
 from cofferd.domain.config import EmbeddingConfig, KnowledgeBaseConfig
 from cofferd.domain.errors import CofferError, EngineUnavailable
+from cofferd.domain.failures import EmbeddingFailed
 from cofferd.domain.models import KnowledgeBase
-from cofferd.domain.ports import Embedder, EmbeddingFailed, VectorStore
+from cofferd.domain.ports import Embedder, VectorStore
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,9 @@ from cofferd.application.completion import LinkStyle, NameIndex
 from cofferd.application.documents import Documents, place
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.domain.conflicts import merge_marker_lines
+from cofferd.domain.index_records import LinkRow
 from cofferd.domain.links import DocumentIndexOfPaths, key_of, links_of
-from cofferd.domain.ports import DocsTree, GraphStore, LinkRow
+from cofferd.domain.ports import DocsTree, GraphStore
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

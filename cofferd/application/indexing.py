@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cofferd.application.conversions import Conversions
+from cofferd.application.conversion_queue import Conversions
 from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer

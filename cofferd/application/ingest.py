@@ -14,11 +14,11 @@ from pathlib import Path, PurePath
 from typing import Any, Literal
 
 from cofferd.application import markdown
+from cofferd.application.converted_titles import converted_title
 from cofferd.application.documents import Documents, DocumentView, remove_files
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.reindexer import Reindexer
 from cofferd.application.source_paths import check_source
-from cofferd.application.titles import converted_title
 from cofferd.domain.errors import (
     IngestRejected,
     PathRefused,
@@ -26,11 +26,11 @@ from cofferd.domain.errors import (
     SourceMissing,
     ValidationFailed,
 )
+from cofferd.domain.failures import ConversionFailed
 from cofferd.domain.file_names import UNTITLED, file_stem, folder_in_kb
+from cofferd.domain.index_records import Converted
 from cofferd.domain.models import Document, KnowledgeBase, ReindexResult, utc_now
 from cofferd.domain.ports import (
-    ConversionFailed,
-    Converted,
     DocsTree,
     DocumentCatalog,
     DocumentFormats,

@@ -12,10 +12,11 @@ from pathlib import PurePosixPath
 from cofferd.application import markdown
 from cofferd.application.chunker import TooManyChunks, chunk_markdown, plain_chunks
 from cofferd.domain.budgets import size_text
+from cofferd.domain.file_records import FileContent
 from cofferd.domain.formats import CONVERTED_FORMATS, NAMED_BY_FILE, TEXT_FORMATS
+from cofferd.domain.index_records import DocumentWrite, IndexedChunk
 from cofferd.domain.models import Chunk, Document, utc_from_ns, utc_now
-from cofferd.domain.ports import DocumentWrite, FileContent, IndexedChunk
-from cofferd.domain.preparation import Outcome, PrepareItem, PrepareSettings, Skipped, Unchanged
+from cofferd.domain.prepare_jobs import Outcome, PrepareItem, PrepareSettings, Skipped, Unchanged
 
 TextForIndex = Callable[[str], str]
 

@@ -19,18 +19,11 @@ from cofferd.application.progress import Progress, ProgressBoard
 from cofferd.application.registry import KBRegistry
 from cofferd.domain.budgets import DEFAULT, Budget
 from cofferd.domain.conflicts import ConflictCopy
+from cofferd.domain.file_records import FileStat, TreeScan
+from cofferd.domain.index_records import DocumentWrite, IndexedFile, IndexedFiles
 from cofferd.domain.models import KnowledgeBase, ReindexResult
-from cofferd.domain.ports import (
-    ActivityLog,
-    DocsTree,
-    DocumentIndex,
-    DocumentWrite,
-    FileStat,
-    IndexedFile,
-    IndexedFiles,
-    TreeScan,
-)
-from cofferd.domain.preparation import (
+from cofferd.domain.ports import ActivityLog, DocsTree, DocumentIndex
+from cofferd.domain.prepare_jobs import (
     Failed,
     Gone,
     Outcome,

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
-from cofferd.application.conversions import Pages
+from cofferd.application.conversion_queue import Pages
 from cofferd.application.documents import places
 from cofferd.application.embeddings import Embeddings
 from cofferd.application.knowledge_bases import KnowledgeBases

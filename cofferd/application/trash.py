@@ -20,9 +20,10 @@ from cofferd.domain.errors import (
     DocumentNotFound,
     TrashEntryNotFound,
 )
+from cofferd.domain.file_records import TrashEntry
 from cofferd.domain.formats import is_converted
 from cofferd.domain.models import Document, utc_now, utc_text
-from cofferd.domain.ports import DocsTree, DocumentRemoval, TrackedSources, TrashBin, TrashEntry
+from cofferd.domain.ports import DocsTree, DocumentRemoval, TrackedSources, TrashBin
 
 log = logging.getLogger(__name__)
 

@@ -1,71 +1,26 @@
-"""What the application layer needs from the outside world (implemented in infrastructure)."""
+"""What the application layer needs from the outside world: the Protocols that
+infrastructure implements. The values they pass are in file_records and index_records,
+the failures they raise in failures."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple, Protocol
+from typing import Any, BinaryIO, Protocol
 
-from cofferd.domain.conflicts import ConflictCopy
+from cofferd.domain.file_records import FileContent, FileStat, RawHit, TrashEntry, TreeScan
 from cofferd.domain.filters import SearchFilters
-from cofferd.domain.links import Link
+from cofferd.domain.index_records import (
+    Converted,
+    DocumentWrite,
+    EmbedJob,
+    IndexedFile,
+    IndexedFiles,
+    LinkRow,
+    WriteFailure,
+)
 from cofferd.domain.models import Document, KnowledgeBase, Passage
 from cofferd.domain.query_syntax import Query
-
-
-class FileStat(NamedTuple):
-    """A file's size and modification time: what tells a changed file. A tuple: a full
-    reconcile makes one per file, hundreds of thousands, and compares them all."""
-
-    size: int
-    mtime_ns: int
-
-
-@dataclass(frozen=True)
-class TreeScan:
-    """Markdown files under a docs tree by relative POSIX path, and the folders that failed.
-
-    A file's stat is a plain (size, mtime_ns) tuple, equal to its FileStat: a scan holds
-    one per file, and plain tuples of numbers are left alone by the garbage collector
-    (a FileStat, a tuple subclass, is not; hundreds of thousands slow every collection).
-    """
-
-    files: Mapping[str, tuple[int, int]]
-    failed_dirs: Sequence[str]
-    unusable: Mapping[str, str] = field(default_factory=dict)  # path -> why it is skipped
-    conflicts: Mapping[str, ConflictCopy] = field(default_factory=dict)  # sync tools' copies
-
-    def covers(self, relpath: str) -> bool:
-        """False when the file's folder could not be read: its absence proves nothing."""
-        return not any(relpath.startswith(d + "/") or d == "" for d in self.failed_dirs)
-
-
-@dataclass(frozen=True)
-class FileContent:
-    data: bytes  # the file's bytes, or only their beginning when read up to a limit
-    stat: FileStat
-    digest: str  # sha256 of the whole file
-    size: int  # bytes of the whole file
-
-    @property
-    def cut(self) -> bool:
-        return len(self.data) < self.size
-
-
-@dataclass(frozen=True)
-class TrashEntry:
-    """A deleted document kept in its knowledge base's trash."""
-
-    id: str
-    document_id: str
-    relative_path: str
-    title: str
-    deleted_at: str
-    original: str | None = None  # the kept original's file name in raw/, if it was moved too
-    source_path: str | None = None  # the file this machine tracked for check-sources
-    # of a document converted from its file (a PDF): its text stays kept while it is here
-    content_sha256: str | None = None
 
 
 class TrashBin(Protocol):
@@ -120,97 +75,6 @@ class DocsTree(Protocol):
     def keep_original(self, kb: str, doc_id: str, ext: str, source: Path) -> None: ...
 
     def original(self, kb: str, doc_id: str) -> Path | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class IndexedFile:
-    """What the index remembers about one file, enough to decide whether to read it again."""
-
-    document_id: str
-    stat: FileStat
-    content_sha256: str
-    chunking: str
-
-
-# A row of IndexedFiles: (path, size, mtime_ns), the time None when the document was
-# chunked another way than the KB chunks now (so it never matches a file's).
-IndexedRow = tuple[str, int, int | None]
-
-
-class IndexedFiles:
-    """Which files the index holds, by path, and as they were when indexed: all a pass
-    over an unchanged KB compares, kept as the rows were read (no object per file). What
-    else the index remembers of a file (IndexedFile) is read for the few looked at
-    closer."""
-
-    __slots__ = ("_rows",)
-
-    def __init__(self, rows: Iterable[IndexedRow]) -> None:
-        self._rows = {row[0]: row for row in rows}
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __contains__(self, path: object) -> bool:
-        return path in self._rows
-
-    def changed(self, files: Mapping[str, tuple[int, int]]) -> list[str]:
-        """The paths of `files` not indexed as they are now: new, of another size or time,
-        or chunked another way."""
-        rows = self._rows
-        found = []
-        for path, (size, mtime_ns) in files.items():
-            row = rows.get(path)
-            if row is None or row[1] != size or row[2] != mtime_ns:
-                found.append(path)
-        return found
-
-    def gone(self, files: Mapping[str, object]) -> list[str]:
-        """The indexed paths that are not among `files`."""
-        return [path for path in self._rows if path not in files]
-
-
-@dataclass(frozen=True)  # no slots: unpickled (from a worker) twice as fast
-class IndexedChunk:
-    """A chunk as stored: where it is, its heading path, and its text and heading path
-    as FTS5 indexes them (fts.index_text)."""
-
-    position: int
-    heading: tuple[str, ...]
-    line_start: int
-    line_end: int
-    fts_text: str
-    fts_heading: str
-
-
-@dataclass(frozen=True)
-class DocumentWrite:
-    """A prepared document, ready for the writer."""
-
-    document: Document
-    stat: FileStat
-    chunking: str
-    chunks: Sequence[IndexedChunk]
-    event: str
-    links: Sequence[Link] = ()
-    fts_meta: str = ""  # title, aliases and tags, as FTS5 indexes them
-    degraded: tuple[str, ...] = ()  # the budgets it was held to (also in its metadata)
-
-    @property
-    def path(self) -> str:
-        return self.document.path
-
-
-@dataclass(frozen=True)
-class WriteFailure:
-    """A document the index could not store (the rest of its batch was stored)."""
-
-    path: str
-    stat: FileStat
-    reason: str
 
 
 class DocumentIndex(Protocol):
@@ -362,33 +226,10 @@ class KBRepository(Protocol):
     def originals_bytes(self, name: str) -> int: ...
 
 
-@dataclass(frozen=True)
-class RawHit:
-    path: str  # relative to the KB's docs/
-    line_number: int
-    line: str
-
-
 class Grepper(Protocol):
     async def grep(
         self, kb: str, pattern: str, max_matches: int, ignore_case: bool = False
     ) -> tuple[list[RawHit], bool]: ...
-
-
-class ConversionFailed(Exception):
-    """The converter could not turn this document into Markdown (the message says why).
-    `transient`: not for what the document is, maybe (stopped for its time, a crash): worth
-    trying again later."""
-
-    def __init__(self, message: str, *, transient: bool = False) -> None:
-        super().__init__(message)
-        self.transient = transient
-
-
-@dataclass(frozen=True)
-class Converted:
-    markdown: str
-    title: str | None
 
 
 class MarkdownConverter(Protocol):
@@ -428,20 +269,6 @@ class DerivedTextStore(Protocol):
     ) -> tuple[int, set[str]]: ...
 
     def remove_kb(self, kb: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class EmbedJob:
-    """A document that owes vectors: its chunks' ids and the text to embed."""
-
-    document_id: str
-    content_sha256: str
-    chunking: str
-    chunks: Sequence[tuple[str, str]]
-
-
-class EmbeddingFailed(Exception):
-    """The embedding provider is unavailable or returned unusable vectors."""
 
 
 class Embedder(Protocol):
@@ -489,9 +316,6 @@ class VectorStore(Protocol):
         """The nearest chunks the filters allow that hold the query's phrases and none of
         what it excludes (`syntax`), as passages scored by cosine similarity."""
         ...
-
-
-LinkRow = tuple[str, str, Link]  # (the linking document's id, its path, the link)
 
 
 class GraphStore(Protocol):

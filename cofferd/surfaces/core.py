@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cofferd.application.activity import Activity
-from cofferd.application.conversions import Conversions, Pages
+from cofferd.application.conversion_queue import Conversions, Pages
 from cofferd.application.documents import Documents
 from cofferd.application.embeddings import Embeddings
 from cofferd.application.graph import Graph
@@ -23,28 +23,28 @@ from cofferd.application.reindexer import Reindexer
 from cofferd.application.retrieval import Retrieval
 from cofferd.application.trash import RETENTION_DAYS, Trash
 from cofferd.domain.budgets import DEFAULT as DEFAULT_BUDGET
-from cofferd.infrastructure import vec_index
-from cofferd.infrastructure.activity_store import KEEP_DEFAULT, SqliteActivity
-from cofferd.infrastructure.confinement import Boundary
-from cofferd.infrastructure.conversion import WorkerConverter
-from cofferd.infrastructure.credentials import credential_problem
-from cofferd.infrastructure.database import Database
-from cofferd.infrastructure.derived_texts import DerivedTexts
-from cofferd.infrastructure.docs_tree import FileDocsTree
-from cofferd.infrastructure.document_policy import DocumentPolicy
-from cofferd.infrastructure.document_rows import SqliteDocumentCatalog
-from cofferd.infrastructure.document_store import SqliteDocumentIndex
-from cofferd.infrastructure.embedders import make_embedder
-from cofferd.infrastructure.graph_store import SqliteGraph
-from cofferd.infrastructure.grep import Ripgrep
-from cofferd.infrastructure.kb_files import KBFiles
-from cofferd.infrastructure.keyword_search import SqliteKeywordSearch
-from cofferd.infrastructure.preparer import ProcessPreparer
+from cofferd.infrastructure.conversion.converter import WorkerConverter
+from cofferd.infrastructure.conversion.derived_texts import DerivedTexts
+from cofferd.infrastructure.files.confinement import Boundary
+from cofferd.infrastructure.files.document_policy import DocumentPolicy
+from cofferd.infrastructure.files.grep import Ripgrep
+from cofferd.infrastructure.files.kb_folders import KBFiles
+from cofferd.infrastructure.files.trash_bin import FileTrash
+from cofferd.infrastructure.files.tree_scan import FileDocsTree
+from cofferd.infrastructure.models.credentials import credential_problem
+from cofferd.infrastructure.models.embedders import make_embedder
 from cofferd.infrastructure.sandbox import private_folders
-from cofferd.infrastructure.sqlite import SQLITE_VERSION
-from cofferd.infrastructure.tracked_sources import SqliteTrackedSources
-from cofferd.infrastructure.trash import FileTrash
-from cofferd.infrastructure.vector_store import SqliteVectors
+from cofferd.infrastructure.storage import vec_index
+from cofferd.infrastructure.storage.activity_store import KEEP_DEFAULT, SqliteActivity
+from cofferd.infrastructure.storage.database import Database
+from cofferd.infrastructure.storage.document_rows import SqliteDocumentCatalog
+from cofferd.infrastructure.storage.graph_store import SqliteGraph
+from cofferd.infrastructure.storage.keyword_search import SqliteKeywordSearch
+from cofferd.infrastructure.storage.sqlite import SQLITE_VERSION
+from cofferd.infrastructure.storage.tracked_sources import SqliteTrackedSources
+from cofferd.infrastructure.storage.vector_store import SqliteVectors
+from cofferd.infrastructure.storage.write_path import SqliteDocumentIndex
+from cofferd.infrastructure.workers.prepare_pool import ProcessPreparer
 from cofferd.locations import Locations
 
 

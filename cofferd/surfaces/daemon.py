@@ -17,7 +17,7 @@ from aiohttp import web
 from cofferd import __version__
 from cofferd.application.knowledge_bases import DEFAULT_KB
 from cofferd.domain.models import KnowledgeBase
-from cofferd.infrastructure.fs_probe import FsProbe
+from cofferd.infrastructure.files.probe import FsProbe
 from cofferd.locations import Locations
 from cofferd.surfaces import systemd, unix_socket
 from cofferd.surfaces.core import Coffer, Tuning

@@ -17,7 +17,7 @@ from cofferd.domain.budgets import DEFAULT
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.filters import SearchFilters, parse_filters
 from cofferd.domain.models import KB_KIND, KnowledgeBase, Passage, ReindexResult
-from cofferd.infrastructure.fts import unmark
+from cofferd.infrastructure.storage.fts_text import unmark
 
 PATH_MAX = 4096
 

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import IO
 
 from cofferd.application import preparation
+from cofferd.domain.file_records import FileContent
 from cofferd.domain.formats import CONVERTED_FORMATS, MARKDOWN, format_of
-from cofferd.domain.ports import FileContent
-from cofferd.domain.preparation import (
+from cofferd.domain.prepare_jobs import (
     Gone,
     Outcome,
     PrepareItem,
@@ -33,9 +33,11 @@ from cofferd.domain.preparation import (
     Unchanged,
     Unconverted,
 )
-from cofferd.infrastructure import derived_texts, fts, memory
-from cofferd.infrastructure.doc_files import TreeReader
-from cofferd.infrastructure.frames import read, serve_stdio, write
+from cofferd.infrastructure import memory
+from cofferd.infrastructure.conversion import derived_texts
+from cofferd.infrastructure.files.confined_read import TreeReader
+from cofferd.infrastructure.storage import fts_text
+from cofferd.infrastructure.workers.frames import read, serve_stdio, write
 
 log = logging.getLogger("cofferd.prepare_worker")
 
@@ -60,7 +62,7 @@ def prepare_one(reader: TreeReader, item: PrepareItem, settings: PrepareSettings
         if converted:
             return _prepare_converted(item, content, settings, fmt)
         in_place = None if fmt == MARKDOWN else fmt
-        return preparation.prepare(item, content, settings, fts.index_text, in_place)
+        return preparation.prepare(item, content, settings, fts_text.index_text, in_place)
     except MemoryError:
         return Skipped(item.path, content.stat, "needs more memory than a document may use")
     except RecursionError:
@@ -86,7 +88,7 @@ def _prepare_converted(
     if kept is None:
         return Unconverted(item.path, stat, digest)
     text = FileContent(kept[0], stat, digest, kept[1])
-    return preparation.prepare(item, text, settings, fts.index_text, fmt)
+    return preparation.prepare(item, text, settings, fts_text.index_text, fmt)
 
 
 def serve(requests: IO[bytes], replies: IO[bytes]) -> None:

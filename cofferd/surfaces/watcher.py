@@ -25,8 +25,8 @@ import watchfiles
 from cofferd.application.indexing import IndexingService
 from cofferd.domain.errors import KBUnavailable
 from cofferd.domain.models import utc_now
-from cofferd.infrastructure.document_policy import DocumentPolicy, Kind
-from cofferd.infrastructure.fs_probe import FsProbe
+from cofferd.infrastructure.files.document_policy import DocumentPolicy, Kind
+from cofferd.infrastructure.files.probe import FsProbe
 from cofferd.locations import normalize_relpath
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,18 @@
+"""Failures that ports raise and the application handles itself: never shown to a
+caller as they are (the application turns them into a reason or an error of domain.errors)."""
+
+from __future__ import annotations
+
+
+class ConversionFailed(Exception):
+    """The converter could not turn this document into Markdown (the message says why).
+    `transient`: not for what the document is, maybe (stopped for its time, a crash): worth
+    trying again later."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class EmbeddingFailed(Exception):
+    """The embedding provider is unavailable or returned unusable vectors."""

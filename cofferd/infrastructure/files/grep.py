@@ -1,0 +1,226 @@
+"""Grep over one knowledge base's docs/ with ripgrep (no index), and over the text converted
+from its documents in other formats: bounded in matches and time.
+
+Hits come in a stable order, by relative path and then line: rg walks the tree sorted
+(`--sort path`, so that a truncated answer is the same first matches every time), and the
+hits are sorted once more, as rg sorts by folder, not by the whole path."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import shutil
+import sysconfig
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from cofferd.domain.errors import EngineUnavailable, InvalidPattern, StorageError
+from cofferd.domain.file_records import RawHit
+from cofferd.infrastructure.files.document_policy import DocumentPolicy
+from cofferd.locations import Locations, normalize_relpath
+
+TIMEOUT_S = 5.0
+MAX_LINE_CHARS = 500
+BATCH_LINES = 256  # rg's lines parsed at once, off the loop
+BATCH_BYTES = 1024 * 1024
+
+
+def find_rg() -> str | None:
+    """The `rg` installed beside this interpreter (the `ripgrep` wheel), else one on PATH.
+
+    Services start with a minimal PATH, so the venv's own copy comes first."""
+    beside = Path(sysconfig.get_path("scripts")) / "rg"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("rg")
+
+
+class Ripgrep:
+    def __init__(
+        self,
+        locations: Locations,
+        policy: DocumentPolicy,
+        timeout_s: float = TIMEOUT_S,
+        converted_files: Callable[[str], Awaitable[dict[str, list[str]]]] | None = None,
+    ) -> None:
+        """`converted_files(kb)`: the paths of the KB's documents converted from files, by
+        the files' digests (their converted text is grepped too)."""
+        self.locations = locations
+        self.policy = policy
+        self.timeout_s = timeout_s
+        self.converted_files = converted_files
+        self.binary = find_rg()
+
+    async def grep(
+        self, kb: str, pattern: str, max_matches: int, ignore_case: bool = False
+    ) -> tuple[list[RawHit], bool]:
+        """Matches in the KB's files rg can read as they are, and in the text converted
+        from its other documents (a PDF's, a Word file's), given the path of its file."""
+        if self.binary is None:
+            raise EngineUnavailable("ripgrep (rg) is not installed", engine="ripgrep")
+        docs = self.policy.boundary.root(kb)
+        if not os.access(docs, os.R_OK | os.X_OK):
+            folder = self.locations.docs_folder(kb)  # as people know it, not resolved
+            raise StorageError(f"the docs folder {folder} cannot be read", path=str(folder))
+        flags = [*(["--ignore-case"] if ignore_case else []), "-e", pattern, "--", "."]
+        hits: list[RawHit] = []
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                truncated = await self._run(
+                    docs,
+                    [*self.policy.ripgrep_args(kb), *flags],
+                    hits,
+                    max_matches,
+                    lambda path, line: self.policy.is_document(kb, path),
+                )
+                derived = self.locations.derived_dir(kb)
+                if not truncated and self.converted_files and derived.is_dir():
+                    files = await self.converted_files(kb)
+                    texts = _Texts(derived, files)
+                    found: list[RawHit] = []
+                    truncated = await self._run(
+                        derived, ["--iglob", "*.md", *flags], found, max_matches, texts.accept
+                    )
+                    hits += self._as_documents(kb, files, found, max_matches)
+        except TimeoutError:
+            truncated = True
+        hits.sort(key=lambda hit: (hit.path, hit.line_number))
+        if len(hits) > max_matches:
+            del hits[max_matches:]
+            truncated = True
+        return hits, truncated
+
+    async def _run(
+        self,
+        cwd: Path,
+        args: list[str],
+        hits: list[RawHit],
+        max_matches: int,
+        accept: Callable[[str, int], bool],
+    ) -> bool:
+        """One rg over `cwd`, its matches `accept`ed (by path and line) into `hits`; True when there
+        were more than `max_matches`. A timeout (raised) leaves what was found."""
+        proc = await asyncio.create_subprocess_exec(
+            self.binary or "rg", "--json", "--no-config", "--no-ignore", "--no-messages",
+            "--sort=path", *args,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=8 * 1024 * 1024,
+        )  # fmt: skip
+        try:
+            truncated = await _collect(proc, hits, max_matches, accept)
+            if truncated:  # enough: do not wait for rg to scan the rest
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+            stderr = await proc.stderr.read() if proc.stderr else b""
+            code = await proc.wait()
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        if code == 2 and not hits and not truncated:
+            message = stderr.decode(errors="replace").strip() or "ripgrep failed"
+            raise InvalidPattern(f"invalid pattern: {message}", field="pattern")
+        return truncated
+
+    def _as_documents(
+        self, kb: str, files: dict[str, list[str]], found: list[RawHit], limit: int
+    ) -> list[RawHit]:
+        """Hits in converted texts (`ab/<digest>.md`) as hits in the documents converted
+        from files with that digest, one per copy, up to `limit`."""
+        out: list[RawHit] = []
+        for hit in found:
+            for path in files[_digest(hit.path)]:
+                if self.policy.is_document(kb, path):
+                    out.append(RawHit(path, hit.line_number, hit.line))
+                    if len(out) > limit:
+                        return out
+        return out
+
+
+class _Texts:
+    """Which hits in converted texts count: in the text of a document there is now, below
+    the frontmatter Coffer wrote above it (its lines read once per text)."""
+
+    def __init__(self, folder: Path, files: dict[str, list[str]]) -> None:
+        self.folder = folder
+        self.files = files
+        self.heads: dict[str, int] = {}
+
+    def accept(self, path: str, line: int) -> bool:
+        if not path.endswith(".md") or _digest(path) not in self.files:
+            return False
+        head = self.heads.get(path)
+        if head is None:
+            head = self.heads[path] = _frontmatter_lines(self.folder / path)
+        return line > head
+
+
+def _digest(path: str) -> str:
+    return path.rpartition("/")[2].removesuffix(".md")
+
+
+def _frontmatter_lines(path: Path) -> int:
+    """How many lines the frontmatter at the start of a converted text takes (0: none)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(8192)
+    except OSError:
+        return 0
+    end = head.find(b"\n---\n", 3) if head.startswith(b"---\n") else -1
+    return head.count(b"\n", 0, end + 5) if end >= 0 else 0
+
+
+async def _collect(
+    proc: asyncio.subprocess.Process,
+    hits: list[RawHit],
+    limit: int,
+    accept: Callable[[str, int], bool],
+) -> bool:
+    """Read rg's JSON lines into `hits` (those `accept`ed, by path and line); True when
+    more matches exist than `limit`. Lines are parsed and judged in batches off the
+    serving loop: one can be megabytes long, and judging a path may read an ignore file."""
+    batch: list[bytes] = []
+    held = 0
+    async for raw in proc.stdout:  # type: ignore[union-attr]
+        batch.append(raw)
+        held += len(raw)
+        if len(batch) >= BATCH_LINES or held >= BATCH_BYTES:
+            hits += await asyncio.to_thread(_matches, batch, accept)
+            batch, held = [], 0
+            if len(hits) > limit:
+                del hits[limit:]
+                return True
+    hits += await asyncio.to_thread(_matches, batch, accept)
+    if len(hits) > limit:
+        del hits[limit:]
+        return True
+    return False
+
+
+def _matches(lines: list[bytes], accept: Callable[[str, int], bool]) -> list[RawHit]:
+    found = []
+    for raw in lines:
+        event = json.loads(raw)
+        if event.get("type") != "match":
+            continue
+        data = event["data"]
+        path = _text(data["path"])
+        path = normalize_relpath(path[2:] if path.startswith("./") else path)
+        number = int(data["line_number"])
+        if accept(path, number):
+            line = _text(data["lines"]).rstrip("\n")
+            found.append(RawHit(path, number, line[:MAX_LINE_CHARS]))
+    return found
+
+
+def _text(field: dict[str, str]) -> str:
+    if "text" in field:
+        return field["text"]
+    return base64.b64decode(field.get("bytes", "")).decode("utf-8", errors="replace")

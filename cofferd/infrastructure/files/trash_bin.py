@@ -1,0 +1,201 @@
+"""The TrashBin port on disk: an entry of the data home's trash (`Locations.trash_entry`)
+holds a deleted document's Markdown file, its kept original and a manifest saying what they
+were and where they came from.
+
+Files are moved, never copied and left: a rename within one filesystem, else a durable copy
+and then the removal of the source. Nothing is ever moved over an existing file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import stat
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cofferd.domain.errors import PathOccupied, StorageError
+from cofferd.domain.file_records import TrashEntry
+from cofferd.infrastructure.files.confinement import Boundary, ControlFileRefused, read_control_file
+from cofferd.infrastructure.files.durable import NO_LINKS, atomic_write, fsync_dir, link_new
+from cofferd.locations import Locations, TrashEntryFiles, check_relpath
+
+log = logging.getLogger(__name__)
+
+TRASH_ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+COPY_BLOCK = 1024 * 1024
+
+REQUIRED = ("id", "document_id", "relative_path", "title", "deleted_at")  # older ones lack the rest
+
+
+class FileTrash:
+    def __init__(self, locations: Locations, boundary: Boundary) -> None:
+        self.locations = locations
+        self.boundary = boundary
+
+    def put(self, kb: str, entry: TrashEntry, markdown: Path, original: Path | None) -> None:
+        """Move the document's files into a new entry; on failure, back where they were."""
+        files = self.locations.trash_entry(kb, entry.id)
+        files.folder.mkdir(mode=0o700, parents=True)
+        moved = {files.document: Path(self.boundary.shown(kb, markdown))}  # as people know it
+        if original is not None:
+            moved[files.original(original.name)] = original
+        try:
+            # the manifest first: an entry interrupted half way still says what it holds
+            atomic_write(files.manifest, _manifest(entry, files, moved), mode=0o600)
+            move_file(markdown, files.document)
+        except OSError as exc:
+            shutil.rmtree(files.folder, ignore_errors=True)
+            raise _refused(f"cannot move {moved[files.document]} to the trash", exc) from exc
+        if original is None:
+            return
+        try:
+            files.originals.mkdir(mode=0o700)
+            move_file(original, files.original(original.name))
+        except OSError as exc:
+            move_file(files.document, markdown)
+            shutil.rmtree(files.folder, ignore_errors=True)
+            raise _refused(f"cannot move {original} to the trash", exc) from exc
+
+    def entries(self, kb: str) -> list[TrashEntry]:
+        """Every readable entry, newest first."""
+        root = self.locations.trash_dir(kb)
+        found = []
+        for folder in root.iterdir() if root.is_dir() else ():
+            entry = self.get(kb, folder.name)
+            if entry is not None:
+                found.append(entry)
+        return sorted(found, key=lambda e: (e.deleted_at, e.id), reverse=True)
+
+    def get(self, kb: str, trash_id: str) -> TrashEntry | None:
+        if not TRASH_ID.match(trash_id):
+            return None
+        path = self.locations.trash_entry(kb, trash_id).manifest
+        try:
+            found = read_control_file(path)
+            if found is None:
+                return None
+            data = json.loads(found.data)
+            fields = TrashEntry.__dataclass_fields__
+            entry = TrashEntry(**{k: data[k] if k in REQUIRED else data.get(k) for k in fields})
+            _check_types(entry)
+            if entry.id != trash_id:
+                raise ValueError(f"it names another entry ({entry.id!r})")
+            return entry
+        except (OSError, ValueError, TypeError, KeyError, ControlFileRefused) as exc:
+            log.warning("trash entry %s cannot be read (%s); left as it is", path.parent, exc)
+            return None
+
+    def restore(self, kb: str, entry: TrashEntry) -> None:
+        """Move the files back where they were; PathOccupied when a file sits there."""
+        files = self.locations.trash_entry(kb, entry.id)
+        target = self._document_target(kb, entry.relative_path)
+        original_target = (
+            self.boundary.raw_folder(kb) / check_relpath(entry.original) if entry.original else None
+        )
+        for place in (target, original_target):
+            if place is not None and os.path.lexists(place):
+                raise _occupied(Path(self.boundary.shown(kb, place)))
+        try:
+            move_file(files.document, target)
+        except FileExistsError:
+            raise _occupied(Path(self.boundary.shown(kb, target))) from None
+        except OSError as exc:
+            shown = self.boundary.shown(kb, target)
+            raise _refused(f"cannot move the document back to {shown}", exc) from exc
+        if entry.original and original_target is not None:
+            kept = files.original(entry.original)
+            try:
+                move_file(kept, original_target)
+            except FileNotFoundError:
+                log.warning("trash entry %s lost its original %s", files.folder, kept)
+            except OSError as exc:
+                move_file(target, files.document)  # all or nothing
+                if isinstance(exc, FileExistsError):
+                    raise _occupied(original_target) from None
+                raise _refused(f"cannot move the original back to {original_target}", exc) from exc
+        shutil.rmtree(files.folder)
+
+    def purge(self, kb: str, trash_id: str) -> None:
+        if TRASH_ID.match(trash_id):
+            with contextlib.suppress(FileNotFoundError):
+                shutil.rmtree(self.locations.trash_entry(kb, trash_id).folder)
+
+    def _document_target(self, kb: str, relpath: str) -> Path:
+        """Where the Markdown file goes back: inside the docs folder (checked now), its
+        folders made again."""
+        try:
+            return self.boundary.place(kb, relpath, make_folders=True)
+        except OSError as exc:
+            raise _refused(f"cannot make the folders of {relpath}", exc) from exc
+
+
+def move_file(src: Path, dst: Path) -> None:
+    """Move the regular file `src` to `dst`, keeping its permissions and times; never over a
+    file at `dst` (FileExistsError). Within one filesystem a hard link and an unlink (a
+    rename that cannot replace); across filesystems a copy made durable before `src` goes."""
+    st = src.lstat()
+    if not stat.S_ISREG(st.st_mode):
+        raise StorageError(f"{src} is not a regular file", path=str(src))
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in NO_LINKS:
+            raise
+        _copy(src, dst, st)
+    fsync_dir(dst.parent)
+    src.unlink()
+    fsync_dir(src.parent)
+
+
+def _copy(src: Path, dst: Path, st: os.stat_result) -> None:
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out, open(src, "rb") as source:
+            shutil.copyfileobj(source, out, COPY_BLOCK)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+        link_new(tmp, dst)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _check_types(entry: TrashEntry) -> None:
+    """A manifest edited by hand (or damaged) that does not hold what Coffer writes."""
+    for name, value in entry.__dict__.items():
+        optional = name in ("original", "source_path", "content_sha256")
+        if not isinstance(value, str) and not (optional and value is None):
+            raise TypeError(f"{name} is not text")
+    if datetime.fromisoformat(entry.deleted_at).tzinfo is None:
+        raise ValueError("deleted_at has no time zone")
+    check_relpath(entry.relative_path)
+    if entry.original is not None:
+        check_relpath(entry.original)
+
+
+def _manifest(entry: TrashEntry, files: TrashEntryFiles, moved: dict[Path, Path]) -> bytes:
+    """The entry, and each file it holds (by its path in the entry) with where it was."""
+    inside = {kept.relative_to(files.folder).as_posix(): str(was) for kept, was in moved.items()}
+    data: dict[str, Any] = {**entry.__dict__, "moved": inside}
+    return json.dumps(data, indent=1).encode()  # ASCII: a name that is not UTF-8 survives
+
+
+def _occupied(path: Path) -> PathOccupied:
+    return PathOccupied(
+        f"a file is at {path}; move it away to restore the document there", path=str(path)
+    )
+
+
+def _refused(what: str, exc: OSError) -> StorageError:
+    return StorageError(f"{what}: {exc.strerror or exc}", errno=exc.errno)

@@ -1,0 +1,228 @@
+"""Schema migrations keyed on ``PRAGMA user_version``; each applies in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cofferd.infrastructure.storage import fts_index, vec_index
+from cofferd.infrastructure.storage.sqlite import Connection, atomic
+
+# Every SQL object the index owns. Text is stored once, inside an FTS table; a chunk's
+# FTS rowid is its `chunks.seq`.
+Migration = str | Callable[[Connection], None]
+MERGE_CONFLICT = "json_extract(metadata, '$.conflict') IS NOT NULL"  # as queries write it
+DEGRADED = "json_extract(metadata, '$.degraded') IS NOT NULL"
+
+
+def _fts_table_per_kb(conn: Connection) -> None:
+    """5: one FTS table per knowledge base (keyword_index). The derived rows are dropped
+    and rebuilt from the files by the next reconcile; tracking, audit and the MCP log stay."""
+    for (kb,) in conn.execute("SELECT resource_name FROM vec_tables").fetchall():
+        vec_index.drop(conn, kb)
+    conn.execute("DELETE FROM chunks")
+    conn.execute("DELETE FROM documents")
+    conn.execute("DROP TABLE documents_fts")
+    conn.execute(
+        "CREATE TABLE fts_tables (resource_name TEXT NOT NULL PRIMARY KEY,"
+        " table_name TEXT NOT NULL)"
+    )
+
+
+def _tags_links_and_titles(conn: Connection) -> None:
+    """7: tags (filterable), aliases and links (as written, resolved when asked); each FTS
+    table gains a `meta` column (title, aliases, tags). FTS5 cannot add a column: each
+    table is copied into a new one, so search keeps working until the next reconcile
+    (INDEX_FORMAT v4) fills `meta`."""
+    conn.execute("ALTER TABLE documents ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'")
+    conn.execute("ALTER TABLE documents ADD COLUMN aliases TEXT NOT NULL DEFAULT '[]'")
+    conn.execute(
+        "CREATE TABLE document_tags (kind TEXT NOT NULL, resource_name TEXT NOT NULL,"
+        " document_id TEXT NOT NULL, tag TEXT NOT NULL,"
+        " PRIMARY KEY (kind, resource_name, tag, document_id)) WITHOUT ROWID"
+    )
+    conn.execute(
+        "CREATE INDEX idx_document_tags_document ON document_tags(kind, resource_name, document_id)"
+    )
+    conn.execute(
+        "CREATE TABLE links (kind TEXT NOT NULL, resource_name TEXT NOT NULL,"
+        " document_id TEXT NOT NULL, line INTEGER NOT NULL, type TEXT NOT NULL,"
+        " target TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL)"
+    )
+    conn.execute("CREATE INDEX idx_links_document ON links(kind, resource_name, document_id)")
+    conn.execute("CREATE INDEX idx_links_name ON links(kind, resource_name, name)")
+    # status counts documents with merge markers: the few, not a scan of every document
+    conn.execute(
+        "CREATE INDEX idx_documents_conflict ON documents(kind, resource_name)"
+        f" WHERE {MERGE_CONFLICT}"
+    )
+    for (name,) in conn.execute("SELECT table_name FROM fts_tables").fetchall():
+        fts_index.create(conn, f"{name}_v7")
+        conn.execute(
+            f"INSERT INTO {name}_v7 (rowid, text, heading, meta)"
+            f" SELECT rowid, text, heading, '' FROM {name}"
+        )
+        conn.execute(f"DROP TABLE {name}")
+        conn.execute(f"ALTER TABLE {name}_v7 RENAME TO {name}")
+
+
+def _int8_vectors(conn: Connection) -> None:
+    """9: vectors stored as int8 (vec_index), copied from each KB's float32 table."""
+    for kb, table, dimensions in conn.execute(
+        "SELECT resource_name, table_name, dimensions FROM vec_tables"
+    ).fetchall():
+        vec_index.requantize(conn, kb, table, int(dimensions))
+
+
+def _document_changes(conn: Connection) -> None:
+    """10: a count per KB of changes to its documents' names (path, title, aliases) and
+    recency, kept by triggers in the writing transaction: what was read of them together
+    with the count stays good while the count does. Embedding and other writes leave it.
+    A KB's count starts at the time in microseconds, not 1: an index rebuilt from the files
+    never counts again through a number a cache of the old one holds."""
+    conn.execute(
+        "CREATE TABLE document_changes (kind TEXT NOT NULL, resource_name TEXT NOT NULL,"
+        " changes INTEGER NOT NULL, PRIMARY KEY (kind, resource_name)) WITHOUT ROWID"
+    )
+    count = (
+        " BEGIN INSERT INTO document_changes VALUES ({row}.kind, {row}.resource_name,"
+        " CAST(unixepoch('subsec') * 1000000 AS INTEGER))"
+        " ON CONFLICT DO UPDATE SET changes = changes + 1; END"
+    )
+    for event, row in (
+        ("INSERT", "new"),
+        ("DELETE", "old"),
+        ("UPDATE OF path, title, aliases, updated_at", "new"),
+    ):
+        name = f"document_changes_{event.split()[0].lower()}"
+        conn.execute(f"CREATE TRIGGER {name} AFTER {event} ON documents" + count.format(row=row))
+
+
+MIGRATIONS: list[Migration] = [
+    """
+    CREATE TABLE documents (
+        id              TEXT    NOT NULL,
+        kind            TEXT    NOT NULL,
+        resource_name   TEXT    NOT NULL,
+        project_id      TEXT    NOT NULL,
+        path            TEXT    NOT NULL,
+        title           TEXT    NOT NULL,
+        description     TEXT,
+        content_sha256  TEXT    NOT NULL,
+        embed_pending   INTEGER NOT NULL DEFAULT 0,
+        source_mode     TEXT    NOT NULL,
+        metadata        TEXT    NOT NULL DEFAULT '{}',
+        created_at      TEXT    NOT NULL,
+        updated_at      TEXT    NOT NULL,
+        file_size       INTEGER NOT NULL,
+        file_mtime_ns   INTEGER NOT NULL,
+        chunking        TEXT    NOT NULL,
+        PRIMARY KEY (kind, resource_name, id)
+    );
+    CREATE UNIQUE INDEX idx_documents_path ON documents(kind, resource_name, path);
+    CREATE INDEX idx_documents_kind_res_time ON documents(kind, resource_name, updated_at DESC);
+    CREATE INDEX idx_documents_project ON documents(project_id);
+
+    CREATE TABLE chunks (
+        seq             INTEGER PRIMARY KEY,
+        id              TEXT    NOT NULL UNIQUE,
+        document_id     TEXT    NOT NULL,
+        kind            TEXT    NOT NULL,
+        resource_name   TEXT    NOT NULL,
+        position        INTEGER NOT NULL,
+        heading         TEXT    NOT NULL DEFAULT '[]'
+    );
+    CREATE INDEX idx_chunks_document ON chunks(kind, resource_name, document_id);
+
+    CREATE VIRTUAL TABLE documents_fts USING fts5(
+        text, heading, kb UNINDEXED,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+
+    CREATE TABLE audit (
+        id              INTEGER PRIMARY KEY,
+        at              TEXT    NOT NULL,
+        actor           TEXT    NOT NULL,
+        event           TEXT    NOT NULL,
+        kind            TEXT,
+        resource_name   TEXT,
+        document_id     TEXT,
+        details         TEXT    NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX idx_audit_resource ON audit(resource_name, id);
+    """,
+    # 2: vectors. embed_pending = vectors owed (new content, or a failed embed);
+    # embed_error/embed_retry_at describe the last failure (documents_degraded).
+    """
+    CREATE TABLE vec_tables (
+        resource_name   TEXT    NOT NULL PRIMARY KEY,
+        table_name      TEXT    NOT NULL,
+        model           TEXT    NOT NULL,
+        dimensions      INTEGER NOT NULL
+    );
+    ALTER TABLE documents ADD COLUMN embed_error TEXT;
+    ALTER TABLE documents ADD COLUMN embed_retry_at REAL NOT NULL DEFAULT 0;
+    CREATE INDEX idx_documents_embed ON documents(kind, resource_name, embed_pending)
+    """,
+    # 3: what agents did through MCP (no arguments, no document contents).
+    """
+    CREATE TABLE mcp_invocations (
+        id              INTEGER PRIMARY KEY,
+        at              TEXT    NOT NULL,
+        client          TEXT    NOT NULL,
+        tool            TEXT    NOT NULL,
+        duration_ms     REAL    NOT NULL,
+        outcome         TEXT    NOT NULL
+    )
+    """,
+    # 4: originals this machine tracks. Machine-local and written only by path ingest:
+    # a `source_path` in frontmatter (which a synced KB controls) is never trusted.
+    """
+    CREATE TABLE tracked_sources (
+        resource_name   TEXT    NOT NULL,
+        document_id     TEXT    NOT NULL,
+        source_path     TEXT    NOT NULL,
+        PRIMARY KEY (resource_name, document_id)
+    )
+    """,
+    _fts_table_per_kb,
+    # 6: where each chunk is in its file (line numbers people can open)
+    """
+    ALTER TABLE chunks ADD COLUMN line_start INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE chunks ADD COLUMN line_end INTEGER NOT NULL DEFAULT 0
+    """,
+    _tags_links_and_titles,
+    # 8: documents indexed in a bounded form (over a budget: metadata.degraded), counted and
+    # listed through their partial index
+    f"CREATE INDEX idx_documents_degraded ON documents(kind, resource_name) WHERE {DEGRADED}",
+    _int8_vectors,
+    _document_changes,
+    # 11: each document's format (domain.formats: `md`, or the format of a file indexed
+    # where it lies), filtered on and counted per KB
+    """
+    ALTER TABLE documents ADD COLUMN format TEXT NOT NULL DEFAULT 'md';
+    CREATE INDEX idx_documents_format ON documents(kind, resource_name, format)
+    """,
+]
+
+
+def migrate(conn: Connection) -> int:
+    """Bring the database to the newest schema; returns the version it ends at."""
+    version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise RuntimeError(
+            f"coffer.db has schema version {version}, newer than this cofferd knows "
+            f"({len(MIGRATIONS)}); upgrade Coffer or move the database aside"
+        )
+    for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
+        with atomic(conn):  # executescript would COMMIT first: one statement at a time
+            if isinstance(step, str):
+                for statement in _statements(step):
+                    conn.execute(statement)
+            else:
+                step(conn)
+            conn.execute(f"PRAGMA user_version = {number}")
+    return len(MIGRATIONS)
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]

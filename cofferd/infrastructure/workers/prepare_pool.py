@@ -1,0 +1,81 @@
+"""The Preparer port over worker processes: documents prepared on every core, each within
+its time, off the serving loop (the worker is surfaces/prepare_worker)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+from cofferd.domain.index_records import DocumentWrite
+from cofferd.domain.prepare_jobs import (
+    Failed,
+    Gone,
+    Outcome,
+    PrepareItem,
+    PrepareSettings,
+    Skipped,
+    Unchanged,
+    Unconverted,
+)
+from cofferd.infrastructure.files.confinement import Boundary
+from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
+
+WORKER_MODULE = "cofferd.surfaces.prepare_worker"
+# A unit (what one worker gets at once) ends at whichever comes first: small units keep
+# every worker busy and let a save in between.
+UNIT_FILES = 128
+UNIT_BYTES = 1024 * 1024
+OUTCOMES = (Gone, Unchanged, Skipped, Unconverted, DocumentWrite)
+
+
+class ProcessPreparer:
+    def __init__(self, boundary: Boundary, workers: int) -> None:
+        self.boundary = boundary
+        self.pool = WorkerPool(WORKER_MODULE, workers)
+
+    def start(self) -> None:
+        self.pool.start()
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    def status(self) -> dict[str, Any]:
+        return self.pool.status()
+
+    async def prepare(
+        self,
+        kb: str,
+        settings: PrepareSettings,
+        items: Sequence[PrepareItem],
+        *,
+        interactive: bool,
+    ) -> AsyncIterator[Outcome]:
+        derived = str(self.boundary.locations.derived_dir(kb))
+        # workers read below the root checked now
+        head = (str(self.boundary.root(kb)), replace(settings, derived=derived))
+        budget = settings.budget.prepare_s
+        units = list(_units(items)) if interactive else await asyncio.to_thread(list, _units(items))
+        async for item, reply in self.pool.run(
+            head, units, interactive=interactive, timeout_of=lambda _: budget
+        ):
+            if isinstance(reply, WorkFailed):
+                yield Failed(item.path, reply.reason)
+            elif isinstance(reply, OUTCOMES) and reply.path == item.path:
+                yield reply
+            else:
+                yield Failed(item.path, "its worker process answered out of turn")
+
+
+def _units(items: Sequence[PrepareItem]) -> Iterator[list[PrepareItem]]:
+    unit: list[PrepareItem] = []
+    size = 0
+    for item in items:
+        if unit and (len(unit) >= UNIT_FILES or size + item.size > UNIT_BYTES):
+            yield unit
+            unit, size = [], 0
+        unit.append(item)
+        size += item.size
+    if unit:
+        yield unit
