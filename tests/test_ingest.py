@@ -297,7 +297,7 @@ async def test_an_unindexed_editor_save_still_blocks_reconversion(
         await coffer.stores.catalog.get_document("race", result.document.document.id)
     ).source_mode == ("converted")  # the index has not seen the edit
     with pytest.raises(ReconversionBlocked):
-        await coffer.ingest.reconvert("race", result.document.document.id, actor="test")
+        await coffer.originals.reconvert("race", result.document.document.id, actor="test")
     assert "my own words" in path.read_text()
 
 

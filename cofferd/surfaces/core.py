@@ -16,6 +16,7 @@ from cofferd.application.embeddings import Embeddings
 from cofferd.application.graph import Graph
 from cofferd.application.indexing import RECONCILE_INTERVAL_S, IndexingService
 from cofferd.application.ingest import Ingest
+from cofferd.application.originals import Originals
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.progress import ProgressBoard
 from cofferd.application.registry import KBRegistry
@@ -170,6 +171,7 @@ class Coffer:
             agent_roots=tuning.agent_roots,
             private_folders=private_folders(),
         )
+        self.originals = Originals(self.ingest)
         self.activity = Activity(self.kbs, stores.activity)
         self.conversions = Conversions(
             self.kbs,

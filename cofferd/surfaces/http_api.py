@@ -313,7 +313,7 @@ async def add_document(request: web.Request, query: AddQuery) -> web.Response:
 
 @routes.post("/api/v1/knowledge_bases/{name}/documents/{doc_id}/reconvert")
 async def reconvert(request: web.Request) -> web.Response:
-    result = await request.app[COFFER].ingest.reconvert(
+    result = await request.app[COFFER].originals.reconvert(
         request.match_info["name"], request.match_info["doc_id"], actor=_actor(request)
     )
     return json_response(ingest_json(result))
@@ -321,7 +321,7 @@ async def reconvert(request: web.Request) -> web.Response:
 
 @routes.post("/api/v1/knowledge_bases/{name}/documents/{doc_id}/update-source")
 async def update_source(request: web.Request) -> web.Response:
-    result = await request.app[COFFER].ingest.update_source(
+    result = await request.app[COFFER].originals.update_source(
         request.match_info["name"], request.match_info["doc_id"], actor=_actor(request)
     )
     return json_response(ingest_json(result))
@@ -329,7 +329,7 @@ async def update_source(request: web.Request) -> web.Response:
 
 @routes.post("/api/v1/knowledge_bases/{name}/check-sources")
 async def check_sources(request: web.Request) -> web.Response:
-    report = await request.app[COFFER].ingest.check_sources(
+    report = await request.app[COFFER].originals.check_sources(
         request.match_info["name"], actor=_actor(request)
     )
     return json_response(report.as_dict())
