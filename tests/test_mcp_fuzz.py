@@ -35,8 +35,8 @@ import pytest
 from mcp import Client
 
 from cofferctl.jsonrpc import MAX_DEPTH
+from cofferctl.mcp.all_tools import TOOLS
 from cofferctl.mcp.protocol import MAX_LINE_BYTES
-from cofferctl.mcp.tools import TOOLS
 from tests.daemon import BIN, Daemon, wait_for
 from tests.test_mcp import PYTHONPATH, call, new_kb, params
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cofferctl import cli, service
+from cofferctl import cli
+from cofferctl import service_units as service
 from cofferctl.client import ApiError
 from cofferd.infrastructure.files.confinement import Boundary
 from cofferd.infrastructure.files.kb_folders import KBFiles

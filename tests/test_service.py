@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cofferctl import cli, service
+from cofferctl import cli
+from cofferctl import service_units as service
 from cofferd.locations import Locations
 from tests.daemon import BIN, REPO, ContractClient, new_daemon
 

@@ -136,7 +136,7 @@ def cmd_kb_delete(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 def refresh_service(out: Output) -> None:
     """An installed service may write only in attached folders it lists: list them again."""
-    from cofferctl import service
+    from cofferctl import service_units as service
 
     service.refresh(out.line)
 

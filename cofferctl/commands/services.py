@@ -24,7 +24,7 @@ def cmd_lsp(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def cmd_service(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    from cofferctl import service
+    from cofferctl import service_units as service
 
     def write(text: str) -> None:  # a unit file of --dry-run: its lines, each escaped
         for piece in text.split("\n"):
@@ -39,7 +39,7 @@ def cmd_service(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 def cmd_completion(c: Client, a: argparse.Namespace, out: Output) -> Any:
     """`completion SHELL`: the script that completes every command of cofferctl."""
-    from cofferctl.completion import script  # only this command pays for its templates
+    from cofferctl.shell_completion import script  # only this command pays for its templates
 
     out.stream.write(script(a.shell, a.whole_parser()))
     return None

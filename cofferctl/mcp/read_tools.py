@@ -1,5 +1,9 @@
 """The MCP tools that only read: search, grep, documents, links, tags, conflicts, skipped
-files, the trash, status and metrics. Each one that works on a knowledge base names it."""
+files, the trash, status and metrics. Each one that works on a knowledge base names it.
+
+One module for the reading tools: each is a schema and a few lines of call and shape, and
+the descriptions read best side by side.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ from cofferctl.mcp.shapes import (
     search_request,
     summary,
 )
-from cofferctl.mcp.tool import Catalog, Hints
+from cofferctl.mcp.tool_model import Catalog, Hints
 
 READS = Hints(read_only=True, destructive=False, idempotent=True, open_world=False)
 READ = Catalog()

@@ -18,12 +18,12 @@ from typing import Any
 
 from cofferctl.client import ApiError, Client, DaemonUnreachable, ProtocolError
 from cofferctl.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError, shown
+from cofferctl.mcp.all_tools import TOOLS
 from cofferctl.mcp.prompts import PROMPTS, get_prompt
 from cofferctl.mcp.protocol import Session, StdioServer, log
 from cofferctl.mcp.resources import TEMPLATES, list_resources, read_resource
 from cofferctl.mcp.schema import JSON, ArgumentError, check
-from cofferctl.mcp.tool import Tool
-from cofferctl.mcp.tools import TOOLS
+from cofferctl.mcp.tool_model import Tool
 from cofferd import __version__
 
 INSTRUCTIONS = """\

@@ -21,7 +21,7 @@ from cofferctl.mcp.shapes import (
     obj,
     summary,
 )
-from cofferctl.mcp.tool import Catalog, Hints
+from cofferctl.mcp.tool_model import Catalog, Hints
 
 WRITE = Catalog()
 

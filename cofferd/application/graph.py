@@ -13,9 +13,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
-from cofferd.application.completion import LinkStyle, NameIndex
 from cofferd.application.documents import Documents, place
 from cofferd.application.knowledge_bases import KnowledgeBases
+from cofferd.application.note_names import LinkStyle, NameIndex
 from cofferd.domain.conflicts import merge_marker_lines
 from cofferd.domain.index_records import LinkRow
 from cofferd.domain.links import DocumentIndexOfPaths, key_of, links_of

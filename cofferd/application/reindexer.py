@@ -5,6 +5,9 @@ content is prepared (read, parsed, chunked: in worker processes, within its budg
 written with its chunks in one atomic unit. A full reconcile first compares size and
 mtime with what was indexed, so an unchanged corpus is re-checked without reading a
 single file. Documents are written in batches while the next ones are prepared.
+
+Its length is on purpose: it is the one write path, and a reader checking that a change is
+idempotent reads every step of it here, in order, rather than across modules.
 """
 
 from __future__ import annotations

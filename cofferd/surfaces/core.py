@@ -16,8 +16,8 @@ from cofferd.application.embeddings import Embeddings
 from cofferd.application.graph import Graph
 from cofferd.application.indexing import RECONCILE_INTERVAL_S, IndexingService
 from cofferd.application.ingest import Ingest
-from cofferd.application.originals import Originals
 from cofferd.application.knowledge_bases import KnowledgeBases
+from cofferd.application.originals import Originals
 from cofferd.application.progress import ProgressBoard
 from cofferd.application.registry import KBRegistry
 from cofferd.application.reindexer import Reindexer
