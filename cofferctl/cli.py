@@ -10,8 +10,8 @@ Environment: COFFER_SOCKET (socket path).
 It starts fast: a run builds the parser of its own command only, and imports the module
 of that command (`cofferctl.commands.*`) when it runs.
 
-Its length is the parser: every command and flag is declared here, in one table a test
-holds against the README; what a command does is in `cofferctl.commands`.
+Long on purpose: it is the parser. Every command and flag is declared here, in one place
+that a test holds against the README; what a command does is in `cofferctl.commands`.
 """
 
 from __future__ import annotations

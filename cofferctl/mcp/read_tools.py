@@ -1,8 +1,8 @@
 """The MCP tools that only read: search, grep, documents, links, tags, conflicts, skipped
 files, the trash, status and metrics. Each one that works on a knowledge base names it.
 
-One module for the reading tools: each is a schema and a few lines of call and shape, and
-the descriptions read best side by side.
+Long on purpose: the reading tools together. Each is a schema and a few lines of call and
+shape, and their descriptions read best side by side.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ written with its chunks in one atomic unit. A full reconcile first compares size
 mtime with what was indexed, so an unchanged corpus is re-checked without reading a
 single file. Documents are written in batches while the next ones are prepared.
 
-Its length is on purpose: it is the one write path, and a reader checking that a change is
+Long on purpose: it is the one write path, and a reader checking that a change is
 idempotent reads every step of it here, in order, rather than across modules.
 """
 

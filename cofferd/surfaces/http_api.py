@@ -1,6 +1,6 @@
 """The REST API (seed wire contract; docs/openapi.yaml) over aiohttp.
 
-One route table, so that every endpoint and its handler can be checked against the
+Long on purpose: one route table, so that every endpoint and its handler can be checked against the
 contract in one place; each handler only parses, calls one service and shapes the answer
 (bodies in http_json, queries in http_query, errors in http_errors, uploads in http_upload).
 """

@@ -21,7 +21,7 @@ onnx itself is not a dependency: the messages are declared here with the few fie
 rewrite reads or writes; every other field travels through untouched (protobuf keeps the
 fields it does not know, bytes for bytes).
 
-One module because the rewrites share their graph helpers and are checked together.
+Long on purpose: the rewrites share their graph helpers and are checked together.
 """
 
 from __future__ import annotations
