@@ -65,7 +65,7 @@ class IndexedFiles:
 @dataclass(frozen=True)  # no slots: unpickled (from a worker) twice as fast
 class IndexedChunk:
     """A chunk as stored: where it is, its heading path, and its text and heading path
-    as FTS5 indexes them (fts.index_text)."""
+    as FTS5 indexes them (fts_text.index_text)."""
 
     position: int
     heading: tuple[str, ...]

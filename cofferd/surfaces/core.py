@@ -230,7 +230,7 @@ class Coffer:
 
     async def _trust_existing_links(self) -> None:
         """Attached folders from before their identity was recorded: those this machine
-        has indexed are recorded as attached here, once (kb_files.trust_existing_links)."""
+        has indexed are recorded as attached here, once (kb_folders.trust_existing_links)."""
         repo = self.registry.repo
         unrecorded = await asyncio.to_thread(repo.unrecorded_links)
         if unrecorded is None:

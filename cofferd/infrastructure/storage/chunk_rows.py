@@ -1,5 +1,5 @@
 """Chunks and what is keyed by a chunk: the only module that writes `chunks` rows, and with
-them each chunk's FTS row (keyword_index; its rowid is `chunks.seq`) and its vector
+them each chunk's FTS row (fts_index; its rowid is `chunks.seq`) and its vector
 (vec_index, by chunk id), so that a chunk's rows come and go together. Passages are built
 here too, from a chunk joined with its document.
 

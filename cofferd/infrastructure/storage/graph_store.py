@@ -1,7 +1,7 @@
-"""What connects documents: their tags and links (the DocumentGraph port over SQLite).
+"""What connects documents: their tags and links (the GraphStore port over SQLite).
 
 Both are derived from the files like chunks are, written with their document in one
-transaction (document_store calls `set_tags`/`set_links`), so a rebuild reproduces them.
+transaction (write_path calls `set_tags`/`set_links`), so a rebuild reproduces them.
 Links are stored as written; what they lead to is resolved when asked (domain.links), so
 a document created later is found by links written earlier.
 """

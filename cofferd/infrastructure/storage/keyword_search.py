@@ -1,6 +1,6 @@
 """Keyword search, the KeywordSearch port: the query parsed (query_syntax) and put in FTS5's
-terms (fts), BM25 over the KB's FTS table (keyword_index), the hits as passages
-(chunk_rows) with their snippets (fts).
+terms (fts_text), BM25 over the KB's FTS table (fts_index), the hits as passages
+(chunk_rows) with their snippets (fts_text).
 
 FTS5 computes bm25 for every row a query matches before it can sort them (~1 µs a row),
 so a query of common words over a large KB would rank most of it. Two things bound that:

@@ -15,7 +15,7 @@ DEGRADED = "json_extract(metadata, '$.degraded') IS NOT NULL"
 
 
 def _fts_table_per_kb(conn: Connection) -> None:
-    """5: one FTS table per knowledge base (keyword_index). The derived rows are dropped
+    """5: one FTS table per knowledge base (fts_index). The derived rows are dropped
     and rebuilt from the files by the next reconcile; tracking, audit and the MCP log stay."""
     for (kb,) in conn.execute("SELECT resource_name FROM vec_tables").fetchall():
         vec_index.drop(conn, kb)
