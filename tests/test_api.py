@@ -479,3 +479,32 @@ def test_an_edit_based_on_an_old_read_is_refused(shared_daemon: Daemon) -> None:
     )
     assert (err.status, err.code) == (409, "DOCUMENT_CHANGED")
     assert path.read_text() == "# Shared\n\nthe user saved this meanwhile"
+
+
+@pytest.mark.parametrize("loose", ["A%2FPLAN.MD", "a%2Fplan", "plan", "The%20Plan", "PLAN.md"])
+def test_writes_take_only_an_exact_reference(shared_daemon: Daemon, loose: str) -> None:
+    """A name read loosely (another case, no suffix, its end, its title) finds a document
+    to show; an edit, a delete, a reconversion by such a name would change a file that was
+    not named, so they are refused, naming the document meant."""
+    d = shared_daemon
+    kb = new_kb(d)
+    path = write(d.docs(kb) / "a" / "plan.md", "# The Plan\n\nkept as written")
+    doc = wait_for(lambda: d.client.get(d.client.kb(kb, "/documents"))["documents"])[0]
+    assert d.client.get(d.client.kb(kb, f"/documents/{loose}"))["id"] == doc["id"]
+    for method, suffix, body in (
+        ("PUT", "", {"content": "overwritten"}),
+        ("DELETE", "", None),
+        ("POST", "/reconvert", None),
+    ):
+        err = error_of(
+            lambda method=method, suffix=suffix, body=body: d.client.request(
+                method, d.client.kb(kb, f"/documents/{loose}{suffix}"), body
+            )
+        )
+        assert (err.status, err.code) == (404, "DOCUMENT_NOT_FOUND"), (method, err.message)
+        assert "a/plan.md" in err.message, err.message
+    assert path.read_text() == "# The Plan\n\nkept as written"
+    assert d.client.get(d.client.kb(kb, "/documents"))["documents"][0]["id"] == doc["id"]
+    # the exact path and the id still write
+    d.client.request("PUT", d.client.kb(kb, "/documents/a%2Fplan.md"), {"content": "by path"})
+    assert "by path" in path.read_text()

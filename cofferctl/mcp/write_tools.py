@@ -101,7 +101,10 @@ def edit_document(client: Client, args: JSON) -> JSON:
     if not args["content"].strip():
         raise ArgumentError("`content` must not be blank: to remove a document use delete_document")
     body = {"content": args["content"], "expected_sha256": args["expected_sha256"]}
-    return summary(client.request("PUT", doc_path(client, args), body))
+    doc = client.get(doc_path(client, args))  # a name is read loosely; the write is exact
+    return summary(
+        client.request("PUT", doc_path(client, {**args, "document_id": doc["id"]}), body)
+    )
 
 
 @WRITE.tool(

@@ -78,7 +78,8 @@ class Documents:
         """The document `ref` names: its id, its path in the KB (`notes/2024/plan.md`), a
         prefix of its id that no other document's id starts with, or else a name people
         use (application/references: the path without `.md`, its end, the title). Names
-        nothing: DocumentNotFound with the documents of close names."""
+        nothing: DocumentNotFound with the documents of close names. For reading: what
+        changes a file takes `exact`."""
         self.kbs.get(kb)
         if not ref or "\0" in ref:
             raise DocumentNotFound(kb, ref)
@@ -96,6 +97,21 @@ class Documents:
                 candidates=[{"id": d.id, "relative_path": d.path} for d in found],
             )
         return await self._find_by_name(kb, ref)
+
+    async def exact(self, kb: str, ref: str) -> Document:
+        """The document whose id or relative path is exactly `ref`: what a write, a move or
+        a delete takes, so that no loose match (another case, no suffix, a title) ever
+        changes a file that was not named. A loose match is named in the error instead."""
+        self.kbs.get(kb)
+        if ref and "\0" not in ref:
+            for doc in await self.store.find_documents(kb, ref):
+                if ref in (doc.id, doc.path):
+                    return doc
+        try:
+            meant = await self.find(kb, ref)
+        except (DocumentNotFound, DocumentAmbiguous):
+            raise DocumentNotFound(kb, ref) from None
+        raise DocumentNotFound(kb, ref, references.described([(meant.id, meant.path, meant.title)]))
 
     async def _find_by_name(self, kb: str, ref: str) -> Document:
         """The document `ref` names as people name one (application/references), looked
@@ -183,7 +199,7 @@ class Documents:
         with frontmatter replaces the whole file. A converted document becomes `edited`.
         The version check, the write and the reindex happen under the KB's lock."""
         kb = self.kbs.get_enabled(kb_name)
-        doc = await self.find(kb_name, doc_id)
+        doc = await self.exact(kb_name, doc_id)
         if format_of(doc.path) != MARKDOWN:
             raise DocumentReadOnly(
                 f"{doc.path} is not a Markdown file: Coffer indexes it where it lies and never "

@@ -41,7 +41,11 @@ class Originals:
 
     async def _converted(self, kb_name: str, doc_id: str) -> tuple[KnowledgeBase, Document]:
         kb = self.ingest.kbs.get_enabled(kb_name)
-        doc = (await self.ingest.documents.get(kb_name, doc_id)).document
+        doc = (
+            await self.ingest.documents.get(
+                kb_name, (await self.ingest.documents.exact(kb_name, doc_id)).id
+            )
+        ).document
         if "source_sha256" not in doc.metadata:
             raise ValidationFailed(f"{doc.title!r} was not converted from another file")
         if await self._edited(kb, doc):

@@ -64,7 +64,7 @@ class Trash:
 
     async def delete(self, kb: str, ref: str, *, actor: str) -> tuple[Document, Trashed]:
         """Move the document's file and its kept original to the trash; drop its rows."""
-        doc = await self.documents.find(kb, ref)
+        doc = await self.documents.exact(kb, ref)
         async with self.kbs.registry.lock(kb):
             if await asyncio.to_thread(self.tree.stat, kb, doc.path) is None:
                 await self.store.delete_document(kb, doc.id, actor)  # already gone from disk
