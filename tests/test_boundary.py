@@ -398,7 +398,7 @@ def test_a_restore_through_a_folder_swapped_for_a_link_is_refused(
     (docs / "sub").symlink_to(outside)  # a sync brings a link where the folder was
     with pytest.raises(ApiError) as err:
         d.client.post(d.client.kb("notes", f"/trash/{trashed['trash']['id']}/restore"))
-    assert err.value.code == "PATH_REFUSED"
+    assert err.value.code == "PATH_REFUSED", err.value.message
     assert list(outside.iterdir()) == []  # nothing written outside the knowledge base
     assert [e["id"] for e in d.client.get(d.client.kb("notes", "/trash"))["items"]] == [
         trashed["trash"]["id"]

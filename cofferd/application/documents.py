@@ -102,16 +102,13 @@ class Documents:
         """The document whose id or relative path is exactly `ref`: what a write, a move or
         a delete takes, so that no loose match (another case, no suffix, a title) ever
         changes a file that was not named. A loose match is named in the error instead."""
-        self.kbs.get(kb)
-        if ref and "\0" not in ref:
-            for doc in await self.store.find_documents(kb, ref):
-                if ref in (doc.id, doc.path):
-                    return doc
         try:
-            meant = await self.find(kb, ref)
-        except (DocumentNotFound, DocumentAmbiguous):
+            doc = await self.find(kb, ref)
+        except DocumentAmbiguous:
             raise DocumentNotFound(kb, ref) from None
-        raise DocumentNotFound(kb, ref, references.described([(meant.id, meant.path, meant.title)]))
+        if normalize_relpath(ref) in (doc.id, doc.path):
+            return doc
+        raise DocumentNotFound(kb, ref, references.described([(doc.id, doc.path, doc.title)]))
 
     async def _find_by_name(self, kb: str, ref: str) -> Document:
         """The document `ref` names as people name one (application/references), looked

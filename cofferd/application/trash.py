@@ -80,8 +80,7 @@ class Trash:
                 source_path=(await self.tracked.tracked_sources(kb)).get(doc.id),
                 content_sha256=doc.content_sha256 if is_converted(doc.path) else None,
             )
-            markdown = await asyncio.to_thread(self.tree.confined, kb, doc.path)
-            await asyncio.to_thread(self.bin.put, kb, entry, markdown, original)
+            await asyncio.to_thread(self.bin.put, kb, entry, original)
             await self.store.delete_document(kb, doc.id, actor)
         await self.kbs.activity.audit(
             "kb_document_trashed", actor, kb, doc.id, {"path": doc.path, "trash_id": entry.id}

@@ -14,16 +14,15 @@ import logging
 import os
 import re
 import shutil
-import stat
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from cofferd.domain.errors import PathOccupied, StorageError
 from cofferd.domain.file_records import TrashEntry
+from cofferd.infrastructure.files import dir_handles
 from cofferd.infrastructure.files.confinement import Boundary, ControlFileRefused, read_control_file
-from cofferd.infrastructure.files.durable import NO_LINKS, atomic_write, fsync_dir, link_new
+from cofferd.infrastructure.files.durable import atomic_write
 from cofferd.locations import Locations, TrashEntryFiles, check_relpath
 
 log = logging.getLogger(__name__)
@@ -39,29 +38,45 @@ class FileTrash:
         self.locations = locations
         self.boundary = boundary
 
-    def put(self, kb: str, entry: TrashEntry, markdown: Path, original: Path | None) -> None:
-        """Move the document's files into a new entry; on failure, back where they were."""
+    def put(self, kb: str, entry: TrashEntry, original: Path | None) -> None:
+        """Move the document's files into a new entry; on failure, back where they were. The
+        document is taken from its folder by handles (dir_handles): no folder swapped for
+        a link meanwhile can make it another file."""
         files = self.locations.trash_entry(kb, entry.id)
+        folder, name = dir_handles.on_disk(self.boundary, kb, entry.relative_path)
+        shown = Path(self.boundary.shown(kb, self.boundary.root(kb) / folder / name))
         files.folder.mkdir(mode=0o700, parents=True)
-        moved = {files.document: Path(self.boundary.shown(kb, markdown))}  # as people know it
+        moved = {files.document: shown}  # as people know it
         if original is not None:
             moved[files.original(original.name)] = original
         try:
             # the manifest first: an entry interrupted half way still says what it holds
             atomic_write(files.manifest, _manifest(entry, files, moved), mode=0o600)
-            move_file(markdown, files.document)
+            with (
+                dir_handles.kb_folder(self.boundary, kb, folder, make=False) as source,
+                dir_handles.opened(files.folder) as kept,
+            ):
+                dir_handles.move(source, name, kept, files.document.name)
         except OSError as exc:
             shutil.rmtree(files.folder, ignore_errors=True)
-            raise _refused(f"cannot move {moved[files.document]} to the trash", exc) from exc
+            raise _refused(f"cannot move {shown} to the trash", exc) from exc
         if original is None:
             return
         try:
             files.originals.mkdir(mode=0o700)
             move_file(original, files.original(original.name))
         except OSError as exc:
-            move_file(files.document, markdown)
+            self._document_to_folder(kb, folder, name, files)
             shutil.rmtree(files.folder, ignore_errors=True)
             raise _refused(f"cannot move {original} to the trash", exc) from exc
+
+    def _document_to_folder(self, kb: str, folder: str, name: str, files: TrashEntryFiles) -> None:
+        """The document moved back from the entry to its folder (by handles, made again)."""
+        with (
+            dir_handles.opened(files.folder) as kept,
+            dir_handles.kb_folder(self.boundary, kb, folder, make=True) as target,
+        ):
+            dir_handles.move(kept, files.document.name, target, name)
 
     def entries(self, kb: str) -> list[TrashEntry]:
         """Every readable entry, newest first."""
@@ -93,21 +108,21 @@ class FileTrash:
             return None
 
     def restore(self, kb: str, entry: TrashEntry) -> None:
-        """Move the files back where they were; PathOccupied when a file sits there."""
+        """Move the files back where they were (their folders made again, by handles);
+        PathOccupied when a file sits there."""
         files = self.locations.trash_entry(kb, entry.id)
-        target = self._document_target(kb, entry.relative_path)
+        folder, name = dir_handles.on_disk(self.boundary, kb, entry.relative_path)
+        shown = self.boundary.shown(kb, self.boundary.root(kb) / folder / name)
         original_target = (
             self.boundary.raw_folder(kb) / check_relpath(entry.original) if entry.original else None
         )
-        for place in (target, original_target):
-            if place is not None and os.path.lexists(place):
-                raise _occupied(Path(self.boundary.shown(kb, place)))
+        if original_target is not None and os.path.lexists(original_target):
+            raise _occupied(original_target)
         try:
-            move_file(files.document, target)
+            self._document_to_folder(kb, folder, name, files)
         except FileExistsError:
-            raise _occupied(Path(self.boundary.shown(kb, target))) from None
+            raise _occupied(Path(shown)) from None
         except OSError as exc:
-            shown = self.boundary.shown(kb, target)
             raise _refused(f"cannot move the document back to {shown}", exc) from exc
         if entry.original and original_target is not None:
             kept = files.original(entry.original)
@@ -116,59 +131,30 @@ class FileTrash:
             except FileNotFoundError:
                 log.warning("trash entry %s lost its original %s", files.folder, kept)
             except OSError as exc:
-                move_file(target, files.document)  # all or nothing
+                self._document_to_entry(kb, folder, name, files)  # all or nothing
                 if isinstance(exc, FileExistsError):
                     raise _occupied(original_target) from None
                 raise _refused(f"cannot move the original back to {original_target}", exc) from exc
         shutil.rmtree(files.folder)
+
+    def _document_to_entry(self, kb: str, folder: str, name: str, files: TrashEntryFiles) -> None:
+        """The document moved from its folder back into the entry (a restore undone)."""
+        with (
+            dir_handles.kb_folder(self.boundary, kb, folder, make=False) as source,
+            dir_handles.opened(files.folder) as kept,
+        ):
+            dir_handles.move(source, name, kept, files.document.name)
 
     def purge(self, kb: str, trash_id: str) -> None:
         if TRASH_ID.match(trash_id):
             with contextlib.suppress(FileNotFoundError):
                 shutil.rmtree(self.locations.trash_entry(kb, trash_id).folder)
 
-    def _document_target(self, kb: str, relpath: str) -> Path:
-        """Where the Markdown file goes back: inside the docs folder (checked now), its
-        folders made again."""
-        try:
-            return self.boundary.place(kb, relpath, make_folders=True)
-        except OSError as exc:
-            raise _refused(f"cannot make the folders of {relpath}", exc) from exc
-
 
 def move_file(src: Path, dst: Path) -> None:
-    """Move the regular file `src` to `dst`, keeping its permissions and times; never over a
-    file at `dst` (FileExistsError). Within one filesystem a hard link and an unlink (a
-    rename that cannot replace); across filesystems a copy made durable before `src` goes."""
-    st = src.lstat()
-    if not stat.S_ISREG(st.st_mode):
-        raise StorageError(f"{src} is not a regular file", path=str(src))
-    try:
-        os.link(src, dst, follow_symlinks=False)
-    except FileExistsError:
-        raise
-    except OSError as exc:
-        if exc.errno not in NO_LINKS:
-            raise
-        _copy(src, dst, st)
-    fsync_dir(dst.parent)
-    src.unlink()
-    fsync_dir(src.parent)
-
-
-def _copy(src: Path, dst: Path, st: os.stat_result) -> None:
-    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out, open(src, "rb") as source:
-            shutil.copyfileobj(source, out, COPY_BLOCK)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
-        link_new(tmp, dst)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    """Move a file between two folders of the data home (dir_handles.move)."""
+    with dir_handles.opened(src.parent) as source, dir_handles.opened(dst.parent) as target:
+        dir_handles.move(source, src.name, target, dst.name)
 
 
 def _check_types(entry: TrashEntry) -> None:

@@ -17,9 +17,10 @@ from cofferd.domain.conflicts import ConflictCopy, conflict_copy
 from cofferd.domain.errors import KBUnavailable, PathRefused, StorageError, ValidationFailed
 from cofferd.domain.file_names import numbered, same_name
 from cofferd.domain.file_records import FileContent, FileStat, TreeScan
+from cofferd.infrastructure.files import dir_handles
 from cofferd.infrastructure.files.confined_read import TreeReader, disk_path, stat_of
 from cofferd.infrastructure.files.document_policy import DocumentPolicy, FolderNames, Kind
-from cofferd.infrastructure.files.durable import atomic_write, create_new, mode_for_files_in
+from cofferd.infrastructure.files.durable import atomic_write
 from cofferd.infrastructure.files.ignore_rules import IGNORE_FILES, IgnoreRules
 from cofferd.locations import Locations, normalize_relpath
 
@@ -218,9 +219,13 @@ class FileDocsTree:
 
     def write(self, kb: str, relpath: str, data: bytes) -> None:
         """Replace the file with `data`, keeping its permissions (a new one gets those of
-        `_new_file_mode`)."""
-        path = self.boundary.place(kb, relpath, make_folders=True)
-        atomic_write(path, data, new_mode=self._new_file_mode(kb, path.parent))
+        `_new_file_mode`); written through handles on its folders (dir_handles)."""
+        folder, name = dir_handles.on_disk(self.boundary, kb, relpath)
+        with dir_handles.kb_folder(self.boundary, kb, folder, make=True) as fd:
+            mode = dir_handles.file_mode(fd, name)
+            dir_handles.replace(
+                fd, name, data, self._new_file_mode(kb, fd) if mode is None else mode
+            )
 
     def create(self, kb: str, folder: str, stem: str, data: bytes) -> str:
         """Write a new document in `folder` (relative; "" the top), named `stem.md`, or
@@ -228,20 +233,20 @@ class FileDocsTree:
         Unicode form (the same file on macOS and Windows). Its missing folders are made.
         Answers its path; never replaces a file."""
         self._check_open(kb, folder)
-        where = self.boundary.folder(kb, folder)
-        taken = {same_name(name) for name in os.listdir(where)}
-        mode = self._new_file_mode(kb, where)
-        for n in range(1, NAMES_TRIED + 1):
-            name = numbered(stem, n)
-            relpath = self._relpath(folder, name)
-            if same_name(name) in taken or not self._indexed_as_document(kb, relpath):
-                continue
-            try:
-                create_new(where / name, data, mode)
-            except FileExistsError:  # made meanwhile, by an editor or a sync
-                taken.add(same_name(name))
-                continue
-            return relpath
+        with dir_handles.kb_folder(self.boundary, kb, folder, make=True) as fd:
+            taken = {same_name(name) for name in os.listdir(fd)}
+            mode = self._new_file_mode(kb, fd)
+            for n in range(1, NAMES_TRIED + 1):
+                name = numbered(stem, n)
+                relpath = self._relpath(folder, name)
+                if same_name(name) in taken or not self._indexed_as_document(kb, relpath):
+                    continue
+                try:
+                    dir_handles.create(fd, name, data, mode)
+                except FileExistsError:  # made meanwhile, by an editor or a sync
+                    taken.add(same_name(name))
+                    continue
+                return relpath
         raise StorageError(f"no free name for {stem!r} in {folder or 'the top folder'}")
 
     def _check_open(self, kb: str, folder: str) -> None:
@@ -270,20 +275,20 @@ class FileDocsTree:
     def _relpath(folder: str, name: str) -> str:
         return f"{folder}/{name}" if folder else name
 
-    def _new_file_mode(self, kb: str, folder: Path) -> int:
+    def _new_file_mode(self, kb: str, folder: int) -> int:
         """A new document in the data home is private; one in a folder of the user's gets
         what a file they made there would: that folder's permissions without execute."""
         if self.locations.attached_folder(kb) is None:
             return PRIVATE
-        return mode_for_files_in(folder)
+        return dir_handles.folder_mode(folder)
 
     def remove(self, kb: str, relpath: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.boundary.place(kb, relpath).unlink()
-
-    def confined(self, kb: str, relpath: str) -> Path:
-        """The file's path for a move out of the tree (to the trash): checked now."""
-        return self.boundary.place(kb, relpath)
+        folder, name = dir_handles.on_disk(self.boundary, kb, relpath)
+        with (
+            contextlib.suppress(FileNotFoundError),
+            dir_handles.kb_folder(self.boundary, kb, folder, make=False) as fd,
+        ):
+            dir_handles.unlink(fd, name)
 
     def remove_originals(self, kb: str, doc_id: str) -> None:
         for original in self._originals(kb, doc_id):
