@@ -250,7 +250,9 @@ def _search(c: Commands) -> None:
         ),
         COMPLETE_KB,
     )  # fmt: skip
-    sp.add_argument("-k", "--top-k", type=int, default=10, help="this many passages (default 10)")
+    sp.add_argument(
+        "-k", "--top-k", "--limit", type=int, default=10, help="this many passages (default 10)"
+    )
     sp.add_argument("--folder", help="only documents in this folder of docs/ (or below it)")
     sp.add_argument(
         "--tag", dest="tags", action="append", default=[], metavar="TAG",

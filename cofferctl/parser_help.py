@@ -94,8 +94,16 @@ class Parser(argparse.ArgumentParser):
         options = sorted(set(_options(self)))
         hints, text = [], []
         for word in words:
-            close = difflib.get_close_matches(word.partition("=")[0], options, n=1)
-            if close:
+            name, equals, value = word.partition("=")
+            close = difflib.get_close_matches(name, options, n=1)
+            if close and self._words is not None:
+                import shlex
+
+                fixed = [close[0] + equals + value if w == word else w for w in self._words]
+                hints.append(
+                    f"{word}: did you mean {close[0]}? as in: {self.prog} {shlex.join(fixed)}"
+                )
+            elif close:
                 hints.append(f"{word}: did you mean {close[0]}?")
             else:
                 text.append(word)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import shlex
 import subprocess
 import sys
 import uuid
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from cofferctl import cli
+from cofferctl.client import ApiError
 from cofferd import __version__
 from tests.daemon import BIN, Daemon, wait_for
 from tests.helpers import write
@@ -41,6 +43,40 @@ def test_did_you_mean(shared_daemon: Daemon) -> None:
     nothing_close = ctl(shared_daemon, "zzzzzz")
     assert nothing_close.returncode == 2 and "one of status, kb" in nothing_close.stderr
     assert "Traceback" not in typo.stderr + sub.stderr + nothing_close.stderr
+
+
+def test_did_you_mean_a_knowledge_base_everywhere_one_is_named(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    """A mistyped knowledge base is named back, close names first, by the API (so by the
+    CLI and MCP too), whichever command took it."""
+    d = shared_daemon
+    d.client.post("/api/v1/knowledge_bases", {"name": fresh_kb})
+    typo = fresh_kb[:-1] + ("x" if fresh_kb[-1] != "x" else "y")
+    for args in (("search", typo, "bread"), ("docs", typo), ("kb", "show", typo)):
+        found = ctl(d, *args)
+        assert found.returncode == 1, (args, found.stderr)
+        assert f"did you mean {fresh_kb}" in found.stderr, (args, found.stderr)
+    with pytest.raises(ApiError) as err:
+        d.client.post(d.client.kb(typo, "/search"), {"query": "bread"})
+    assert err.value.code == "KB_NOT_FOUND"
+    assert fresh_kb in err.value.details["suggestions"]
+
+
+def test_search_takes_limit_and_a_suggested_command_runs_as_printed(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    d.client.post("/api/v1/knowledge_bases", {"name": fresh_kb})
+    write(d.docs(fresh_kb) / "bread.md", "# Bread\n\nsourdough bread rises")
+    wait_for(lambda: "bread.md" in run(d, "search", fresh_kb, "sourdough")[1])
+    code, out = run(d, "search", fresh_kb, "--limit", "1", "sourdough")
+    assert code == 0 and "bread.md" in out
+    typo = ctl(d, "search", fresh_kb, "--limt", "1", "sourdough")
+    assert typo.returncode == 2
+    suggested = typo.stderr.rsplit("as in: ", 1)[1].strip()
+    again = ctl(d, *shlex.split(suggested)[1:])
+    assert again.returncode == 0 and "bread.md" in again.stdout, again.stderr
 
 
 def _parsers(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import difflib
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -56,8 +57,13 @@ class KnowledgeBases:
     def get(self, name: str) -> KnowledgeBase:
         kb = self.registry.get(check_kb_name(name))
         if kb is None:
-            raise KBNotFound(name)
+            raise KBNotFound(name, self.close_names(name))
         return kb
+
+    def close_names(self, name: str) -> Sequence[str]:
+        """The knowledge bases whose names are close to `name` (a typo), closest first."""
+        names = [kb.name for kb in self.registry.all()]
+        return difflib.get_close_matches(name.casefold(), names, n=3, cutoff=0.6)
 
     def get_enabled(self, name: str) -> KnowledgeBase:
         kb = self.get(name)

@@ -28,6 +28,7 @@ Surfaces map a CofferError to the envelope `{"error": {"code", "message", "detai
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 
@@ -72,8 +73,16 @@ class NotFound(CofferError):
 class KBNotFound(NotFound):
     code = "KB_NOT_FOUND"
 
-    def __init__(self, name: str) -> None:
-        super().__init__(f"knowledge base {name!r} does not exist", name=name)
+    def __init__(self, name: str, suggestions: Sequence[str] = ()) -> None:
+        """`suggestions`: knowledge bases of close names, closest first."""
+        message = f"knowledge base {name!r} does not exist"
+        if not suggestions:
+            super().__init__(message, name=name)
+            return
+        near = " or ".join(suggestions)
+        super().__init__(
+            f"{message}; did you mean {near}?", name=name, suggestions=list(suggestions)
+        )
 
 
 class DocumentNotFound(NotFound):
