@@ -500,3 +500,55 @@ def test_hostile_ebook_fields_take_linear_time() -> None:
             fastest(lambda h=head: derived_text(Converted(h + "\nText.", None), "epub", "m"))
         )
     assert took[2] < 6 * took[0] + 0.05
+
+
+def titled_pdf(title: str, text: str) -> bytes:
+    pdf = FPDF()
+    pdf.set_title(title)
+    pdf.set_font("helvetica", size=12)
+    pdf.add_page()
+    pdf.multi_cell(0, 10, text)
+    return bytes(pdf.output())
+
+
+def titled_docx(title: str, text: str) -> bytes:
+    import docx
+
+    document = docx.Document()
+    document.core_properties.title = title
+    document.add_heading("Harvest schedule", level=1)
+    document.add_paragraph(text)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_a_placeholder_is_never_shown_as_a_title(shared_daemon: Daemon) -> None:
+    """A format's own title is shown only when someone chose it: a placeholder a program
+    wrote ("untitled", "(anonymous)", "Microsoft Word - x.doc", "Document1", a path) gives
+    way to the text's first heading, else the file's name."""
+    d = shared_daemon
+    kb = new_kb(d, ["pdf", "docx"])
+    files = {
+        "anon.pdf": titled_pdf("(anonymous)", "zqtitles anon"),
+        "untitled.pdf": titled_pdf("untitled", "zqtitles untitled"),
+        "printed.pdf": titled_pdf("Microsoft Word - budget.doc", "zqtitles printed"),
+        "path.pdf": titled_pdf("C:\\Users\\ana\\Desktop\\draft.docx", "zqtitles path"),
+        "real.pdf": titled_pdf("Migration of the Arctic Tern", "zqtitles real"),
+        "doc1.docx": titled_docx("Document1", "zqtitles docx"),
+    }
+    for name, data in files.items():
+        write(d.docs(kb) / name, data)
+    wait_for(lambda: len(found_in(d, kb, "zqtitles")) == len(files), 60)
+    titles = {
+        doc["relative_path"]: doc["title"]
+        for doc in d.client.get(d.client.kb(kb, "/documents"))["documents"]
+    }
+    assert titles == {
+        "anon.pdf": "anon",
+        "untitled.pdf": "untitled",  # the file's name, said by the user
+        "printed.pdf": "printed",
+        "path.pdf": "path",
+        "real.pdf": "Migration of the Arctic Tern",
+        "doc1.docx": "Harvest schedule",
+    }

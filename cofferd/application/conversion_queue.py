@@ -27,6 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from cofferd.application import markdown
+from cofferd.application.converted_titles import usable_title
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.progress import Progress, ProgressBoard
 from cofferd.application.reindexer import Reindexer
@@ -261,8 +262,8 @@ def derived_text(converted: Converted, fmt: str, engine: str) -> str:
     elif fmt == "epub":
         body = _without_bookkeeping(body)
     head: dict[str, str] = {}
-    if converted.title and converted.title.strip():
-        head["title"] = converted.title.strip()[:500]
+    if title := usable_title(converted.title):  # never "untitled", "(anonymous)"...
+        head["title"] = title
     head.update(source_format=fmt, converter=engine, converted_at=utc_now())
     return markdown.compose(head, body.strip() + "\n")
 
