@@ -114,7 +114,7 @@ def test_kb_set_lists_sizes_and_messages(shared_daemon: Daemon, fresh_kb: str) -
     d = shared_daemon
     assert run(d, "kb", "create", fresh_kb)[0] == 0
     code, out = run(d, "kb", "set", fresh_kb, "enabled_modes=keyword", "max_document_bytes=10MiB")
-    assert code == 0 and "re-chunked" not in out
+    assert code == 0 and "chunking changed" not in out
     config = d.client.get(d.client.kb(fresh_kb))["config"]
     assert config["enabled_modes"] == ["keyword"] and config["max_document_bytes"] == 10 * 2**20
     assert (
@@ -128,7 +128,7 @@ def test_kb_set_lists_sizes_and_messages(shared_daemon: Daemon, fresh_kb: str) -
     write(d.docs(fresh_kb) / "a.md", "# A\n\nsome words to chunk")
     wait_for(lambda: d.client.get(d.client.kb(fresh_kb, "/documents"))["total"] == 1)
     code, out = run(d, "kb", "set", fresh_kb, "chunk_size=128")
-    assert code == 0 and "re-chunked" in out
+    assert code == 0 and "chunking changed: every document is indexed again" in out
 
     bad = ctl(d, "kb", "set", fresh_kb, "enabled_modes=keyword,sonar")
     assert bad.returncode == 1 and "enabled_modes" in bad.stderr and "Traceback" not in bad.stderr

@@ -60,7 +60,12 @@ async def test_chunking_change_rechunks_the_corpus(
     before = (await coffer.stores.index.metrics("notes"))["chunks"]
     update = await coffer.kbs.update_config("notes", {"chunk_size": 64, "chunk_overlap": 0})
     assert update.rechunked is True and update.warnings == []
-    assert update.reindex is not None and update.reindex.documents_updated == 1
+    assert update.reindex is None and update.reindexing == "chunking changed"
+    # the pass the change asked for runs in the background: here, as the indexing runs it
+    change = coffer.kbs.pass_began("notes")
+    result = await coffer.reindexer.reconcile(coffer.kbs.get("notes"))
+    coffer.kbs.pass_ended("notes", change)
+    assert result.documents_updated == 1 and "notes" not in coffer.kbs.pending
     assert (await coffer.stores.index.metrics("notes"))["chunks"] > before
     # a settings change that does not touch chunking does not re-chunk
     update = await coffer.kbs.update_config("notes", {"auto_update_sources": True})
@@ -106,8 +111,9 @@ async def test_raising_the_size_limit_indexes_what_was_skipped(coffer: Coffer) -
     write(coffer.locations.docs_dir("sizes") / "big.md", "word " * 1000)
     assert (await coffer.reindexer.reconcile(kb)).documents_skipped == 1
     update = await coffer.kbs.update_config("sizes", {"max_document_bytes": 1024 * 1024})
-    assert update.reindex is not None and update.reindex.documents_added == 1
+    assert update.reindexing == "size limit changed"
     assert update.rechunked is False  # read again, not chunked differently
+    assert (await coffer.reindexer.reconcile(coffer.kbs.get("sizes"))).documents_added == 1
 
 
 async def test_metrics(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> None:

@@ -106,9 +106,12 @@ def cmd_kb_set(c: Client, a: argparse.Namespace, out: Output) -> Any:
     out.line(f"updated {kb['name']}")
     for warning in kb.get("warnings") or []:
         out.line(f"{out.style('warning', '33')}: {warning}")
-    if kb.get("rechunked"):
-        count = (kb.get("reindex") or {}).get("documents_updated")
-        out.line("re-chunked" + (f": {count} documents" if count is not None else ""))
+    if kb.get("reindexing"):
+        out.line(
+            f"{kb['reindexing']}: every document is indexed again in the background; "
+            f"`cofferctl status` shows how far, and search says its results may be "
+            f"incomplete meanwhile"
+        )
     return None
 
 

@@ -101,7 +101,8 @@ def _say_indexing(answers: dict[str, Any]) -> None:
             continue
         total = indexing.get("total")
         files = "(counting files)" if total is None else f"{indexing['done']:,} of {total:,} files"
-        line = f"{name}: still indexing {files}; results may be incomplete"
+        because = f" ({indexing['because']})" if indexing.get("because") else ""
+        line = f"{name}: still indexing {files}{because}; results may be incomplete"
         print(visible(line), file=sys.stderr)
 
 

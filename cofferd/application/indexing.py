@@ -300,7 +300,9 @@ class IndexingService:
             if kb is None or not kb.enabled:
                 return
             if paths is None:
+                change = self.kbs.pass_began(name)
                 result = await self.reindexer.reconcile(kb)
+                self.kbs.pass_ended(name, change)
                 if kb.config.vector_enabled:
                     await self.embeddings.retry_now(kb.name)
                 if self.conversions is not None:

@@ -21,9 +21,18 @@ DEFAULT_KB = "notes"
 
 class SettingsUpdate(NamedTuple):
     kb: KnowledgeBase
-    reindex: ReindexResult | None
-    rechunked: bool  # the chunking changed: every document was chunked again
+    reindex: ReindexResult | None  # never waited for: the pass runs in the background
+    rechunked: bool  # the chunking changed: every document is chunked again
     warnings: list[str]  # settings saved that cannot work here yet (a credential not found)
+    reindexing: str | None  # why a pass over every document now runs in the background
+
+
+class PendingPass(NamedTuple):
+    """A pass over every document that settings asked for: why, and which change asked
+    (a pass that began before a later change does not settle it)."""
+
+    why: str
+    change: int
 
 
 class KnowledgeBases:
@@ -45,6 +54,10 @@ class KnowledgeBases:
         self.vet: Callable[[KnowledgeBaseConfig], Awaitable[None]] | None = None
         # Why a credential_ref cannot be resolved here (None when it can); set likewise.
         self.credential_problem: Callable[[str | None], str | None] = lambda ref: None
+        # Queues a pass over every document of a KB (the indexing service's request_full).
+        self.schedule_pass: Callable[[str], None] = lambda name: None
+        self.pending: dict[str, PendingPass] = {}  # KB -> the pass its settings await
+        self._changes = 0
 
     async def _vetted(self, config: KnowledgeBaseConfig) -> KnowledgeBaseConfig:
         if self.vet is not None:
@@ -180,35 +193,49 @@ class KnowledgeBases:
     async def update_config(
         self, name: str, patch: dict[str, Any], *, actor: str = "user"
     ) -> SettingsUpdate:
-        """Change settings; a chunking, size-limit or formats change reconciles before
-        returning.
+        """Change settings. A change of chunking, size limit or formats answers at once: the
+        pass over every document it needs runs in the background (a pass already running
+        stops at its next document and gives way, so the change never waits for it).
         Read, merge and write happen under the KB's lock: two changes at once both land."""
         # Vetting can take a while (a local model is loaded to try it): done before the
         # lock, and again under it only if what it vetted changed meanwhile.
-        vetted = await self._vetted(merge_config(self.get(name).config, patch))
-        async with self.registry.lock(name):
-            kb = await self._writable(name)
-            config = merge_config(kb.config, patch)
-            if (
-                config.embedding != vetted.embedding
-                or config.vector_enabled != vetted.vector_enabled
-            ):
-                config = await self._vetted(config)
-            updated = replace(kb, config=config, ignored_settings=())
-            await self._save(updated)
-            await self.activity.audit(
-                "resource_updated", actor, name, None, {"config": config.model_dump(mode="json")}
-            )
-            limit_changed = (
-                config.max_document_bytes != kb.config.max_document_bytes
-                or config.index_formats != kb.config.index_formats  # other files documents now
-            )
-            rechunked = config.chunking_key() != kb.config.chunking_key()
-            if limit_changed:
-                self.reindexer.forget_skipped(name)
-            result = None
-            if updated.enabled and (rechunked or limit_changed):
-                result = await self.reindexer.reconcile_locked(updated, actor=actor)
+        kb = self.get(name)
+        vetted = await self._vetted(merge_config(kb.config, patch))
+        if _pass_needed(kb.config, vetted):
+            self.reindexer.halt(name)  # a pass holding the lock gives it back at once
+        try:
+            async with self.registry.lock(name):
+                self.reindexer.resume(name)
+                kb = await self._writable(name)
+                config = merge_config(kb.config, patch)
+                if (
+                    config.embedding != vetted.embedding
+                    or config.vector_enabled != vetted.vector_enabled
+                ):
+                    config = await self._vetted(config)
+                updated = replace(kb, config=config, ignored_settings=())
+                await self._save(updated)
+                await self.activity.audit(
+                    "resource_updated",
+                    actor,
+                    name,
+                    None,
+                    {"config": config.model_dump(mode="json")},
+                )
+                why = _pass_needed(kb.config, config)
+                if config.max_document_bytes != kb.config.max_document_bytes or (
+                    config.index_formats != kb.config.index_formats
+                ):
+                    self.reindexer.forget_skipped(name)
+                if why and updated.enabled:
+                    earlier = self.pending.get(name)
+                    if earlier is not None and earlier.why != why:
+                        why = f"{earlier.why}; {why}"
+                    self._changes += 1
+                    self.pending[name] = PendingPass(why, self._changes)
+                    self.schedule_pass(name)
+        finally:
+            self.reindexer.resume(name)
         warnings = (
             []
             if config.embedding is None
@@ -218,7 +245,21 @@ class KnowledgeBases:
                 if problem is not None
             ]
         )
-        return SettingsUpdate(updated, result, rechunked and updated.enabled, warnings)
+        rechunked = config.chunking_key() != kb.config.chunking_key() and updated.enabled
+        pending = self.pending.get(name)
+        return SettingsUpdate(updated, None, rechunked, warnings, pending and pending.why)
+
+    def pass_began(self, name: str) -> int:
+        """A pass over every document of `name` begins: the change it settles (0: none)."""
+        pending = self.pending.get(name)
+        return pending.change if pending else 0
+
+    def pass_ended(self, name: str, change: int) -> None:
+        """A pass that began at `change` ended whole: the settings it applied are in force
+        (unless a later change asked for another pass)."""
+        pending = self.pending.get(name)
+        if pending is not None and pending.change <= change:
+            del self.pending[name]
 
     async def set_enabled(
         self, name: str, enabled: bool, *, actor: str = "user"
@@ -262,3 +303,17 @@ class KnowledgeBases:
     async def counts(self, name: str) -> dict[str, int]:
         """Document counts only (what `status` shows; no disk walk)."""
         return await self.store.metrics(name)
+
+
+def _pass_needed(before: KnowledgeBaseConfig, after: KnowledgeBaseConfig) -> str | None:
+    """Why going from `before` to `after` needs a pass over every document, or None."""
+    changed = [
+        what
+        for what, differs in (
+            ("chunking", before.chunking_key() != after.chunking_key()),
+            ("size limit", before.max_document_bytes != after.max_document_bytes),
+            ("formats", before.index_formats != after.index_formats),
+        )
+        if differs
+    ]
+    return " and ".join(changed) + " changed" if changed else None

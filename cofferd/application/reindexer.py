@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +119,17 @@ class Reindexer:
         self._skipped: dict[tuple[str, str], tuple[FileStat, str]] = {}
         # Sync tools' conflict copies each KB held at its last full scan.
         self._conflicts: dict[str, Mapping[str, ConflictCopy]] = {}
+        # KBs whose pass in flight is to stop at its next document (a settings change
+        # waits for the lock it holds; the pass the change asks for follows).
+        self._halted: set[str] = set()
+
+    def halt(self, kb: str) -> None:
+        """Make a pass over `kb` in flight stop at its next document and let go of its
+        lock; what it had not indexed yet is left to the next pass."""
+        self._halted.add(kb)
+
+    def resume(self, kb: str) -> None:
+        self._halted.discard(kb)
 
     def settings(self, kb: KnowledgeBase) -> PrepareSettings:
         config = kb.config
@@ -366,11 +377,16 @@ class Reindexer:
                 outcomes = self.preparer.prepare(
                     kb.name, self.settings(kb), plan.todo, interactive=interactive
                 )
-                async for outcome in outcomes:
-                    self._take(kb.name, outcome, plan.known, plan.observed, batch, result)
-                    progress.advance(1)
-                    if batch.full():
-                        await flush()
+                try:
+                    async for outcome in outcomes:
+                        self._take(kb.name, outcome, plan.known, plan.observed, batch, result)
+                        progress.advance(1)
+                        if batch.full():
+                            await flush()
+                        if kb.name in self._halted:
+                            break
+                finally:
+                    await aclose(outcomes)
             await flush()
         finally:
             if pending is not None:
@@ -451,3 +467,10 @@ class Reindexer:
 
 def _under(path: str, paths: Iterable[str]) -> bool:
     return any(path == p or path.startswith(p.rstrip("/") + "/") for p in paths)
+
+
+async def aclose(outcomes: AsyncIterator[Outcome]) -> None:
+    """End a stream of outcomes left before its end: its workers' remaining work is let go."""
+    close = getattr(outcomes, "aclose", None)
+    if close is not None:
+        await close()

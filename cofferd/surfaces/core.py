@@ -192,6 +192,7 @@ class Coffer:
             self.conversions,
             reconcile_interval_s=tuning.reconcile_interval_s,
         )
+        self.kbs.schedule_pass = self.indexing.request_full
 
     def engines(self) -> dict[str, Any]:
         return {

@@ -200,6 +200,7 @@ async def update_kb(request: web.Request) -> web.Response:
             **kb_json(update.kb),
             "reindex": reindex_json(update.reindex),
             "rechunked": update.rechunked,
+            "reindexing": update.reindexing,
             "warnings": update.warnings,
         }
     )
@@ -406,13 +407,16 @@ async def skipped(request: web.Request) -> web.Response:
 
 def _indexing(coffer: Coffer, kb: str) -> dict[str, Any]:
     """`{"indexing": {"done", "total"}}` while the KB's index may lack files (its files
-    being indexed, or its first pass since the start not over: `total` is null until its
-    files are counted), for a search answer to say that it may be incomplete; else `{}`."""
+    being indexed, its first pass since the start not over, or a pass its settings asked
+    for not over: `because` says which; `total` is null until its files are counted), for
+    a search answer to say that it may be incomplete; else `{}`."""
     progress = coffer.progress.get(kb)
+    pending = coffer.kbs.pending.get(kb)
+    because = {"because": pending.why} if pending is not None else {}
     if progress is not None and progress.phase == "indexing" and progress.total:
-        return {"indexing": {"done": progress.done, "total": progress.total}}
-    if coffer.indexing.first_pass_pending(kb):
-        return {"indexing": {"done": 0, "total": None}}
+        return {"indexing": {"done": progress.done, "total": progress.total, **because}}
+    if coffer.indexing.first_pass_pending(kb) or pending is not None:
+        return {"indexing": {"done": 0, "total": None, **because}}
     return {}
 
 
