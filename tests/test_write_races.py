@@ -8,10 +8,11 @@ daemon for the restore that used to write outside (1 try in 23)."""
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import os
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,29 +44,59 @@ def exchange(a: Path, b: Path) -> None:
         raise OSError(err, os.strerror(err), str(a))
 
 
-@contextmanager
-def swapping(folder: Path, outside: Path) -> Iterator[list[int]]:
-    """A thread that swaps `folder` for a link to `outside` and back, as fast as it can,
-    until the block ends; yields the count of swaps made so far (one-element list)."""
-    link = folder.with_name(folder.name + ".link")
-    link.symlink_to(outside)
-    stop = threading.Event()
-    swaps = [0]
+class Swapper:
+    """A process that swaps a folder for a link to a folder outside and back, as fast as
+    it can, while it runs (`held` stops it between two swaps, the folder in its place). A
+    process of its own: a thread would swap only when the test's thread lets go of the
+    GIL, always at the same points."""
 
-    def swap() -> None:
-        while not stop.is_set():
-            exchange(folder, link)
-            exchange(folder, link)
-            swaps[0] += 1
+    def __init__(self, folder: Path, outside: Path) -> None:
+        self.folder = folder
+        self.link = folder.with_name(folder.name + ".link")
+        self.link.symlink_to(outside)
+        context = multiprocessing.get_context("fork")
+        self._swaps = context.Value("q", 0)
+        self._go = context.Event()
+        self._idle = context.Event()
+        self._stop = context.Event()
+        self._process = context.Process(target=self._run, daemon=True)
 
-    thread = threading.Thread(target=swap, daemon=True)
-    thread.start()
-    try:
-        yield swaps
-    finally:
-        stop.set()
-        thread.join()
-        link.unlink()
+    @property
+    def swaps(self) -> int:
+        return int(self._swaps.value)
+
+    def _run(self) -> None:
+        while True:
+            self._idle.set()
+            self._go.wait()
+            self._idle.clear()
+            if self._stop.is_set():
+                return
+            for _ in range(100):
+                exchange(self.folder, self.link)
+                exchange(self.folder, self.link)
+            with self._swaps.get_lock():
+                self._swaps.value += 100
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        self._go.clear()
+        self._idle.wait()
+        try:
+            yield
+        finally:
+            self._go.set()
+
+    def __enter__(self) -> Swapper:
+        self._go.set()
+        self._process.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._go.set()
+        self._process.join()
+        self.link.unlink()
 
 
 @pytest.fixture
@@ -82,7 +113,7 @@ def test_writes_creations_and_removals_never_land_outside(
     outside = tmp_path / "outside"
     outside.mkdir()
     written = refused = 0
-    with swapping(locations.docs_dir("notes") / "sub", outside) as swaps:
+    with Swapper(locations.docs_dir("notes") / "sub", outside) as swapper:
         for n in range(TRIES):
             try:
                 if n % 3 == 0:
@@ -95,7 +126,7 @@ def test_writes_creations_and_removals_never_land_outside(
             except (CofferError, OSError):
                 refused += 1
             assert not any(outside.iterdir()), f"written outside at try {n}"
-    assert swaps[0] > 100, "the folder was hardly swapped: the race was not run"
+    assert swapper.swaps > 100, "the folder was hardly swapped: the race was not run"
     assert written > 100 and refused > 100, (written, refused)
 
 
@@ -109,7 +140,7 @@ def test_trash_moves_never_land_outside(
     (outside / "keep.md").write_text("the user's own file, outside")
     docs.write("notes", "sub/keep.md", b"# Keep\n")
     moved = 0
-    with swapping(locations.docs_dir("notes") / "sub", outside) as swaps:
+    with Swapper(locations.docs_dir("notes") / "sub", outside) as swapper:
         for n in range(TRIES // 3):
             entry = TrashEntry(
                 f"01J{n:023d}", "doc", "sub/keep.md", "Keep", "2026-12-04T00:00:00+00:00"
@@ -127,7 +158,7 @@ def test_trash_moves_never_land_outside(
                     continue
             assert sorted(p.name for p in outside.iterdir()) == ["keep.md"], n
             assert (outside / "keep.md").read_text() == "the user's own file, outside"
-    assert swaps[0] > 100 and moved > 50, (swaps[0], moved)
+    assert swapper.swaps > 100 and moved > 50, (swapper.swaps, moved)
 
 
 def test_a_restore_raced_against_a_swap_never_writes_outside(
@@ -139,24 +170,20 @@ def test_a_restore_raced_against_a_swap_never_writes_outside(
     wait_for(lambda: d.client.get(d.client.document("notes", "race/otter.md")))
     outside = tmp_path / "outside"
     outside.mkdir()
-    restored = tried = 0
-    with swapping(docs / "race", outside):
-        for _ in range(30):
-            trashed = retried(
-                lambda: d.client.request("DELETE", d.client.document("notes", "race/otter.md"))
-            )
-            if trashed is None:  # the watcher met the link and let the note go: later
-                continue
-            trash_id = trashed["trash"]["id"]
-            restore = d.client.kb("notes", f"/trash/{trash_id}/restore")
-            tried += 1
-            # an answer may be refused after the files moved back (the note's folder was
-            # a link when it was indexed again): the entry leaving the trash tells
-            retried(lambda restore=restore: d.client.post(restore), tries=50)
+    restored = 0
+    with Swapper(docs / "race", outside) as swapper:
+        for _ in range(10):
+            with swapper.held():  # the delete is not what races: the restore is
+                wait_for(lambda: d.client.get(d.client.document("notes", "race/otter.md")))
+                trashed = d.client.request("DELETE", d.client.document("notes", "race/otter.md"))
+            restore = d.client.kb("notes", f"/trash/{trashed['trash']['id']}/restore")
+            # refused while the folder is a link, or after the files moved back (the note
+            # was indexed again through a link): the entry leaving the trash tells
+            retried(partial(d.client.post, restore))
             items = d.client.get(d.client.kb("notes", "/trash"))["items"]
-            restored += trash_id not in [item["id"] for item in items]
+            restored += trashed["trash"]["id"] not in [item["id"] for item in items]
             assert list(outside.iterdir()) == []
-    assert tried >= 3 and restored >= 1, (tried, restored)
+    assert restored >= 5 and swapper.swaps > 100, (restored, swapper.swaps)
     # nothing lost: the note is in its folder, or in the trash
     trashed = d.client.get(d.client.kb("notes", "/trash"))["items"]
     assert (docs / "race/otter.md").exists() or trashed

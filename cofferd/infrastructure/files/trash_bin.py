@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cofferd.domain.errors import PathOccupied, StorageError
+from cofferd.domain.errors import CofferError, PathOccupied, StorageError
 from cofferd.domain.file_records import TrashEntry
 from cofferd.infrastructure.files import dir_handles
 from cofferd.infrastructure.files.confinement import Boundary, ControlFileRefused, read_control_file
@@ -60,6 +60,9 @@ class FileTrash:
         except OSError as exc:
             shutil.rmtree(files.folder, ignore_errors=True)
             raise _refused(f"cannot move {shown} to the trash", exc) from exc
+        except CofferError:  # refused: a link where a folder was
+            shutil.rmtree(files.folder, ignore_errors=True)
+            raise
         if original is None:
             return
         try:
