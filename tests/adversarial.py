@@ -53,9 +53,27 @@ def _tags() -> Callable[[str], object]:
 
 
 def _prose() -> Callable[[str], object]:
-    from cofferd.domain.prose import prose_lines
+    from cofferd.markdown_grammar import prose_lines
 
     return lambda body: list(prose_lines(body))
+
+
+def _grammar_headings() -> Callable[[str], object]:
+    from cofferd.markdown_grammar import headings
+
+    return lambda text: list(headings(text))
+
+
+def _wiki_links() -> Callable[[str], object]:
+    from cofferd.markdown_grammar import wiki_links
+
+    return lambda line: list(wiki_links(line))
+
+
+def _tag_being_typed() -> Callable[[str], object]:
+    from cofferd.markdown_grammar import TAG_BEING_TYPED
+
+    return lambda line: TAG_BEING_TYPED.search(line, 0, len(line))  # once per completion
 
 
 def _markers() -> Callable[[str], object]:
@@ -173,6 +191,31 @@ CASES = [
     ),
     Case("prose", "spans", lambda n: repeat("``a` b``", n), _prose),
     Case("prose", "fences", lambda n: repeat("```\n", n), _prose),
+    Case(
+        "grammar", "fences opened and closed", lambda n: repeat("```\n~~~~\n", n), _grammar_headings
+    ),
+    Case(
+        "grammar",
+        "backtick fence, backticks after",
+        lambda n: "```" + repeat("`a", n),
+        _grammar_headings,
+    ),
+    Case(
+        "grammar",
+        "headings between fences",
+        lambda n: repeat("# h\n````\n```\n", n),
+        _grammar_headings,
+    ),
+    Case(
+        "grammar",
+        "closing fence with text",
+        lambda n: "~~~\n" + repeat("~~~ a\n", n),
+        _grammar_headings,
+    ),
+    Case("grammar", "unclosed [[wiki", lambda n: repeat("[[a", n), _wiki_links),
+    Case("grammar", "run of [[ and ]]", lambda n: repeat("[[]]", n), _wiki_links),
+    Case("grammar", "tag typed, run of #", lambda n: repeat("#", n), _tag_being_typed),
+    Case("grammar", "tag typed, many words", lambda n: repeat(" #a", n), _tag_being_typed),
     Case(
         "merge markers",
         "unbalanced <<< and ===",

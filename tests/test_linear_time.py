@@ -17,12 +17,10 @@ import pytest
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
-from cofferd.application.markdown import heading
 from cofferd.domain.conflicts import conflict_copy, has_merge_markers
-from cofferd.domain.links import markdown_links
-from cofferd.domain.prose import blank_code_spans
 from cofferd.domain.query_syntax import _case_keys, _Phrase, is_cjk, tokenize
 from cofferd.infrastructure.files.ignore_rules import IgnoreRules, _one_by_one, linear_spec
+from cofferd.markdown_grammar import blank_code_spans, heading, markdown_links
 from tests.adversarial import CASES, GROWTH_LIMIT, LARGE, SMALL, Case, best_time
 
 OLD_MARKDOWN_LINK = re.compile(

@@ -11,6 +11,7 @@ from typing import Any
 from cofferctl.jsonrpc import INVALID_PARAMS, RpcError
 from cofferctl.lsp import text
 from cofferctl.lsp.notes import HEADING_READ_BYTES, Note, Notes, param, read_start
+from cofferd.markdown_grammar import headings
 
 MENTION_MAX_CHARS = 200
 _AT_START = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
@@ -111,7 +112,7 @@ class Edits(Notes):
         note = self.notes.get(uri)
         if note is None or note.kb is None or note.relpath is None or note.root is None:
             return None
-        heading = next((h for h in text.headings(note.text) if h[0] == line_no), None)
+        heading = next((h for h in headings(note.text) if h[0] == line_no), None)
         if heading is None or not new_name or "\n" in new_name:
             raise RpcError(INVALID_PARAMS, "put the cursor on a heading to rename it")
         lines = note.text.split("\n")

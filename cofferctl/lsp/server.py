@@ -19,6 +19,7 @@ from cofferctl.lsp.edits import Edits
 from cofferctl.lsp.notes import HEADING_READ_BYTES, Note, param, read_start
 from cofferctl.lsp.stdio import Transport, serve
 from cofferd import __version__
+from cofferd.markdown_grammar import headings
 
 REFRESH_S = 0.5  # how often the daemon is asked whether its index changed
 HOVER_READ_BYTES = 64 * 1024
@@ -141,7 +142,7 @@ class CofferLanguageServer(Edits):
         lines = note.text.split("\n")
         top: list[dict[str, Any]] = []
         open_: list[tuple[int, dict[str, Any]]] = []  # (level, symbol) of the headings above
-        for line_no, level, name in text.headings(note.text):
+        for line_no, level, name in headings(note.text):
             end = text.columns(lines[line_no], len(lines[line_no]), self.encoding)
             span = {
                 "start": {"line": line_no, "character": 0},
@@ -284,9 +285,7 @@ class CofferLanguageServer(Edits):
         if kind == "heading":
             content = read_start(note.root / target, HEADING_READ_BYTES) if named else note.text
             return [
-                (name, target, "")
-                for _, _, name in text.headings(content)
-                if wanted in name.casefold()
+                (name, target, "") for _, _, name in headings(content) if wanted in name.casefold()
             ]
         stem = target.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         listed = [n for n in self._names(note.kb, stem) if n["relative_path"] == target]

@@ -1,25 +1,22 @@
 """Where things are in a note, as an editor counts: lines, and columns in the client's
 position encoding (UTF-16 code units unless it offers UTF-32, which is Python's own); file
-URIs; the headings of a file, to jump to."""
+URIs; what is being typed; links rewritten. Headings, fences, links, tags and suffixes are
+read by the daemon's own grammar (`cofferd.markdown_grammar`), so the editor and the index
+agree on them."""
 
 from __future__ import annotations
 
 import posixpath
-import re
 import unicodedata
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from cofferd.markdown_grammar import BARE_TARGET_END, MARKDOWN_SUFFIX, TAG_BEING_TYPED, headings
+
 UTF16 = "utf-16"
 UTF32 = "utf-32"
-HEADING_LINE_MAX = 1000  # a longer line is no heading (as cofferd reads them)
 WORD_MAX = 200  # the longest word under the cursor looked at
-_HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*)")
-_MARKDOWN_SUFFIX = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
-_BARE_END = re.compile(r"[)\s]")
-_TAG_BEFORE = re.compile(r"(?:^|(?<=\s))#([\w/-]*)$")  # a tag being typed: `#` starts a word
 
 
 def columns(line: str, index: int, encoding: str) -> int:
@@ -60,7 +57,7 @@ def completion_context(line: str, at: int) -> tuple[str, int, str, str] | None:
     pointing = line.rfind("](", 0, at)
     if pointing >= 0 and not any(ch in line[pointing + 2 : at] for ch in " )<>"):
         return "path", pointing + 2, line[pointing + 2 : at], ""
-    m = _TAG_BEFORE.search(line, 0, at)
+    m = TAG_BEING_TYPED.search(line, 0, at)
     if m:
         return "tag", m.start() + 1, m.group(1), ""
     return None
@@ -80,7 +77,7 @@ def new_note_path(kind: str, target: str, linking: str) -> str | None:
         )
     else:
         joined = named if "/" in named else posixpath.join(posixpath.dirname(linking), named)
-        if not _MARKDOWN_SUFFIX.search(joined):
+        if not MARKDOWN_SUFFIX.search(joined):
             joined += ".md"
     normal = posixpath.normpath(joined)
     if not named or normal.startswith(("../", "/")) or normal in (".", ".."):
@@ -96,9 +93,9 @@ def relinked(written: str, link: dict[str, Any], source: str, moved_to: str) -> 
     if not name:
         return None
     if link["type"] == "wiki":
-        bare = _MARKDOWN_SUFFIX.sub("", moved_to)
+        bare = MARKDOWN_SUFFIX.sub("", moved_to)
         new_name = bare if "/" in name else bare.rsplit("/", 1)[-1]
-        if _MARKDOWN_SUFFIX.search(name):
+        if MARKDOWN_SUFFIX.search(name):
             new_name += moved_to[len(bare) :]
         opening = written.index("[[") + 2
         at = written.index(name, opening)
@@ -114,7 +111,7 @@ def relinked(written: str, link: dict[str, Any], source: str, moved_to: str) -> 
         end = written.index(">", start)
         cut = _name_end(written, start + 1, end)
         return written[: start + 1] + path + written[cut:]
-    bare_end = _BARE_END.search(written, start)
+    bare_end = BARE_TARGET_END.search(written, start)
     stop = bare_end.start() if bare_end else len(written)
     cut = _name_end(written, start, stop)
     if any(ch in path for ch in " ()<>"):  # a bare target cannot hold these: <...> can
@@ -180,23 +177,6 @@ def relative(path: Path, root: Path) -> str | None:
     if not inside.parts or ".." in inside.parts:
         return None
     return unicodedata.normalize("NFC", inside.as_posix())
-
-
-def headings(text: str) -> Iterator[tuple[int, int, str]]:
-    """(line from 0, level, name) of each ATX heading, outside fenced code."""
-    fence = ""
-    for number, line in enumerate(text.split("\n")):
-        stripped = line.lstrip()
-        if stripped.startswith(("```", "~~~")):
-            fence = "" if fence and stripped.startswith(fence) else fence or stripped[:3]
-            continue
-        if fence or len(line) > HEADING_LINE_MAX:
-            continue
-        m = _HEADING.match(line)
-        if m:
-            name = m.group(2).rstrip(" \t#").strip()
-            if name:
-                yield number, len(m.group(1)), name
 
 
 def heading_line(text: str, name: str) -> int | None:

@@ -11,15 +11,14 @@ import re
 from collections.abc import Iterator
 from functools import cache
 
-from cofferd.application.markdown import heading
 from cofferd.domain.models import Chunk
 from cofferd.domain.scripts import CJK_RANGES
+from cofferd.markdown_grammar import CLOSES, OPENS, code_lines, heading
 
 _ONE_WORD = f"[{CJK_RANGES}]|[^\\s{CJK_RANGES}]+"
 _WORD = re.compile(_ONE_WORD)
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 _SPACED_WORD = re.compile(f"[^\\s{CJK_RANGES}]+")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 class TooManyChunks(Exception):
@@ -39,24 +38,18 @@ def _pieces_of(size: int) -> re.Pattern[str]:
 def _blocks(body: str) -> Iterator[tuple[int, str, str, int]]:
     """(heading level or 0, heading text, block text, index of its first line) for each
     block of the body."""
-    lines = body.split("\n")
     para: list[str] = []
     start = 0
-    fence: str | None = None
-    for number, line in enumerate(lines):
-        if fence is not None:
+    for number, line, code in code_lines(body.split("\n")):
+        if code:  # fenced code: one block, from its opening fence to its closing one
+            if code == OPENS:
+                if para:
+                    yield 0, "", "\n".join(para), start
+                para, start = [], number
             para.append(line)
-            if line.strip().startswith(fence):
-                fence = None
+            if code == CLOSES:
                 yield 0, "", "\n".join(para), start
                 para = []
-            continue
-        m = _FENCE.match(line)
-        if m:
-            if para:
-                yield 0, "", "\n".join(para), start
-            para, start = [line], number
-            fence = m.group(1)[0] * 3
             continue
         h = heading(line)
         if h:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
-from cofferd.application import markdown
+from cofferd.markdown_grammar import first_heading
 
 TITLE_MAX_CHARS = 300
 # what office programs, PDF printers, page templates and generators put there when nobody
@@ -48,4 +48,4 @@ def usable_title(raw: str | None) -> str | None:
 
 
 def converted_title(own: str | None, body: str, filename: str) -> str:
-    return usable_title(own) or markdown.first_heading(body) or PurePath(filename).stem
+    return usable_title(own) or first_heading(body) or PurePath(filename).stem

@@ -35,6 +35,7 @@ from cofferd.domain.ports import (
     MarkdownConverter,
     TrackedSources,
 )
+from cofferd.markdown_grammar import first_heading
 
 Status = Literal["added", "updated", "unchanged"]
 
@@ -382,7 +383,7 @@ def _titled(content: str, title: str | None) -> tuple[str, str]:
     if title:
         frontmatter = {"title": title, **{k: v for k, v in frontmatter.items() if k != "title"}}
     text = markdown.compose(frontmatter, body) if frontmatter else body
-    name = frontmatter.get("title") or markdown.first_heading(body) or UNTITLED
+    name = frontmatter.get("title") or first_heading(body) or UNTITLED
     return text, str(name)
 
 
@@ -393,7 +394,7 @@ def _with_provenance(frontmatter: dict[str, Any], body: str) -> str:
 def _passthrough(source: Path, filename: str) -> tuple[dict[str, Any], str]:
     text, _ = markdown.decode(source.read_bytes())
     frontmatter, body, _ = markdown.split_frontmatter(text)
-    title = frontmatter.get("title") or markdown.first_heading(body)
+    title = frontmatter.get("title") or first_heading(body)
     return {**frontmatter, "title": str(title or PurePath(filename).stem)}, body
 
 

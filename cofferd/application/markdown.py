@@ -19,9 +19,9 @@ from cofferd.domain.budgets import DEFAULT, Budget
 from cofferd.domain.conflicts import has_merge_markers
 from cofferd.domain.links import Link, links_of
 from cofferd.domain.tags import aliases_of, tags_of
+from cofferd.markdown_grammar import first_heading
 
 ULID_NAME = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}\.md$")
-_HEADING_OPENING = re.compile(r" {0,3}(#{1,6})[ \t]+")
 _FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 # Frontmatter is a few lines of metadata. Anything beyond these bounds (YAML aliases can
 # make 300 bytes expand into hundreds of MB once shown as JSON) is treated as text.
@@ -149,37 +149,6 @@ def _small(data: Any) -> bool:
         elif isinstance(value, list):
             stack += [(v, depth + 1) for v in value]
     return True
-
-
-def heading(line: str) -> tuple[int, str] | None:
-    r"""(level, text) of an ATX heading line (`## Plan ##`), or None for any other line;
-    the text as ``^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$`` captures it, stripped and cut to
-    its budget, found without that pattern's search of the closing sequence from every
-    character. A line too long to be a heading is text."""
-    if len(line) > DEFAULT.heading_line_chars:
-        return None
-    m = _HEADING_OPENING.match(line)
-    if m is None:
-        return None
-    start = m.end()
-    if start == len(line):  # only blanks after the #s: the text is the last blank
-        if start - m.end(1) < 2:
-            return None
-        start -= 1
-    end = max(start + 1, len(line.rstrip(" \t#")))
-    return len(m.group(1)), line[start:end].strip()[: DEFAULT.heading_chars]
-
-
-def first_heading(body: str) -> str | None:
-    in_fence = False
-    for line in body.split("\n"):
-        stripped = line.lstrip()
-        if stripped.startswith(("```", "~~~")):
-            in_fence = not in_fence
-            continue
-        if not in_fence and (found := heading(line)):
-            return found[1].strip()
-    return None
 
 
 def _text_value(value: Any) -> str | None:

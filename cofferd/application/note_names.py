@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import accumulate
 
-from cofferd.domain.links import MARKDOWN_SUFFIX
+from cofferd.markdown_grammar import MARKDOWN_SUFFIX
 
 _CLEAN = re.compile(r"[\n\0]")  # the separators, never part of a name
 QUERY_MAX_CHARS = 200  # longer is no name anyone types

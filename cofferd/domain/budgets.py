@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cofferd.markdown_grammar import HEADING_CHARS, HEADING_LINE_CHARS
+
 MiB = 1024 * 1024
 
 
@@ -25,9 +27,9 @@ class Budget:
     # cut into plain chunks of the KB's size, which its length bounds.
     chunks: int = 20_000
     # A heading's text as kept in every chunk's heading path (and as a title).
-    heading_chars: int = 300
+    heading_chars: int = HEADING_CHARS  # (the Markdown grammar's)
     # A longer line is text, never a heading.
-    heading_line_chars: int = 1_000
+    heading_line_chars: int = HEADING_LINE_CHARS
     links: int = 2_000
     tags: int = 200
     aliases: int = 50

@@ -20,25 +20,23 @@ from __future__ import annotations
 import posixpath
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote
 
 from cofferd.domain.budgets import DEFAULT
-from cofferd.domain.prose import prose_lines
+from cofferd.markdown_grammar import (
+    MARKDOWN_SUFFIX,
+    MAX_TARGET_CHARS,
+    markdown_links,
+    prose_lines,
+    wiki_links,
+)
 
 LinkType = Literal["wiki", "markdown"]
 MAX_LINKS = DEFAULT.links  # per document
-MAX_TARGET_CHARS = 500
-
-_WIKI = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")  # linear: a match cannot reach past a bracket
-_NOT_SPACE = re.compile(r"\S")
-_ANGLE_CLOSE = re.compile(">")
-_BARE_END = re.compile(r"[)\s]")
-_PAREN_CLOSE = re.compile(r"\)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-MARKDOWN_SUFFIX = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -72,13 +70,10 @@ def links_of(body: str, relpath: str, first_line: int = 1) -> list[Link]:
         if "[" not in line:
             continue
         number = first_line + index
-        for m in _WIKI.finditer(line):
-            target = m.group(1).split("|", 1)[0].strip()
+        for start, end, target in wiki_links(line):
             key = _wiki_key(target)
             if key:
-                found.append(
-                    Link("wiki", target[:MAX_TARGET_CHARS], key, number, m.start(), m.end())
-                )
+                found.append(Link("wiki", target[:MAX_TARGET_CHARS], key, number, start, end))
         for start, end, written in markdown_links(line):
             target = written.strip("<>").strip()
             key = _markdown_key(target, folder)
@@ -87,86 +82,6 @@ def links_of(body: str, relpath: str, first_line: int = 1) -> list[Link]:
         if len(found) >= MAX_LINKS:
             return found[:MAX_LINKS]
     return found
-
-
-def markdown_links(line: str) -> Iterator[tuple[int, int, str]]:
-    r"""(start, end, target) of the `[text](target "title")` links of one line, the target
-    as written (`<...>` included), as
-    ``(?<!!)\[[^\]\n]*\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+["'(][^)\n]*)?\s*\)``
-    finds them, in one pass over the line (that pattern reads the rest of the line again
-    from every `[`).
-
-    Every `[` before the same `]` leads to the same match or to none, so each `]` is
-    looked at once; after it, every search moves forward only."""
-    end = len(line)
-    skip_spaces = _Ahead(line, _NOT_SPACE)
-    angle_close = _Ahead(line, _ANGLE_CLOSE)
-    bare_end = _Ahead(line, _BARE_END)
-    rest_after_angle, rest_after_bare = _LinkRest(line), _LinkRest(line)
-    at = 0
-    while (opening := line.find("[", at)) >= 0:
-        at = opening + 1
-        if opening and line[opening - 1] == "!":
-            continue  # an image
-        closing = line.find("]", at)
-        if closing < 0:
-            return
-        at = closing + 1
-        if not line.startswith("(", at):
-            continue
-        start = skip_spaces(at + 1)
-        if start == end:
-            return
-        if line[start] == "<" and start + 1 < (close := angle_close(start + 1)) < end:
-            link_end = rest_after_angle(close + 1)
-            if link_end >= 0:
-                yield opening, link_end, line[start : close + 1]
-                at = link_end
-                continue
-        if line[start] != ")":
-            stop = bare_end(start)
-            link_end = rest_after_bare(stop)
-            if link_end >= 0:
-                yield opening, link_end, line[start:stop]
-                at = link_end
-
-
-class _Ahead:
-    """Where a one-character pattern next occurs in a line, at or after a position (the
-    line's length when nowhere). Asked for positions that never move back, it reads each
-    character once."""
-
-    def __init__(self, line: str, pattern: re.Pattern[str]) -> None:
-        self._line, self._pattern = line, pattern
-        self._asked, self._found = 1, 0  # nothing known yet
-
-    def __call__(self, start: int) -> int:
-        if not self._asked <= start <= self._found:
-            m = self._pattern.search(self._line, start)
-            self._asked, self._found = start, m.start() if m else len(self._line)
-        return self._found
-
-
-class _LinkRest:
-    r"""What may follow a link's target, ``(?:\s+["'(][^)\n]*)?\s*\)``: where it ends
-    when it starts at a position, or -1."""
-
-    def __init__(self, line: str) -> None:
-        self._line = line
-        self._skip_spaces = _Ahead(line, _NOT_SPACE)
-        self._paren_close = _Ahead(line, _PAREN_CLOSE)
-
-    def __call__(self, at: int) -> int:
-        line = self._line
-        start = self._skip_spaces(at)
-        if start == len(line):
-            return -1
-        if line[start] == ")":
-            return start + 1
-        if start > at and line[start] in "\"'(":  # a title
-            close = self._paren_close(start + 1)
-            return close + 1 if close < len(line) else -1
-        return -1
 
 
 def _wiki_key(target: str) -> str | None:

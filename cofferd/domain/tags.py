@@ -14,15 +14,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from cofferd.domain.budgets import DEFAULT
-from cofferd.domain.prose import prose_lines
+from cofferd.markdown_grammar import INLINE_TAG, MAYBE_TAG, prose_lines
 
 MAX_TAGS = DEFAULT.tags
 MAX_TAG_CHARS = 100
 MAX_ALIASES = DEFAULT.aliases
 MAX_ALIAS_CHARS = 200
 
-_INLINE_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]+)")
-_MAYBE_TAG = re.compile(r"(?:^|\s)#[\w/-]")
 _SEPARATORS = re.compile(r"[,\s]+")
 
 
@@ -67,13 +65,13 @@ def frontmatter_tags(frontmatter: dict[str, Any]) -> list[str]:
 
 def inline_tags(body: str, limit: int = MAX_TAGS) -> list[str]:
     """The body's tags, each once (first spelling kept); reading stops at `limit` of them."""
-    if _MAYBE_TAG.search(body) is None:  # most notes: only headings, or no `#` at all
+    if MAYBE_TAG.search(body) is None:  # most notes: only headings, or no `#` at all
         return []
     found: dict[str, str] = {}
     for _, line in prose_lines(body):
         if "#" not in line:
             continue
-        for m in _INLINE_TAG.finditer(line):
+        for m in INLINE_TAG.finditer(line):
             tag = normalize_tag(m.group(1))
             if tag:
                 found.setdefault(tag.casefold(), tag)

@@ -1,0 +1,251 @@
+"""The one Markdown grammar of Coffer: what the daemon indexes and what the editor shows
+are read by these rules, so that the two always agree on where a heading, a fence, a link
+or a tag is (cofferctl's language server imports this module; it is standard library only
+and imports nothing else of cofferd).
+
+* **Fences** (CommonMark): a line of three or more backticks or tildes, indented by at
+  most three spaces, opens fenced code (a backtick fence's info string holds no backtick);
+  the fence closes at a line of the same character, at least as many, indented by at most
+  three spaces, with nothing but blanks after. An unclosed fence runs to the end. A line
+  indented by four spaces (or a tab) is indented code, never a fence or a heading.
+* **Headings** (ATX): `#` to `######` after at most three spaces, then a blank; the text
+  without its closing `#`s, cut to `HEADING_CHARS`. A line over `HEADING_LINE_CHARS` is
+  text. Headings in fenced code are not headings.
+* **Prose**: the lines outside fenced and indented code, with inline code spans blanked:
+  where links and tags are read.
+* **Links**: `[[target|alias]]` (and `![[...]]`) and `[text](target "title")`; the target
+  of a Markdown link as written (`<...>` included).
+* **Tags**: `#` at the start of a line or after a blank, then `TAG_CHARS`.
+* **Suffixes**: a note is a `.md` or `.markdown` file (any case).
+
+Every function reads its text once (no pattern here backtracks over content):
+tests/test_linear_time.py and bench/parser_growth.py hold them to it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+HEADING_CHARS = 300  # a heading's text as kept (in heading paths, titles, symbols)
+HEADING_LINE_CHARS = 1_000  # a longer line is text, never a heading
+MAX_TARGET_CHARS = 500  # a link's target as kept
+
+MARKDOWN_SUFFIX = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
+WIKI_LINK = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")  # linear: a match cannot reach past a bracket
+TAG_CHARS = r"[\w/-]"
+INLINE_TAG = re.compile(rf"(?:^|(?<=\s))#({TAG_CHARS}+)")
+MAYBE_TAG = re.compile(rf"(?:^|\s)#{TAG_CHARS}")
+TAG_BEING_TYPED = re.compile(rf"(?:^|(?<=\s))#({TAG_CHARS}*)$")  # `#` starts a word
+BARE_TARGET_END = re.compile(r"[)\s]")  # where a Markdown link's bare target ends
+
+_FENCE_OPENING = re.compile(r" {0,3}(`{3,}|~{3,})")
+_HEADING_OPENING = re.compile(r" {0,3}(#{1,6})[ \t]+")
+_BACKTICKS = re.compile(r"`+")
+_NOT_SPACE = re.compile(r"\S")
+_ANGLE_CLOSE = re.compile(">")
+_PAREN_CLOSE = re.compile(r"\)")
+
+
+def fence_opening(line: str) -> str | None:
+    """The run of backticks or tildes that opens fenced code on `line`, or None."""
+    m = _FENCE_OPENING.match(line)
+    if m is None:
+        return None
+    run = m.group(1)
+    if run[0] == "`" and "`" in line[m.end() :]:
+        return None  # a backtick fence's info string holds no backtick: inline code
+    return run
+
+
+def fence_closes(line: str, opening: str) -> bool:
+    """Whether `line` closes the fenced code that `opening` opened."""
+    m = _FENCE_OPENING.match(line)
+    if m is None:
+        return False
+    run = m.group(1)
+    return run[0] == opening[0] and len(run) >= len(opening) and not line[m.end() :].strip()
+
+
+def is_indented_code(line: str) -> bool:
+    return line.startswith(("    ", "\t"))
+
+
+def heading(line: str) -> tuple[int, str] | None:
+    r"""(level, text) of an ATX heading line (`## Plan ##`), or None for any other line;
+    the text as ``^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$`` captures it, stripped and cut to
+    its budget, found without that pattern's search of the closing sequence from every
+    character. A line too long to be a heading is text."""
+    if len(line) > HEADING_LINE_CHARS:
+        return None
+    m = _HEADING_OPENING.match(line)
+    if m is None:
+        return None
+    start = m.end()
+    if start == len(line):  # only blanks after the #s: the text is the last blank
+        if start - m.end(1) < 2:
+            return None
+        start -= 1
+    end = max(start + 1, len(line.rstrip(" \t#")))
+    return len(m.group(1)), line[start:end].strip()[:HEADING_CHARS]
+
+
+OPENS, CODE, CLOSES = "opens", "code", "closes"  # a line's part in fenced code
+
+
+def code_lines(lines: list[str]) -> Iterator[tuple[int, str, str]]:
+    """(index, line, its part in fenced code) for each line: `OPENS` for the line that
+    opens a fence, `CLOSES` for the one that closes it, `CODE` between, '' outside."""
+    fence: str | None = None
+    for number, line in enumerate(lines):
+        if fence is not None:
+            if fence_closes(line, fence):
+                fence = None
+                yield number, line, CLOSES
+            else:
+                yield number, line, CODE
+            continue
+        fence = fence_opening(line)
+        yield number, line, OPENS if fence is not None else ""
+
+
+def headings(text: str) -> Iterator[tuple[int, int, str]]:
+    """(line from 0, level, text) of each heading outside fenced code, in order (a heading
+    whose text is empty once stripped is left out)."""
+    for number, line, code in code_lines(text.split("\n")):
+        if not code and "#" in line and (found := heading(line)) and found[1]:
+            yield number, found[0], found[1]
+
+
+def first_heading(text: str) -> str | None:
+    return next((name for _, _, name in headings(text)), None)
+
+
+def prose_lines(body: str) -> Iterator[tuple[int, str]]:
+    """(index of the line in the body, the line with inline code blanked) for each line
+    of prose: outside fenced and indented code; what is left is where it was in the line."""
+    for number, line, code in code_lines(body.split("\n")):
+        if code or is_indented_code(line):
+            continue
+        yield number, blank_code_spans(line) if "`" in line else line
+
+
+def blank_code_spans(line: str) -> str:
+    """The line with each code span replaced by as many spaces, where ``(`+).+?\\1``
+    finds them, in one pass over the line's runs of backticks.
+
+    A span opens with a run of backticks and closes at the first later place that has as
+    many in a row; the opener is the longest that can be closed (a longer run closes it
+    with its first backticks; a run of 5 or more alone holds a short span, as in `` ` ``).
+    """
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(line)]
+    longest_after = [0] * (len(runs) + 1)  # the longest of runs[r:]
+    for r in range(len(runs) - 1, -1, -1):
+        longest_after[r] = max(longest_after[r + 1], runs[r][1] - runs[r][0])
+    pieces: list[str] = []
+    kept = 0  # line[kept:] is not replaced
+    r = 0
+    while r < len(runs):
+        start = max(runs[r][0], kept)
+        opener = runs[r][1] - start
+        size = max(min(opener, longest_after[r + 1]), (opener - 1) // 2)
+        if size <= 0:
+            r += 1
+            continue
+        if 2 * size + 1 <= opener:  # closed inside its own run
+            close = start + size + 1
+        else:
+            r += 1
+            while runs[r][1] - runs[r][0] < size:
+                r += 1
+            close = runs[r][0]
+        pieces += [line[kept:start], " " * (close + size - start)]
+        kept = close + size
+    pieces.append(line[kept:])
+    return "".join(pieces)
+
+
+def wiki_links(line: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, target without its alias, stripped) of the wiki links of one line."""
+    for m in WIKI_LINK.finditer(line):
+        yield m.start(), m.end(), m.group(1).split("|", 1)[0].strip()
+
+
+def markdown_links(line: str) -> Iterator[tuple[int, int, str]]:
+    r"""(start, end, target) of the `[text](target "title")` links of one line, the target
+    as written (`<...>` included), as
+    ``(?<!!)\[[^\]\n]*\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+["'(][^)\n]*)?\s*\)``
+    finds them, in one pass over the line (that pattern reads the rest of the line again
+    from every `[`).
+
+    Every `[` before the same `]` leads to the same match or to none, so each `]` is
+    looked at once; after it, every search moves forward only."""
+    end = len(line)
+    skip_spaces = _Ahead(line, _NOT_SPACE)
+    angle_close = _Ahead(line, _ANGLE_CLOSE)
+    bare_end = _Ahead(line, BARE_TARGET_END)
+    rest_after_angle, rest_after_bare = _LinkRest(line), _LinkRest(line)
+    at = 0
+    while (opening := line.find("[", at)) >= 0:
+        at = opening + 1
+        if opening and line[opening - 1] == "!":
+            continue  # an image
+        closing = line.find("]", at)
+        if closing < 0:
+            return
+        at = closing + 1
+        if not line.startswith("(", at):
+            continue
+        start = skip_spaces(at + 1)
+        if start == end:
+            return
+        if line[start] == "<" and start + 1 < (close := angle_close(start + 1)) < end:
+            link_end = rest_after_angle(close + 1)
+            if link_end >= 0:
+                yield opening, link_end, line[start : close + 1]
+                at = link_end
+                continue
+        if line[start] != ")":
+            stop = bare_end(start)
+            link_end = rest_after_bare(stop)
+            if link_end >= 0:
+                yield opening, link_end, line[start:stop]
+                at = link_end
+
+
+class _Ahead:
+    """Where a one-character pattern next occurs in a line, at or after a position (the
+    line's length when nowhere). Asked for positions that never move back, it reads each
+    character once."""
+
+    def __init__(self, line: str, pattern: re.Pattern[str]) -> None:
+        self._line, self._pattern = line, pattern
+        self._asked, self._found = 1, 0  # nothing known yet
+
+    def __call__(self, start: int) -> int:
+        if not self._asked <= start <= self._found:
+            m = self._pattern.search(self._line, start)
+            self._asked, self._found = start, m.start() if m else len(self._line)
+        return self._found
+
+
+class _LinkRest:
+    r"""What may follow a link's target, ``(?:\s+["'(][^)\n]*)?\s*\)``: where it ends
+    when it starts at a position, or -1."""
+
+    def __init__(self, line: str) -> None:
+        self._line = line
+        self._skip_spaces = _Ahead(line, _NOT_SPACE)
+        self._paren_close = _Ahead(line, _PAREN_CLOSE)
+
+    def __call__(self, at: int) -> int:
+        line = self._line
+        start = self._skip_spaces(at)
+        if start == len(line):
+            return -1
+        if line[start] == ")":
+            return start + 1
+        if start > at and line[start] in "\"'(":  # a title
+            close = self._paren_close(start + 1)
+            return close + 1 if close < len(line) else -1
+        return -1
