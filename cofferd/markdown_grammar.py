@@ -121,6 +121,12 @@ def first_heading(text: str) -> str | None:
     return next((name for _, _, name in headings(text)), None)
 
 
+def first_h1(text: str) -> str | None:
+    """The first top-level heading: a note's title when its frontmatter gives none (as
+    Obsidian reads a note, headings below the first level are sections, never the title)."""
+    return next((name for _, level, name in headings(text) if level == 1), None)
+
+
 def prose_lines(body: str) -> Iterator[tuple[int, str]]:
     """(index of the line in the body, the line with inline code blanked) for each line
     of prose: outside fenced and indented code; what is left is where it was in the line."""

@@ -5,9 +5,10 @@ import pytest
 from cofferd.application.markdown import NotText, document_id, parse
 
 
-def test_title_from_frontmatter_then_heading_then_filename() -> None:
+def test_title_from_frontmatter_then_top_heading_then_filename() -> None:
     assert parse(b"---\ntitle: Plan\n---\n# Heading\n", "a.md").title == "Plan"
-    assert parse(b"intro\n\n## Second level\n", "a.md").title == "Second level"
+    assert parse(b"intro\n\n## Second level\n", "a.md").title == "a"  # a section
+    assert parse(b"## Second level\n\n# Top\n", "a.md").title == "Top"
     assert parse(b"```\n# not a heading\n```\nplain", "dir/meeting notes.md").title == (
         "meeting notes"
     )

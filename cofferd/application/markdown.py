@@ -19,7 +19,7 @@ from cofferd.domain.budgets import DEFAULT, Budget
 from cofferd.domain.conflicts import has_merge_markers
 from cofferd.domain.links import Link, links_of
 from cofferd.domain.tags import aliases_of, tags_of
-from cofferd.markdown_grammar import first_heading
+from cofferd.markdown_grammar import first_h1
 
 ULID_NAME = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}\.md$")
 _FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
@@ -178,9 +178,7 @@ def parse(data: bytes, relpath: str, budget: Budget = DEFAULT) -> ParsedMarkdown
     frontmatter, body, malformed = split_frontmatter(text)
     if malformed:
         notes.append("malformed_frontmatter")
-    title = (
-        _text_value(frontmatter.get("title")) or first_heading(body) or PurePosixPath(relpath).stem
-    )
+    title = _text_value(frontmatter.get("title")) or first_h1(body) or PurePosixPath(relpath).stem
     mode = frontmatter.get("source_mode")
     recorded = frontmatter.get("body_sha256")
     if mode == "converted" and isinstance(recorded, str) and recorded != body_hash(body):

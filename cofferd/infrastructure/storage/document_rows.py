@@ -20,6 +20,7 @@ from cofferd.infrastructure.storage.schema import DEGRADED, MERGE_CONFLICT
 from cofferd.infrastructure.storage.sqlite import Connection
 
 SCOPE = "kind = ? AND resource_name = ?"
+NAMED_BY = ("title", "path", "aliases")  # what finding a document by name looks in
 AMBIGUOUS_SHOWN = 5  # documents named when an id prefix fits several
 EMBED_ERROR_CHARS = 500
 DETAILS_PER_QUERY = 10_000  # paths in one JSON list
@@ -294,12 +295,15 @@ def degraded(conn: Connection, kb: str) -> list[tuple[str, list[str]]]:
 def page(
     conn: Connection, kb: str, q: str | None, limit: int, offset: int
 ) -> tuple[list[Document], int]:
-    """Documents newest first (titles containing `q`, when given), and how many there are."""
+    """Documents newest first (when `q` is given, those whose title, file name or an alias
+    holds it, in any ASCII case), and how many there are."""
     where = SCOPE
     args: list[Any] = [KB_KIND, kb]
     if q:
-        where += " AND lower(title) LIKE lower(?) ESCAPE '\\'"
-        args.append(f"%{_like_escaped(q)}%")
+        where += (
+            " AND (" + " OR ".join(f"lower({c}) LIKE lower(?) ESCAPE '\\'" for c in NAMED_BY) + ")"
+        )
+        args += [f"%{_like_escaped(q)}%"] * len(NAMED_BY)
     total = conn.execute(f"SELECT count(*) FROM documents WHERE {where}", args).fetchone()
     rows = conn.execute(
         f"SELECT * FROM documents WHERE {where} ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
