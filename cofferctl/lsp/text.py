@@ -157,11 +157,12 @@ def reheaded(written: str, link: dict[str, Any], old: str, new: str) -> str | No
 
 
 def path_of(uri: str) -> Path | None:
-    """The file a `file:` URI names; None for any other URI."""
+    """The file a `file:` URI names; None for any other URI (and one holding NUL)."""
     parsed = urlparse(uri)
-    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+    path = unquote(parsed.path)
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost") or "\0" in path:
         return None
-    return Path(unquote(parsed.path))
+    return Path(path)
 
 
 def uri_of(path: Path) -> str:

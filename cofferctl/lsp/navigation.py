@@ -1,0 +1,85 @@
+"""Navigation: go to the note (and heading) a link leads to, hover a link to see that
+note's first lines, and the notes that link to this one (references: its backlinks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cofferctl.lsp import text
+from cofferctl.lsp.daemon import Daemon
+from cofferctl.lsp.workspace import (
+    HEADING_READ_BYTES,
+    Note,
+    Workspace,
+    param,
+    read_start,
+    uri_param,
+)
+
+HOVER_READ_BYTES = 64 * 1024
+
+
+class Navigation:
+    def __init__(self, workspace: Workspace, daemon: Daemon) -> None:
+        self.workspace, self.daemon = workspace, daemon
+
+    def definition(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        found = self.link_at(params)
+        return target(*found) if found else None
+
+    def hover(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """On a link: the note it leads to, its path and first lines."""
+        found = self.link_at(params)
+        where = target(*found) if found else None
+        if found is None or where is None:
+            return None
+        path = text.path_of(where["uri"])
+        content = read_start(path, HOVER_READ_BYTES) if path else ""
+        shown = f"**{found[1]['relative_path']}**\n\n{text.first_lines(content)}"
+        return {"contents": {"kind": "markdown", "value": shown}}
+
+    def references(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """The notes that link to this one (backlinks), each at the line of its link."""
+        note = self.workspace.current(uri_param(params), placed_only=True)
+        if note is None or note.kb is None or note.relpath is None or note.root is None:
+            return []
+        kb, relpath, root = note.kb, note.relpath, note.root
+        found = self.daemon.ask(lambda c: c.get(c.document(kb, relpath, "/links")))
+        if not isinstance(found, dict):
+            return []
+        out = []
+        for link in found["backlinks"]:
+            start = {"line": max(link["line"] - 1, 0), "character": 0}
+            where = text.uri_of(root / link["relative_path"])
+            out.append({"uri": where, "range": {"start": start, "end": start}})
+        return out
+
+    def link_at(self, params: dict[str, Any]) -> tuple[Note, dict[str, Any]] | None:
+        """The open note and its link at the position asked about."""
+        uri = uri_param(params)
+        position = param(params, "position", dict)
+        line_no, column = param(position, "line", int), param(position, "character", int)
+        note = self.workspace.current(uri)
+        if note is None or note.root is None:
+            return None
+        lines = note.text.split("\n")
+        if not 0 <= line_no < len(lines):
+            return None
+        at = text.index_of(lines[line_no], column, self.workspace.encoding)
+        for link in note.links:
+            if link["line"] == line_no + 1 and link["start"] <= at < link["end"]:
+                return note, link
+        return None
+
+
+def target(note: Note, link: dict[str, Any]) -> dict[str, Any] | None:
+    """Where a link leads: its note, at its heading when it names one."""
+    if link["relative_path"] is None or note.root is None:
+        return None
+    path = note.root / link["relative_path"]
+    line = 0
+    _, hash_, heading = link["target"].partition("#")
+    if hash_ and heading:
+        line = text.heading_line(read_start(path, HEADING_READ_BYTES), heading) or 0
+    start = {"line": line, "character": 0}
+    return {"uri": text.uri_of(path), "range": {"start": start, "end": start}}

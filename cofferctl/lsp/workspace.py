@@ -1,0 +1,229 @@
+"""The notes open in the editor, as every feature reads them: each note's text as the editor
+holds it, which knowledge base holds it (`document_changes` names their folders) and its
+links as cofferd last placed and resolved them; the workspace's folders and the client's
+position encoding. A note in no knowledge base is left alone.
+
+The reading thread records the editor's text (`open`, `change`, `close`) and never waits;
+the diagnostics thread places and inspects notes; request workers read them, and
+`current` lets one wait (bounded) for the inspection of the text it is asked about.
+Memory is bounded: the open notes hold at most `OPEN_TEXT_MAX_CHARS` of text together
+(a note beyond it is not followed, and says so), and a closed note is let go.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cofferctl.jsonrpc import INVALID_PARAMS, RpcError
+from cofferctl.lsp import text
+from cofferctl.lsp.daemon import TIMEOUT_S, Daemon
+
+HEADING_READ_BYTES = 16 * 1024 * 1024  # as far as cofferd indexes a note
+NOTE_MAX_CHARS = HEADING_READ_BYTES  # a longer note's links are not checked
+OPEN_TEXT_MAX_CHARS = 256 * 1024 * 1024  # the text of every open note, together
+GIVE_BACK_CHARS = 8 * 1024 * 1024  # closed notes' text after which memory is given back
+
+
+@dataclass
+class Note:
+    """A note open in the editor: its text as the editor holds it."""
+
+    uri: str
+    text: str
+    kb: str | None = None
+    relpath: str | None = None
+    root: Path | None = None  # the KB's docs folder, as the editor's path names it
+    links: list[dict[str, Any]] = field(default_factory=list)  # from the last inspection
+    changes: int | None = None  # its KB's count of document changes when last inspected
+    version: int = 0  # counts the editor's changes: an inspection of an older one is dropped
+    inspected: int = -1  # the version the links are of (or that could not be inspected)
+    placed: bool = False  # looked for in the knowledge bases
+    held: bool = True  # False: over a memory budget, its text is not kept
+    too_large: str | None = None  # why its links are not checked
+
+
+class Workspace:
+    """The open notes, and where each is."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.encoding = text.UTF16
+        self.roots: list[Path] = []  # the workspace's folders
+        self.notes: dict[str, Note] = {}
+        self.lock = threading.Condition()  # notes and their fields; notified on inspection
+        self._folders: list[tuple[Path, str]] | None = None  # (docs folder, KB), real paths
+        self.kb_changes: dict[str, int] = {}  # each KB's count of document changes
+        self._open_chars = 0
+        self._closed_chars = 0
+
+    # -- the editor's text (the reading thread: nothing here waits on the daemon) --
+
+    def open(self, uri: str, body: str) -> Note:
+        with self.lock:
+            old = self.notes.pop(uri, None)
+            if old is not None:
+                self._open_chars -= len(old.text)
+            note = Note(uri, "")
+            self.notes[uri] = note
+            self._hold(note, body)
+            return note
+
+    def change(self, uri: str, body: str) -> Note | None:
+        with self.lock:
+            note = self.notes.get(uri)
+            if note is not None:
+                self._open_chars -= len(note.text)
+                note.version += 1
+                self._hold(note, body)
+            return note
+
+    def close(self, uri: str) -> Note | None:
+        with self.lock:
+            note = self.notes.pop(uri, None)
+            if note is not None:
+                self._open_chars -= len(note.text)
+                self._closed_chars += len(note.text)
+                note.text, note.links = "", []
+                self.lock.notify_all()
+        if self._closed_chars > GIVE_BACK_CHARS:
+            self._closed_chars = 0
+            _give_memory_back()
+        return note
+
+    def _hold(self, note: Note, body: str) -> None:
+        """Keep `body` as the note's text when the budgets allow it."""
+        note.too_large = None
+        if len(body) > NOTE_MAX_CHARS:
+            note.too_large = (
+                f"this note is over {NOTE_MAX_CHARS // (1024 * 1024)} MiB: Coffer checks "
+                "the links of shorter notes (as far as cofferd indexes one)"
+            )
+        elif self._open_chars + len(body) > OPEN_TEXT_MAX_CHARS:
+            note.too_large = (
+                f"the open notes hold over {OPEN_TEXT_MAX_CHARS // (1024 * 1024)} MiB of "
+                "text: Coffer does not follow this one (close some notes)"
+            )
+        note.held = note.too_large is None
+        note.text = body if note.held else ""
+        self._open_chars += len(note.text)
+        if not note.held:
+            note.links = []
+
+    # -- what the features read --
+
+    def get(self, uri: str) -> Note | None:
+        with self.lock:
+            return self.notes.get(uri)
+
+    def current(self, uri: str, placed_only: bool = False) -> Note | None:
+        """The open note, once its current text is inspected (or only placed in its KB);
+        waits at most a daemon call's bound, then gives it as it is."""
+        deadline = time.monotonic() + TIMEOUT_S + 0.5
+        with self.lock:
+            while (note := self.notes.get(uri)) is not None and note.held:
+                done = note.placed if placed_only else note.inspected >= note.version
+                left = deadline - time.monotonic()
+                if done or left <= 0 or self.daemon.stalled:
+                    break
+                self.lock.wait(left)
+            return note
+
+    # -- the knowledge bases (the diagnostics thread and request workers) --
+
+    def place(self, note: Note, ask_again: bool = True) -> None:
+        """Which KB's docs folder holds the note, and where in it."""
+        where = self.where(note.uri, ask_again)
+        with self.lock:
+            note.kb, note.relpath, note.root = where
+            note.placed = True
+            self.lock.notify_all()
+
+    def where(self, uri: str, ask_again: bool = True) -> tuple[str | None, str | None, Path | None]:
+        """(KB, path in it, its docs folder as the editor's path names it) of `uri`."""
+        path = text.path_of(uri)
+        if path is None:
+            return None, None, None
+        real = Path(os.path.realpath(path))
+        again = ask_again and self._folders is not None  # a KB made since the last answer
+        for refresh in (False, True) if again else (False,):
+            for folder, kb in self.kb_folders(refresh):
+                relpath = text.relative(real, folder)
+                if relpath is not None:
+                    # the folder as the editor names it: a jump stays under that name
+                    parts = len(Path(relpath).parts)
+                    return kb, relpath, path.parents[parts - 1] if parts else path
+        return None, None, None
+
+    def kb_folders(self, refresh: bool, probe: bool = False) -> list[tuple[Path, str]]:
+        if self._folders is None or refresh:
+            found = self.daemon.ask(lambda c: c.get("/api/v1/document_changes"), probe=probe)
+            if not isinstance(found, dict):
+                return self._folders or []
+            kbs = found["knowledge_bases"]
+            self._folders = [(Path(os.path.realpath(kb["docs_path"])), kb["name"]) for kb in kbs]
+            self.kb_changes = {kb["name"]: kb["document_changes"] for kb in kbs}
+        return self._folders
+
+    @property
+    def folders(self) -> list[tuple[Path, str]] | None:
+        return self._folders
+
+    def workspace_kbs(self) -> list[str]:
+        """The KBs of the open notes, and those whose folders hold or are in the workspace."""
+        with self.lock:
+            names = {note.kb for note in self.notes.values() if note.kb}
+        roots = [Path(os.path.realpath(root)) for root in self.roots]
+        for folder, kb in self.kb_folders(refresh=False):
+            if any(folder.is_relative_to(r) or r.is_relative_to(folder) for r in roots):
+                names.add(kb)
+        return sorted(names)
+
+
+def _give_memory_back() -> None:
+    """Return freed memory to the system (glibc keeps the freed text of closed notes in
+    its arenas otherwise)."""
+    import ctypes  # only when notes are closed: not on every start
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name:
+        try:
+            trim = ctypes.CDLL(name).malloc_trim
+        except (OSError, AttributeError):
+            return
+        trim(0)
+
+
+def read_start(path: Path, limit: int) -> str:
+    """The start of a note the editor may jump to ('' when it cannot be read)."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def param(params: dict[str, Any], name: str, kind: type) -> Any:
+    """A client's parameter of that type, or an "invalid params" error answer."""
+    value = params.get(name) if isinstance(params, dict) else None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise RpcError(INVALID_PARAMS, f"`{name}` must be a {kind.__name__}")
+    return value
+
+
+def uri_param(params: dict[str, Any]) -> str:
+    """The `textDocument.uri` of a request: a URI whose path holds a NUL is refused."""
+    uri: str = param(param(params, "textDocument", dict), "uri", str)
+    checked_uri(uri)
+    return uri
+
+
+def checked_uri(uri: str) -> str:
+    if "\0" in uri or "%00" in uri:
+        raise RpcError(INVALID_PARAMS, "a URI holding NUL (%00) names no file")
+    return uri
