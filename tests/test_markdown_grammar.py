@@ -1,0 +1,131 @@
+"""The daemon and the editor read one Markdown grammar (`cofferd.markdown_grammar`), so on
+the same text they agree: the headings the chunker files passages under and the title
+are the headings the editor lists and jumps to; the links and tags the daemon reads are
+where the editor completes them, and none is read or completed in code. Fences follow
+CommonMark: up to three spaces before one (four make indented code), backticks or
+tildes, closed by a run of the same at least as long with nothing after it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from cofferctl.lsp import text as editor_text
+from cofferctl.lsp.completion import _in_code
+from cofferctl.lsp.symbols import heading_symbols
+from cofferd.application.chunker import _blocks, chunk_markdown
+from cofferd.application.markdown import parse
+from cofferd.domain.links import links_of
+from cofferd.domain.tags import inline_tags
+from cofferd.markdown_grammar import code_lines, fence_closes, fence_opening
+
+TEXTS = {
+    "fence at 0 spaces": "```\n# in code\n```\n# After\n",
+    "fence at 3 spaces": "   ```\n# in code\n   ```\n# After\n",
+    "fence at 4 spaces is indented code": "    ```\n# Heading\ntext\n",
+    "tilde fence holds backticks": "~~~\n```\n# in code\n~~~\n# After\n",
+    "closing run shorter": "````\n```\n# in code\n````\n# After\n",
+    "closing fence with text after": "```\n``` x\n# in code\n```\n# After\n",
+    "closing fence indented 4": "```\n    ```\n# in code\n```\n# After\n",
+    "unclosed fence": "# Top\n```\n# in code\n## still code\n",
+    "backtick in a backtick info string": "``` a`b\n# Heading\n",
+    "tilde info string may hold backticks": "~~~ a`b\n# in code\n~~~\n# After\n",
+    "nested levels": "# A\n## B\n### C\n## D\n# E\n",
+    "closing #s and blanks": "#   Plan ##  \n## Budget #\n#\n#no\n",
+    "links and tags in code": (
+        "# Links\n`[[a]]` [[b]] [c](c.md) `[d](d.md)`\n```\n[[e]] #fenced\n```\n"
+        "    [[f]] #indented\n[[g]] #tag `#no` and #yes\n~~~~\n[[h]]\n~~~\n[[i]]\n"
+    ),
+}
+
+
+def daemon_headings(body: str) -> list[tuple[int, int, str]]:
+    """(line, level, text) of the headings the chunker files passages under."""
+    return [(line, level, name) for level, name, _, line in _blocks(body) if level and name]
+
+
+def editor_headings(body: str) -> list[tuple[int, int, str]]:
+    """(line, level, text) of the editor's document symbols, in order."""
+    out: list[tuple[int, int, str]] = []
+
+    def walk(symbols: list[dict[str, object]], level: int) -> None:
+        for s in symbols:
+            start = s["range"]["start"]["line"]  # type: ignore[index]
+            out.append((start, level, str(s["name"])))
+            walk(s["children"], level + 1)  # type: ignore[arg-type]
+
+    walk(heading_symbols(body, editor_text.UTF16), 1)
+    return sorted(out)
+
+
+@pytest.mark.parametrize("name", list(TEXTS))
+def test_the_daemon_and_the_editor_agree_on_headings(name: str) -> None:
+    body = TEXTS[name]
+    daemon = daemon_headings(body)
+    assert [(line, name) for line, _, name in daemon] == [
+        (line, name) for line, _, name in editor_headings(body)
+    ]
+    assert all("in code" not in found and "still" not in found for _, _, found in daemon)
+    title = parse(body.encode(), "note.md").title
+    assert title == (daemon[0][2] if daemon else "note")
+    for line, _, found in daemon:
+        assert editor_text.heading_line(body, found) == line
+    chunks = chunk_markdown(body, "T", 100, 0)
+    filed = {name for chunk in chunks for name in chunk.heading[1:]}
+    assert filed <= {found for _, _, found in daemon}
+
+
+@pytest.mark.parametrize("name", list(TEXTS))
+def test_the_editor_completes_links_and_tags_where_the_daemon_reads_them(name: str) -> None:
+    body = TEXTS[name]
+    read = {(link.line - 1, link.start) for link in links_of(body, "n.md")}
+    lines = body.split("\n")
+    for number, line in enumerate(lines):
+        for m in re.finditer(r"\[\[", line):
+            at = m.end() + 1
+            completes = not _in_code(body, number, line, at, "note", m.end())
+            assert completes == ((number, m.start()) in read), (number, line)
+    tags = set()
+    for number, line in enumerate(lines):
+        for m in re.finditer(r"(?:^|(?<=\s))#([a-z]+)", line):
+            if not _in_code(body, number, line, m.end(), "tag", m.start() + 1):
+                tags.add(m.group(1))
+    assert tags == set(inline_tags(body))
+
+
+def test_links_in_code_are_neither_read_nor_completed() -> None:
+    body = TEXTS["links and tags in code"]
+    found = sorted(link.target for link in links_of(body, "n.md"))
+    assert found == ["b", "c.md", "g"]  # `~~~` closes no `~~~~`: [[i]] is still code
+    assert set(inline_tags(body)) == {"tag", "yes"}
+
+
+@pytest.mark.parametrize(
+    ("line", "opening"),
+    [("```", "```"), ("   ~~~~ py", "~~~~"), ("    ```", None), ("``", None), ("``` a`", None)],
+)
+def test_fence_openings(line: str, opening: str | None) -> None:
+    assert fence_opening(line) == opening
+
+
+@pytest.mark.parametrize(
+    ("line", "opening", "closes"),
+    [
+        ("```", "```", True),
+        ("   ````  ", "```", True),
+        ("``", "```", False),
+        ("~~~", "```", False),
+        ("``` x", "```", False),
+        ("    ```", "```", False),
+    ],
+)
+def test_fence_closings(line: str, opening: str, closes: bool) -> None:
+    assert fence_closes(line, opening) is closes
+
+
+def test_code_lines_mark_the_fences() -> None:
+    lines = ["a", "```", "b", "```", "~~~", "c"]
+    assert [part for _, _, part in code_lines(lines)] == [
+        "", "opens", "code", "closes", "opens", "code"
+    ]  # fmt: skip
