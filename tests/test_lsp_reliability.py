@@ -291,3 +291,36 @@ def test_a_note_over_the_budget_says_why_it_has_no_diagnostics(
     client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
     assert client.diagnostics(uri) == []  # withdrawn, and the note let go
     assert client.end() == 0
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_open_notes_cost_a_bounded_multiple_of_their_text_and_closing_gives_it_back(
+    vault: tuple[Daemon, str, RawClient],
+) -> None:
+    """200 notes of 100 KB, 2,000 links each (cofferd's budget): the server held 11 times
+    their text, and half of it after they were closed."""
+    d, kb, client = vault
+    body = ("word [[plan]] " * 7200)[:100_000]
+    uris = [(d.docs(kb) / f"many/n{i}.md").as_uri() for i in range(200)]
+    started = rss_mib(client.proc.pid)
+    for n, uri in enumerate(uris):
+        item = {"uri": uri, "languageId": "markdown", "version": 1, "text": body + str(n)}
+        client.notify("textDocument/didOpen", {"textDocument": item})
+    client.diagnostics(uris[-1], within=120)
+    opened = rss_mib(client.proc.pid) - started
+    for uri in uris:
+        client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    client.ask("textDocument/documentSymbol", {"textDocument": {"uri": uris[-1]}})
+    deadline = time.monotonic() + 10
+    while (left := rss_mib(client.proc.pid) - started) > opened / 4:
+        assert time.monotonic() < deadline, f"{left:.0f} MiB of {opened:.0f} MiB still held"
+        time.sleep(0.1)
+    assert opened < 4 * len(uris) * len(body) / 2**20, f"{opened:.0f} MiB for 19 MiB of text"
+    assert client.end() == 0

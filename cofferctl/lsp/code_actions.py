@@ -32,9 +32,9 @@ class CodeActions:
             return []
         actions = []
         for link in note.links:
-            if link["relative_path"] is not None or not first <= link["line"] - 1 <= last:
+            if link.relative_path is not None or not first <= link.line - 1 <= last:
                 continue
-            relpath = text.new_note_path(link["type"], link["target"], note.relpath)
+            relpath = text.new_note_path(link.type, link.target, note.relpath)
             if relpath is None:
                 continue
             made = text.uri_of(note.root / relpath)
@@ -73,7 +73,7 @@ class CodeActions:
         first, last = text.mention(line, first, last)
         mention = line[first:last]
         inside = any(
-            link["line"] == line_no + 1 and link["start"] < last and first < link["end"]
+            link.line == line_no + 1 and link.start < last and first < link.end
             for link in note.links
         )
         if not mention.strip() or inside or len(mention) > MENTION_MAX_CHARS:

@@ -21,7 +21,7 @@ from typing import Any
 from cofferctl.lsp import text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.stdio import Transport, log
-from cofferctl.lsp.workspace import Note, Workspace
+from cofferctl.lsp.workspace import HeldLinks, Note, Workspace
 
 ERROR, WARNING, INFORMATION = 1, 2, 3  # diagnostic severities
 SOURCE = "coffer"
@@ -99,7 +99,8 @@ class Diagnostics:
                 return  # closed, or changed since: a later inspection follows
             note.inspected = version
             if found is not None:
-                note.links, note.changes = found["links"], found["document_changes"]
+                ws.set_links(note, HeldLinks(found["links"]))
+                note.changes = found["document_changes"]
             elif too_large is None and kb is not None:
                 note.changes = UNANSWERED  # looked at again once the daemon answers
             ws.lock.notify_all()
@@ -127,7 +128,7 @@ class Diagnostics:
             elif note.kb not in ws.kb_changes:
                 with ws.lock:
                     note.kb = note.relpath = note.root = note.changes = None
-                    note.links = []
+                    ws.set_links(note, HeldLinks())
                 self._publish(note.uri, [])
             elif note.changes is not None and note.changes != ws.kb_changes[note.kb]:
                 self.schedule(note.uri)

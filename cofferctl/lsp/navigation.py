@@ -9,6 +9,7 @@ from cofferctl.lsp import text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import (
     HEADING_READ_BYTES,
+    HeldLink,
     Note,
     Workspace,
     param,
@@ -35,7 +36,7 @@ class Navigation:
             return None
         path = text.path_of(where["uri"])
         content = read_start(path, HOVER_READ_BYTES) if path else ""
-        shown = f"**{found[1]['relative_path']}**\n\n{text.first_lines(content)}"
+        shown = f"**{found[1].relative_path}**\n\n{text.first_lines(content)}"
         return {"contents": {"kind": "markdown", "value": shown}}
 
     def references(self, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -54,7 +55,7 @@ class Navigation:
             out.append({"uri": where, "range": {"start": start, "end": start}})
         return out
 
-    def link_at(self, params: dict[str, Any]) -> tuple[Note, dict[str, Any]] | None:
+    def link_at(self, params: dict[str, Any]) -> tuple[Note, HeldLink] | None:
         """The open note and its link at the position asked about."""
         uri = uri_param(params)
         position = param(params, "position", dict)
@@ -67,18 +68,18 @@ class Navigation:
             return None
         at = text.index_of(lines[line_no], column, self.workspace.encoding)
         for link in note.links:
-            if link["line"] == line_no + 1 and link["start"] <= at < link["end"]:
+            if link.line == line_no + 1 and link.start <= at < link.end:
                 return note, link
         return None
 
 
-def target(note: Note, link: dict[str, Any]) -> dict[str, Any] | None:
+def target(note: Note, link: HeldLink) -> dict[str, Any] | None:
     """Where a link leads: its note, at its heading when it names one."""
-    if link["relative_path"] is None or note.root is None:
+    if link.relative_path is None or note.root is None:
         return None
-    path = note.root / link["relative_path"]
+    path = note.root / link.relative_path
     line = 0
-    _, hash_, heading = link["target"].partition("#")
+    _, hash_, heading = link.target.partition("#")
     if hash_ and heading:
         line = text.heading_line(read_start(path, HEADING_READ_BYTES), heading) or 0
     start = {"line": line, "character": 0}

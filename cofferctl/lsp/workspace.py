@@ -13,8 +13,11 @@ Memory is bounded: the open notes hold at most `OPEN_TEXT_MAX_CHARS` of text tog
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,52 @@ from cofferctl.lsp.daemon import TIMEOUT_S, Daemon
 HEADING_READ_BYTES = 16 * 1024 * 1024  # as far as cofferd indexes a note
 NOTE_MAX_CHARS = HEADING_READ_BYTES  # a longer note's links are not checked
 OPEN_TEXT_MAX_CHARS = 256 * 1024 * 1024  # the text of every open note, together
+LINK_CHARS = 16  # what one link held counts for, in that budget (see HeldLinks)
 GIVE_BACK_CHARS = 8 * 1024 * 1024  # closed notes' text after which memory is given back
+
+
+@dataclass(frozen=True, slots=True)
+class HeldLink:
+    """A link of an open note, as the features read it (the rest of cofferd's answer, a
+    dict per link, is let go once the diagnostics are made)."""
+
+    line: int  # from 1
+    start: int  # in the line, in characters
+    end: int
+    type: str
+    target: str
+    relative_path: str | None  # where it leads; None: broken
+
+
+class HeldLinks:
+    """The links of an open note from its last inspection, held compactly (three numbers
+    in an array and two shared strings each; cofferd's answer, a dict per link, is let go
+    once the diagnostics are made): a `HeldLink` is made for each as they are read."""
+
+    __slots__ = ("_kinds", "_paths", "_spans", "_targets")
+
+    def __init__(self, found: Iterable[dict[str, Any]] = ()) -> None:
+        intern = sys.intern  # the same few types, targets and paths, once each
+        self._spans = array("q")
+        self._kinds: list[str] = []
+        self._targets: list[str] = []
+        self._paths: list[str | None] = []
+        for link in found:
+            self._spans.extend((link["line"], link["start"], link["end"]))
+            self._kinds.append(intern(link["type"]))
+            self._targets.append(intern(link["target"]))
+            path = link["relative_path"]
+            self._paths.append(intern(path) if path is not None else None)
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def __iter__(self) -> Iterator[HeldLink]:
+        spans = self._spans
+        for n, (kind, target, path) in enumerate(
+            zip(self._kinds, self._targets, self._paths, strict=True)
+        ):
+            yield HeldLink(spans[3 * n], spans[3 * n + 1], spans[3 * n + 2], kind, target, path)
 
 
 @dataclass
@@ -38,7 +86,7 @@ class Note:
     kb: str | None = None
     relpath: str | None = None
     root: Path | None = None  # the KB's docs folder, as the editor's path names it
-    links: list[dict[str, Any]] = field(default_factory=list)  # from the last inspection
+    links: HeldLinks = field(default_factory=HeldLinks)  # from the last inspection
     changes: int | None = None  # its KB's count of document changes when last inspected
     version: int = 0  # counts the editor's changes: an inspection of an older one is dropped
     inspected: int = -1  # the version the links are of (or that could not be inspected)
@@ -67,7 +115,7 @@ class Workspace:
         with self.lock:
             old = self.notes.pop(uri, None)
             if old is not None:
-                self._open_chars -= len(old.text)
+                self._open_chars -= self._held(old)
             note = Note(uri, "")
             self.notes[uri] = note
             self._hold(note, body)
@@ -77,7 +125,7 @@ class Workspace:
         with self.lock:
             note = self.notes.get(uri)
             if note is not None:
-                self._open_chars -= len(note.text)
+                self._open_chars -= self._held(note)
                 note.version += 1
                 self._hold(note, body)
             return note
@@ -86,14 +134,22 @@ class Workspace:
         with self.lock:
             note = self.notes.pop(uri, None)
             if note is not None:
-                self._open_chars -= len(note.text)
-                self._closed_chars += len(note.text)
-                note.text, note.links = "", []
+                self._open_chars -= self._held(note)
+                self._closed_chars += self._held(note)
+                note.text, note.links = "", HeldLinks()
                 self.lock.notify_all()
         if self._closed_chars > GIVE_BACK_CHARS:
             self._closed_chars = 0
             _give_memory_back()
         return note
+
+    def set_links(self, note: Note, links: HeldLinks) -> None:
+        """The note's links from an inspection (under `lock`), counted in the budget."""
+        self._open_chars += (len(links) - len(note.links)) * LINK_CHARS
+        note.links = links
+
+    def _held(self, note: Note) -> int:
+        return len(note.text) + len(note.links) * LINK_CHARS
 
     def _hold(self, note: Note, body: str) -> None:
         """Keep `body` as the note's text when the budgets allow it."""
@@ -110,9 +166,9 @@ class Workspace:
             )
         note.held = note.too_large is None
         note.text = body if note.held else ""
-        self._open_chars += len(note.text)
         if not note.held:
-            note.links = []
+            note.links = HeldLinks()
+        self._open_chars += self._held(note)
 
     # -- what the features read --
 
