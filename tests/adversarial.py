@@ -89,9 +89,9 @@ def _copy_names() -> Callable[[str], object]:
 
 
 def _first_heading() -> Callable[[str], object]:
-    from cofferd.application.markdown import first_heading
+    from cofferd.markdown_grammar import first_h1
 
-    return first_heading
+    return first_h1
 
 
 def _frontmatter() -> Callable[[str], object]:

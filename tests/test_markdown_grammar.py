@@ -34,7 +34,7 @@ TEXTS = {
     "nested levels": "# A\n## B\n### C\n## D\n# E\n",
     "closing #s and blanks": "#   Plan ##  \n## Budget #\n#\n#no\n",
     "links and tags in code": (
-        "# Links\n`[[a]]` [[b]] [c](c.md) `[d](d.md)`\n```\n[[e]] #fenced\n```\n"
+        "## Section\n# Links\n`[[a]]` [[b]] [c](c.md) `[d](d.md)`\n```\n[[e]] #fenced\n```\n"
         "    [[f]] #indented\n[[g]] #tag `#no` and #yes\n~~~~\n[[h]]\n~~~\n[[i]]\n"
     ),
 }
@@ -68,7 +68,8 @@ def test_the_daemon_and_the_editor_agree_on_headings(name: str) -> None:
     ]
     assert all("in code" not in found and "still" not in found for _, _, found in daemon)
     title = parse(body.encode(), "note.md").title
-    assert title == (daemon[0][2] if daemon else "note")
+    top = [found for _, level, found in daemon if level == 1]
+    assert title == (top[0] if top else "note")  # the first top-level heading
     for line, _, found in daemon:
         assert editor_text.heading_line(body, found) == line
     chunks = chunk_markdown(body, "T", 100, 0)
