@@ -8,7 +8,8 @@ latest text when it starts, and its answer is dropped when a later change came m
 (that change's own inspection follows), so typing fast never queues stale inspections.
 The same thread follows the daemon: every `REFRESH_S` it asks whether a KB's documents
 changed (a note made, removed or renamed elsewhere) and looks at its open notes again;
-that question is also the probe that tells a stalled daemon answers again.
+that question is also the probe that tells a stalled daemon answers again (asked even
+before `initialized` while the daemon is stalled).
 """
 
 from __future__ import annotations
@@ -57,13 +58,13 @@ class Diagnostics:
                 while True:
                     now = time.monotonic()
                     ready = [uri for uri, at in self._due.items() if at <= now]
-                    refresh = self._refreshing and now >= next_refresh
+                    refresh = now >= next_refresh
+                    if refresh and not (self._refreshing or self.daemon.stalled):
+                        refresh, next_refresh = False, now + REFRESH_S  # (stalled: a probe)
                     if ready or refresh:
                         break
-                    until = min(self._due.values(), default=math.inf)
-                    if self._refreshing:
-                        until = min(until, next_refresh)
-                    self._wake.wait(None if until == math.inf else until - now)
+                    until = min(min(self._due.values(), default=math.inf), next_refresh)
+                    self._wake.wait(max(0.0, until - now))
                 for uri in ready:
                     del self._due[uri]
             for uri in ready:
