@@ -6,8 +6,10 @@ position encoding. A note in no knowledge base is left alone.
 The reading thread records the editor's text (`open`, `change`, `close`) and never waits;
 the diagnostics thread places and inspects notes; request workers read them, and
 `current` lets one wait (bounded) for the inspection of the text it is asked about.
-Memory is bounded: the open notes hold at most `OPEN_TEXT_MAX_CHARS` of text together
-(a note beyond it is not followed, and says so), and a closed note is let go.
+Memory is bounded: the open notes hold at most `OPEN_TEXT_MAX_CHARS` of text together,
+their links counted in (`HeldLinks`: compact); a note beyond it, or longer than cofferd
+indexes one, is not followed and its diagnostic says why; a closed note is let go, and
+the memory it held given back to the system.
 """
 
 from __future__ import annotations
