@@ -207,15 +207,16 @@ def cases(r: Run) -> None:
         (folder / "docs").mkdir(parents=True)
         (folder / "docs" / "a.md").write_text("# A\n\nsynced words\n")
         (folder / "kb.yaml").write_text(alias_bomb())
-        status = r.until(
-            lambda: next(
-                (k for k in r.client.get("/api/v1/status")["knowledge_bases"]
-                 if k["name"] == "synced" and (k.get("problem") or k.get("settings_error"))),
-                None,
-            ),
-            60,
-        )  # fmt: skip
-        return str(status.get("problem") or status.get("settings_error"))[:120]
+
+        def said() -> str | None:
+            status = r.client.get("/api/v1/status")
+            for k in status["knowledge_bases"]:
+                if k["name"] == "synced" and (k.get("settings_error") or k["problems"]):
+                    return str(k.get("settings_error") or k["problems"])
+            refused = [f for f in status.get("refused_folders", []) if "synced" in str(f)]
+            return str(refused) if refused else None
+
+        return str(r.until(said, 120))[:120]
 
     r.case("kb.yaml alias bomb (synced)", synced_alias_bomb)
 
