@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from cofferd import safe_yaml
 from cofferd.domain.budgets import DEFAULT, Budget
 from cofferd.domain.conflicts import has_merge_markers
 from cofferd.domain.links import Link, links_of
@@ -124,31 +125,18 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:
     if end is None:
         return {}, text, True
     try:
-        data = yaml.safe_load(text[first_nl + 1 : end.start()])
-    except (yaml.YAMLError, RecursionError):
+        data = safe_yaml.load(
+            text[first_nl + 1 : end.start()],
+            max_nodes=FRONTMATTER_MAX_NODES,
+            max_depth=FRONTMATTER_MAX_DEPTH,
+        )
+    except (yaml.YAMLError, safe_yaml.YamlTooLarge):
         return {}, text, True
     if data is None:
         data = {}
-    if not isinstance(data, dict) or not _small(data):
+    if not isinstance(data, dict):
         return {}, text, True
     return data, text[end.end() :].lstrip("\n"), False
-
-
-def _small(data: Any) -> bool:
-    """Whether the value stays within the frontmatter bounds once fully expanded."""
-    budget = FRONTMATTER_MAX_NODES
-    stack = [(data, 0)]
-    while stack:
-        value, depth = stack.pop()
-        budget -= 1
-        if budget < 0 or depth > FRONTMATTER_MAX_DEPTH:
-            return False
-        if isinstance(value, dict):
-            stack += [(v, depth + 1) for v in value.values()]
-            stack += [(k, depth + 1) for k in value]
-        elif isinstance(value, list):
-            stack += [(v, depth + 1) for v in value]
-    return True
 
 
 def _text_value(value: Any) -> str | None:

@@ -32,14 +32,24 @@ STOPWORDS = frozenset(
 )  # fmt: skip
 
 
+# A query's budget: its terms (words, phrases and excluded ones, CJK bigrams counted one by
+# one) and the tokens of one phrase; beyond, the rest is not searched for, and `cut` says
+# so (a 2,000-character CJK query was 4,000 terms and took seconds).
+MAX_QUERY_TERMS = 64
+MAX_PHRASE_TOKENS = 32
+
+
 @dataclass(frozen=True)
 class Query:
-    """A query parsed: each term a list of tokens (a phrase when longer than one)."""
+    """A query parsed: each term a list of tokens (a phrase when longer than one). `cut`:
+    the query held more than its budget (MAX_QUERY_TERMS, MAX_PHRASE_TOKENS) and only its
+    first terms are searched for."""
 
     phrases: list[list[str]]
     words: list[list[str]]
     excluded: list[list[str]]
     meaning: str  # what a model embeds: the words and phrases in order, no operators
+    cut: bool = False
 
     def holds_phrases(self, text: str) -> bool:
         """Whether the text holds every quoted phrase word for word (an index that stems
@@ -97,7 +107,16 @@ class _Parts:
         if content or self.phrases:
             words = content
         meaning = " ".join(m for m in self.meant if m)
-        return Query(self.phrases, words, self.excluded, meaning)
+        cut = False
+        budget = MAX_QUERY_TERMS
+        kept: list[list[list[str]]] = []
+        for terms in (self.phrases, self.excluded, words):
+            fits = [t[:MAX_PHRASE_TOKENS] for t in terms[: max(0, budget)]]
+            cut = cut or len(fits) < len(terms) or any(len(t) > MAX_PHRASE_TOKENS for t in terms)
+            budget -= len(fits)
+            kept.append(fits)
+        phrases, excluded, words = kept
+        return Query(phrases, words, excluded, meaning, cut)
 
 
 def _is_token_char(ch: str) -> bool:

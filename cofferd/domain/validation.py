@@ -16,6 +16,8 @@ from pydantic_core import ErrorDetails
 from cofferd.domain.errors import ValidationFailed
 
 SHOWN_CHARS = 40  # a wrong value is shown up to this length
+FIELD_CHARS = 200  # a field's name (a path of keys and indexes) up to this length
+ERRORS_SHOWN = 20  # the errors of one input listed; the rest are counted
 # What a field with a pattern must look like, in words.
 PATTERNS = {
     "credential_ref": "env:NAME or file:/absolute/path",
@@ -42,20 +44,29 @@ _PYDANTIC_WORDS = (("Value error, ", ""), ("Input should be", "must be"), ("Stri
 def validation_failed(
     prefix: str, exc: ValidationError, model: type[BaseModel] | None = None
 ) -> ValidationFailed:
+    """At most ERRORS_SHOWN of the errors, each bounded (a value is shown up to SHOWN_CHARS
+    characters, a field name up to FIELD_CHARS): an input of any size gives a short answer."""
+    found = exc.errors(include_url=False, include_input=True)
     errors = [
         {"field": field_name(err["loc"]), "message": _sentence(err, _message(err, model))}
-        for err in exc.errors(include_url=False)
+        for err in found[:ERRORS_SHOWN]
     ]
     summary = "; ".join(e["message"] for e in errors)
+    if len(found) > ERRORS_SHOWN:
+        summary += f"; and {len(found) - ERRORS_SHOWN:,} more"
     first = errors[0]["field"] if errors else ""
     return ValidationFailed(f"{prefix}: {summary}", field=first, errors=errors)
 
 
 def field_name(loc: Sequence[int | str]) -> str:
-    """`embedding.credential_ref`, `enabled_modes[0]`; empty for the whole object."""
+    """`embedding.credential_ref`, `enabled_modes[0]`; empty for the whole object; cut
+    with an ellipsis past FIELD_CHARS."""
     name = ""
     for part in loc:
-        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+        text = part if isinstance(part, int) else str(part)[:FIELD_CHARS]
+        name += f"[{text}]" if isinstance(part, int) else (f".{text}" if name else str(text))
+        if len(name) > FIELD_CHARS:
+            return name[: FIELD_CHARS - 1] + "…"
     return name
 
 
@@ -69,11 +80,54 @@ def _sentence(err: ErrorDetails, message: str) -> str:
 
 
 def shown(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
+    """The value as JSON, cut with an ellipsis past SHOWN_CHARS characters; only as much of
+    it is rendered as is shown, whatever its size (a string of megabytes, a list of
+    millions, a structure an expanded YAML alias shares a billion times)."""
+    parts: list[str] = []
+    _render(value, parts, SHOWN_CHARS + 1)
+    text = "".join(parts)
     return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
+def _render(value: Any, parts: list[str], room: int) -> int:
+    """Appends up to about `room` characters of the value's JSON; returns the room left."""
+    if room <= 0:
+        return room
+    if isinstance(value, str):
+        text = json.dumps(value[:room], ensure_ascii=False)
+    elif isinstance(value, dict):
+        parts.append("{")
+        room -= 1
+        for i, (key, item) in enumerate(value.items()):
+            if room <= 0:
+                return room
+            if i:
+                parts.append(", ")
+                room -= 2
+            room = _render(str(key), parts, room)
+            parts.append(": ")
+            room = _render(item, parts, room - 2)
+        parts.append("}")
+        return room - 1
+    elif isinstance(value, list | tuple):
+        parts.append("[")
+        room -= 1
+        for i, item in enumerate(value):
+            if room <= 0:
+                return room
+            if i:
+                parts.append(", ")
+                room -= 2
+            room = _render(item, parts, room)
+        parts.append("]")
+        return room - 1
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            text = repr(value)[:room]
+    parts.append(text[:room])
+    return room - len(text)
 
 
 def _message(err: ErrorDetails, model: type[BaseModel] | None) -> str:

@@ -8,13 +8,11 @@ hits are sorted once more, as rg sorts by folder, not by the whole path."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import json
 import os
 import shutil
 import sysconfig
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from cofferd.domain.errors import EngineUnavailable, InvalidPattern, StorageError
@@ -23,9 +21,18 @@ from cofferd.infrastructure.files.document_policy import DocumentPolicy
 from cofferd.locations import Locations, normalize_relpath
 
 TIMEOUT_S = 5.0
-MAX_LINE_CHARS = 500
+MAX_LINE_CHARS = 500  # a hit's line, as answered; a longer one ends with CUT
+CUT = "…"
+# What rg prints of one line (--max-columns, in bytes): a line of megabytes (a pasted data
+# URI) is a hit like any other, its start shown. rg's JSON output ignores --max-columns,
+# so its plain output is read: `path NUL number : line`.
+MAX_COLUMNS = 4 * MAX_LINE_CHARS
+# What is read of one line of rg's output, whatever rg prints; the rest is skipped.
+MAX_OUTPUT_LINE = 64 * 1024
+READ_BYTES = 64 * 1024
 BATCH_LINES = 256  # rg's lines parsed at once, off the loop
 BATCH_BYTES = 1024 * 1024
+_OMITTED = (b" [... omitted end of long line]", b"[Omitted long line")
 
 
 def find_rg() -> str | None:
@@ -104,13 +111,14 @@ class Ripgrep:
         """One rg over `cwd`, its matches `accept`ed (by path and line) into `hits`; True when there
         were more than `max_matches`. A timeout (raised) leaves what was found."""
         proc = await asyncio.create_subprocess_exec(
-            self.binary or "rg", "--json", "--no-config", "--no-ignore", "--no-messages",
-            "--sort=path", *args,
+            self.binary or "rg", "--no-config", "--no-ignore", "--no-messages",
+            "--sort=path", "--no-heading", "--with-filename", "--line-number", "--null",
+            "--color=never", f"--max-columns={MAX_COLUMNS}", "--max-columns-preview",
+            *args,
             cwd=cwd,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            limit=8 * 1024 * 1024,
         )  # fmt: skip
         try:
             truncated = await _collect(proc, hits, max_matches, accept)
@@ -183,12 +191,13 @@ async def _collect(
     limit: int,
     accept: Callable[[str, int], bool],
 ) -> bool:
-    """Read rg's JSON lines into `hits` (those `accept`ed, by path and line); True when
-    more matches exist than `limit`. Lines are parsed and judged in batches off the
-    serving loop: one can be megabytes long, and judging a path may read an ignore file."""
+    """Read rg's lines into `hits` (those `accept`ed, by path and line); True when more
+    matches exist than `limit`. At most MAX_OUTPUT_LINE bytes of one line are kept, so no
+    line, however long, costs more or loses the other files' hits. Lines are parsed and
+    judged in batches off the serving loop: judging a path may read an ignore file."""
     batch: list[bytes] = []
     held = 0
-    async for raw in proc.stdout:  # type: ignore[union-attr]
+    async for raw in _lines(proc.stdout):  # type: ignore[arg-type]
         batch.append(raw)
         held += len(raw)
         if len(batch) >= BATCH_LINES or held >= BATCH_BYTES:
@@ -204,23 +213,55 @@ async def _collect(
     return False
 
 
+async def _lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    """The stream's lines (without their newline), each cut to MAX_OUTPUT_LINE bytes (a cut
+    line ends with NUL, which no line rg prints holds after its path)."""
+    line = bytearray()
+    skipping = False
+    while chunk := await stream.read(READ_BYTES):
+        start = 0
+        while start < len(chunk):
+            end = chunk.find(b"\n", start)
+            piece = chunk[start : end if end >= 0 else len(chunk)]
+            if not skipping:
+                line += piece[: MAX_OUTPUT_LINE - len(line)]
+                if len(line) >= MAX_OUTPUT_LINE:
+                    skipping = True
+            if end < 0:
+                break
+            yield bytes(line) + (b"\0" if skipping else b"")
+            line.clear()
+            skipping = False
+            start = end + 1
+    if line:
+        yield bytes(line) + (b"\0" if skipping else b"")
+
+
 def _matches(lines: list[bytes], accept: Callable[[str, int], bool]) -> list[RawHit]:
     found = []
     for raw in lines:
-        event = json.loads(raw)
-        if event.get("type") != "match":
-            continue
-        data = event["data"]
-        path = _text(data["path"])
+        name, nul, rest = raw.partition(b"\0")
+        number, colon, text = rest.partition(b":")
+        if not nul or not colon or not number.isdigit():
+            continue  # not a match (rg's note on a binary file)
+        path = name.decode("utf-8", errors="replace")
         path = normalize_relpath(path[2:] if path.startswith("./") else path)
-        number = int(data["line_number"])
-        if accept(path, number):
-            line = _text(data["lines"]).rstrip("\n")
-            found.append(RawHit(path, number, line[:MAX_LINE_CHARS]))
+        line_number = int(number)
+        if accept(path, line_number):
+            found.append(RawHit(path, line_number, _shown(text)))
     return found
 
 
-def _text(field: dict[str, str]) -> str:
-    if "text" in field:
-        return field["text"]
-    return base64.b64decode(field.get("bytes", "")).decode("utf-8", errors="replace")
+def _shown(text: bytes) -> str:
+    """A hit's line: up to MAX_LINE_CHARS characters, ending with CUT when it was longer
+    (cut here, by rg's --max-columns, or by MAX_OUTPUT_LINE)."""
+    cut = text.endswith(b"\0")
+    text = text.rstrip(b"\0").rstrip(b"\r")
+    for marker in _OMITTED:
+        where = text.find(marker)
+        if where >= 0:
+            text, cut = text[:where], True
+    line = text.decode("utf-8", errors="replace")
+    if cut or len(line) > MAX_LINE_CHARS:
+        line = line[: MAX_LINE_CHARS - len(CUT)].rstrip("\ufffd") + CUT
+    return line

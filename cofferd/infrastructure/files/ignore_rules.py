@@ -24,6 +24,7 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pathspec
 import re2
@@ -35,6 +36,12 @@ log = logging.getLogger(__name__)
 
 IGNORE_FILES = (".gitignore", ".ignore", ".cofferignore")
 MAX_IGNORE_BYTES = 1024 * 1024  # a larger ignore file is not one people wrote
+# Rules of one folder's ignore files; beyond, the rest are not applied, and that is said.
+MAX_IGNORE_RULES = 10_000
+# Rules without a literal of MIN_LITERAL characters (`*`, `?.md`, `[ab]*`) are matched as
+# one RE2 set, whose cost grows with their number: beyond these, the rest are not applied.
+MAX_LOOSE_RULES = 1_000
+MIN_LITERAL = 2
 
 
 class IgnoreRules:
@@ -86,14 +93,23 @@ class IgnoreRules:
         return self._specs[folder]
 
     def _compile(self, folder: str) -> _Spec | None:
-        lines = self._read(folder)
+        lines, files = self._read(folder)
         if not lines:
             return None
         try:
-            return _Spec(lines)
+            spec = _Spec(lines)
         except re2.error as exc:  # a pattern beyond RE2's memory: not one a person wrote
             log.warning("ignore files in %s skipped: too large to match (%s)", folder or ".", exc)
+            for where in files:
+                self.problems[where] = "its rules are too large to match: they are not applied"
             return None
+        if spec.loose_dropped:
+            self.problems[files[-1]] = (
+                f"the ignore files of its folder hold over {MAX_LOOSE_RULES:,} rules without a "
+                f"word of text to look for (such as `*` or `?.md`): {spec.loose_dropped:,} of "
+                "them are not applied"
+            )
+        return spec
 
     def none_in(self, folder: str) -> None:
         """The folder holds no ignore file (a scan listed it): nothing to read there."""
@@ -105,14 +121,18 @@ class IgnoreRules:
         self.spec(folder)
         return folder in self._unreadable
 
-    def _read(self, folder: str) -> list[str]:
+    def _read(self, folder: str) -> tuple[list[str], list[str]]:
+        """The rules of the folder's ignore files, in order (at most MAX_IGNORE_RULES), and
+        the ignore files they came from."""
         lines: list[str] = []
+        files: list[str] = []
         root = self._root()
         if root is None:
-            return lines
+            return lines, files
         base = root / folder if folder else root
         if folder and not inside(os.path.realpath(base), str(root)):
-            return lines  # reached through a link: not a folder of this tree
+            return lines, files  # reached through a link: not a folder of this tree
+        rules = 0
         for name in IGNORE_FILES:
             where = f"{folder}/{name}" if folder else name
             try:
@@ -131,13 +151,23 @@ class IgnoreRules:
                 continue
             if found is None:
                 continue
+            files.append(where)
             if found.cut:
                 self.problems[where] = (
                     f"it is over {MAX_IGNORE_BYTES // 1024 // 1024} MB: only the rules in its "
                     "first MB are applied"
                 )
-            lines += found.data.decode("utf-8", errors="replace").splitlines()
-        return lines
+            for line in found.data.decode("utf-8", errors="replace").splitlines():
+                if rules >= MAX_IGNORE_RULES:
+                    self.problems[where] = (
+                        f"the ignore files of its folder hold over {MAX_IGNORE_RULES:,} rules: "
+                        f"only the first {MAX_IGNORE_RULES:,} are applied"
+                    )
+                    break
+                stripped = line.strip()
+                rules += bool(stripped) and not stripped.startswith("#")
+                lines.append(line)
+        return lines, files
 
 
 class FolderRules:
@@ -157,7 +187,7 @@ class FolderRules:
         file with a matching pattern decides."""
         for below, spec in self._chain:
             matcher = spec.folders if is_dir else spec.files
-            decision = matcher.check_file(below + name).include
+            decision = matcher.include(below + name)
             if decision is not None:
                 return decision
         return False
@@ -175,26 +205,185 @@ class _Spec:
                 for line in folder_lines
             ]
         )
+        self.loose_dropped = max(self.files.loose_dropped, self.folders.loose_dropped)
 
 
 _RE2_QUIET = re2.Options()
 _RE2_QUIET.log_errors = False
+_RE2_SET = re2.Options()
+_RE2_SET.log_errors = False
+_RE2_SET.never_capture = True
+_RE2_SET.max_mem = 64 * 1024 * 1024
+_DIR_MARK = "(?P<ps_d>/)"
+_QUANTIFIERS = "*+?{"
 
 
-def linear_spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
+class IgnoreMatcher:
+    """Patterns of one folder's ignore files, with pathspec's GitIgnoreSpec semantics (the
+    last matching pattern wins, a directory pattern's `!` takes back), matched at a cost
+    that does not grow with the number of patterns.
+
+    Every pattern that holds a literal run of text (`build`, `.log.md`, the `3f2a` of
+    `*3f2a*.tmp`) can only match a path holding that text: one RE2 set of those literals,
+    an automaton run once over the path, names the few patterns worth trying. The
+    patterns without one (`*`, `?.md`) are tried together in one RE2 set, kept small by
+    MAX_LOOSE_RULES. Only the patterns a path may match are then run, each by RE2, in
+    time linear in the path.
+    """
+
+    __slots__ = (
+        "_by_literal",
+        "_compiled",
+        "_literals",
+        "_loose",
+        "_loose_ids",
+        "_patterns",
+        "loose_dropped",
+    )
+
+    def __init__(self, lines: list[str]) -> None:
+        spec = pathspec.GitIgnoreSpec.from_lines(lines, backend="simple")
+        self._patterns: list[pathspec.RegexPattern] = []
+        self._compiled: dict[int, Any] = {}
+        literals: dict[str, list[int]] = {}
+        loose: list[int] = []
+        self._patterns = [
+            p
+            for p in spec.patterns
+            if isinstance(p, pathspec.RegexPattern) and p.include is not None and p.regex
+        ]
+        for index, pattern in enumerate(self._patterns):
+            literal = _literal(_source(pattern))
+            if len(literal) >= MIN_LITERAL:
+                literals.setdefault(literal, []).append(index)
+            else:
+                loose.append(index)
+        self.loose_dropped = max(0, len(loose) - MAX_LOOSE_RULES)
+        if self.loose_dropped:
+            loose = loose[:MAX_LOOSE_RULES]
+        self._by_literal = list(literals.values())
+        self._literals = _set([re2.escape(lit) for lit in literals]) if literals else None
+        self._loose_ids = loose
+        self._loose = (
+            _set([_source(self._patterns[i]).replace(_DIR_MARK, "/") for i in loose])
+            if loose
+            else None
+        )
+
+    def include(self, path: str) -> bool | None:
+        """True: the path is ignored; False: taken back by `!`; None: no pattern matches."""
+        candidates: set[int] = set()
+        if self._literals is not None:
+            for found in self._literals.Match(path) or ():
+                candidates.update(self._by_literal[found])
+        if self._loose is not None:
+            candidates.update(self._loose_ids[found] for found in self._loose.Match(path) or ())
+        out: bool | None = None
+        priority = 0
+        for index in sorted(candidates):
+            match = self._regex(index).search(path)
+            if match is None:
+                continue
+            include = bool(self._patterns[index].include)
+            dir_mark = bool(match.groupdict().get("ps_d"))
+            level = 1 if dir_mark else 2
+            if (include and dir_mark) or level >= priority:  # as pathspec's GitIgnoreSpec
+                out, priority = include, level
+        return out
+
+    def _regex(self, index: int) -> Any:
+        regex = self._compiled.get(index)
+        if regex is None:
+            regex = self._compiled[index] = re2.compile(_source(self._patterns[index]), _RE2_QUIET)
+        return regex
+
+
+def _source(pattern: pathspec.RegexPattern) -> str:
+    regex = pattern.regex
+    assert regex is not None
+    source = regex.pattern
+    return source if isinstance(source, str) else source.decode("utf-8", "surrogateescape")
+
+
+def _set(regexes: list[str]) -> Any:
+    found = re2.Set.SearchSet(_RE2_SET)
+    for regex in regexes:
+        found.Add(regex)
+    found.Compile()
+    return found
+
+
+def _literal(regex: str) -> str:
+    """The longest run of text that every string the regular expression (as pathspec
+    writes them: escaped text, classes, groups, quantifiers) matches must hold; "" when
+    there is none (or the expression has a top-level alternative)."""
+    runs: list[str] = []
+    run: list[str] = []
+    depth = 0
+    i, n = 0, len(regex)
+
+    def cut() -> None:
+        if run:
+            runs.append("".join(run))
+            run.clear()
+
+    while i < n:
+        ch = regex[i]
+        if ch == "\\" and i + 1 < n:
+            nxt = regex[i + 1]
+            i += 2
+            if depth == 0 and not nxt.isalnum():
+                run.append(nxt)
+                continue
+            cut()
+            continue
+        if ch == "[":
+            cut()
+            i += 1
+            if i < n and regex[i] == "^":
+                i += 1
+            if i < n and regex[i] == "]":
+                i += 1
+            while i < n and regex[i] != "]":
+                i += 2 if regex[i] == "\\" else 1
+            i += 1
+            continue
+        if ch == "(":
+            cut()
+            depth += 1
+            i += 1
+            if i < n and regex[i] == "?":
+                close = regex.find(">", i) if regex.startswith("?P<", i) else i + 1
+                i = close + 1
+            continue
+        if ch == ")":
+            cut()
+            depth -= 1
+            i += 1
+            continue
+        if ch in _QUANTIFIERS:
+            if run:
+                run.pop()  # the quantified character is not required
+            cut()
+            if ch == "{":
+                i = regex.find("}", i) + 1 or n
+            else:
+                i += 1
+            if i < n and regex[i] == "?":
+                i += 1
+            continue
+        if ch == "|" and depth == 0:
+            return ""
+        if depth == 0 and ch not in ".^$|":
+            run.append(ch)
+        else:
+            cut()
+        i += 1
+    cut()
+    return max(runs, key=len, default="")
+
+
+def linear_spec(lines: list[str]) -> IgnoreMatcher:
     """The patterns, matched by RE2 in time linear in the path (Python's `re` takes seconds
-    for `*a*a*a*a*a*a*b` against an 81-character name): all in one set, or one by one when
-    they are too many for one set (thousands)."""
-    try:
-        return pathspec.GitIgnoreSpec.from_lines(lines, backend="re2")
-    except re2.error:
-        return _one_by_one(lines)
-
-
-def _one_by_one(lines: list[str]) -> pathspec.GitIgnoreSpec:
-    """pathspec's pattern-by-pattern matching, each pattern's expression run by RE2."""
-    spec = pathspec.GitIgnoreSpec.from_lines(lines, backend="simple")
-    for pattern in spec.patterns:
-        if isinstance(pattern, pathspec.RegexPattern) and pattern.regex is not None:
-            pattern.regex = re2.compile(pattern.regex.pattern, _RE2_QUIET)
-    return spec
+    for `*a*a*a*a*a*a*b` against an 81-character name) and about constant in their number."""
+    return IgnoreMatcher(lines)

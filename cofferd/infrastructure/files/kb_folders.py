@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from cofferd import safe_yaml
 from cofferd.domain.config import (
     KnowledgeBaseConfig,
     check_kb_name,
@@ -52,6 +53,8 @@ LOCAL_HEADER = (
 
 
 SETTINGS_MAX = 256 * 1024  # settings larger than this are not written by hand
+SETTINGS_MAX_VALUES = 10_000  # with every YAML alias expanded (safe_yaml)
+SETTINGS_MAX_DEPTH = 32
 
 
 class SettingsUnreadable(ValueError):
@@ -65,9 +68,14 @@ def _read_yaml(path: Path) -> dict[str, Any]:
             return {}
         if found.cut:
             raise SettingsUnreadable(f"it is over {SETTINGS_MAX // 1024} KB")
-        data = yaml.safe_load(found.data.decode("utf-8")) or {}
+        text = found.data.decode("utf-8")
+        data = (
+            safe_yaml.load(text, max_nodes=SETTINGS_MAX_VALUES, max_depth=SETTINGS_MAX_DEPTH) or {}
+        )
     except (OSError, UnicodeDecodeError, yaml.YAMLError, ControlFileRefused) as exc:
-        raise SettingsUnreadable(str(exc)) from None
+        raise SettingsUnreadable(str(exc)[:300]) from None
+    except safe_yaml.YamlTooLarge as exc:
+        raise SettingsUnreadable(f"{exc}: it is not read") from None
     if not isinstance(data, dict):
         raise SettingsUnreadable("it must hold a mapping")
     return data
