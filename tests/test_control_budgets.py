@@ -28,6 +28,7 @@ from cofferd.infrastructure.files.ignore_rules import (
 )
 from tests.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.helpers import write
+from tests.test_cofferctl import run
 from tests.test_hostile_files import Prober
 from tests.test_trust import _family, _peak_kb, status_of
 
@@ -278,4 +279,10 @@ def test_a_long_cjk_query_across_all_knowledge_bases_answers_at_once(
     started = time.monotonic()
     reply = d.client.post("/api/v1/search", {"query": query})
     assert time.monotonic() - started < 2.0
-    assert isinstance(reply, dict)
+    assert "only its first ones were searched" in reply["query_cut"]
+    one = d.client.post(d.client.kb("notes", "/search"), {"query": query})
+    assert "only its first ones were searched" in one["query_cut"]
+    short = d.client.post(d.client.kb("notes", "/search"), {"query": "东京大学"})
+    assert "query_cut" not in short
+    code, _ = run(d, "search", "notes", query)  # the CLI says so on stderr, and answers
+    assert code == 0

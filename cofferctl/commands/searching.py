@@ -63,6 +63,8 @@ def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
     if out.as_json:
         return data
     _say_indexing(data["knowledge_bases"] if several else {a.kb: data})
+    if data.get("query_cut"):
+        print(visible(data["query_cut"]), file=sys.stderr)
     mode = data.get("mode", "keyword")
     fallback = f" (fallback: {data['fallback'].replace('_', ' ')})" if data.get("fallback") else ""
     label, meaning = SCORE_KINDS.get("hybrid" if several else mode, (mode, mode))

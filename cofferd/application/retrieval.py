@@ -180,7 +180,7 @@ class Retrieval:
             )
             for p in result.passages
         ]
-        return replace(result, passages=passages)
+        return replace(result, passages=passages, query_cut=parse_query(query).cut)
 
     async def _pages(
         self, kb: str, passages: Sequence[Passage]

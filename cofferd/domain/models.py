@@ -103,6 +103,7 @@ class SearchResult:
     mode: RetrievalMode
     passages: Sequence[Passage]
     fallback: str | None = None
+    query_cut: bool = False  # the query was over its budget: its first terms were searched
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from cofferd import __version__
 from cofferd.domain.config import effective_settings
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.models import KB_KIND
+from cofferd.domain.query_syntax import MAX_PHRASE_TOKENS, MAX_QUERY_TERMS
 from cofferd.domain.validation import validation_failed
 from cofferd.locations import InvalidTreePath, check_relpath, normalize_relpath
 from cofferd.surfaces.core import Coffer
@@ -405,6 +406,12 @@ async def skipped(request: web.Request) -> web.Response:
     return json_response({"items": await coffer.reindexer.skipped(kb.name)})
 
 
+QUERY_CUT = (
+    f"the query holds more than {MAX_QUERY_TERMS} terms (or a phrase of more than "
+    f"{MAX_PHRASE_TOKENS} words): only its first ones were searched for"
+)
+
+
 def _indexing(coffer: Coffer, kb: str) -> dict[str, Any]:
     """`{"indexing": {"done", "total"}}` while the KB's index may lack files (its files
     being indexed, its first pass since the start not over, or a pass its settings asked
@@ -429,6 +436,7 @@ async def search(request: web.Request) -> web.Response:
         {
             "mode": result.mode,
             "fallback": result.fallback,
+            **({"query_cut": QUERY_CUT} if result.query_cut else {}),
             **_indexing(coffer, name),
             "passages": [passage_json(p) for p in result.passages],
         }
@@ -443,9 +451,11 @@ async def search_all(request: web.Request) -> web.Response:
         body.query, body.top_k, body.knowledge_bases, body.search_filters()
     )
     modes = {answer.mode for answer in per_kb.values()}
+    cut = any(answer.query_cut for answer in per_kb.values())
     return json_response(
         {
             "mode": modes.pop() if len(modes) == 1 else "mixed",
+            **({"query_cut": QUERY_CUT} if cut else {}),
             "knowledge_bases": {
                 name: {"mode": answer.mode, "fallback": answer.fallback, **_indexing(coffer, name)}
                 for name, answer in per_kb.items()
