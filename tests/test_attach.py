@@ -268,3 +268,21 @@ def test_added_documents_are_named_placed_and_permitted_as_the_users(
 
 def mode(path: Path) -> int:
     return path.stat().st_mode & 0o777
+
+
+def test_startup_is_done_once_every_kb_was_tried_even_with_a_folder_away(
+    tmp_path: Path, vault: Path
+) -> None:
+    """`startup_reconcile_done` says every knowledge base was tried: one whose folder is
+    away is tried (and says why), not waited for until it comes back."""
+    d = new_daemon(tmp_path).start()
+    try:
+        d.client.post("/api/v1/knowledge_bases", {"name": "disk", "path": str(vault)})
+        wait_for(lambda: len(found(d, "disk", "heron")) == 2)
+        d.stop()
+        vault.rename(vault.with_name("unmounted"))
+        d.start()
+        wait_for(lambda: d.client.get("/api/v1/status")["startup_reconcile_done"], timeout=30)
+        assert kb_status(d, "disk")["state"] == "unavailable"
+    finally:
+        cleanup(d)

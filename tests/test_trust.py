@@ -187,3 +187,18 @@ def test_one_bad_knowledge_base_folder_stops_nothing(tmp_path: Path) -> None:
         wait_for(lambda: search(d, "good", "gannets"))
     finally:
         cleanup(d)
+
+
+def test_the_umask_is_read_without_being_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Setting the umask to read it back changes it for every thread a moment: a file made
+    meanwhile by another thread would get the wrong permissions."""
+    from cofferd.infrastructure.files import durable
+
+    current = os.umask(0o027)
+    os.umask(current)
+
+    def changed(mask: int) -> int:
+        raise AssertionError("the umask was changed")
+
+    monkeypatch.setattr(os, "umask", changed)
+    assert durable.umask_mode() == 0o666 & ~current

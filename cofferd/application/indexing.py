@@ -47,7 +47,6 @@ class IndexingState:
     last_error: str | None = None
     last_full_reconcile_at: str | None = None
     last_full_reconcile_s: float | None = None
-    reconciled: set[str] = field(default_factory=set)  # KBs fully reconciled since start
     passed: set[str] = field(default_factory=set)  # KBs whose whole pass ended, done or not
     failing: dict[str, str] = field(default_factory=dict)  # KB -> why its last pass failed
     # KB -> why its folder could not be used at its last pass: not a failure of indexing
@@ -257,8 +256,9 @@ class IndexingService:
             await asyncio.sleep(FIRST_PASSES_POLL_S)
 
     def startup_done(self) -> bool:
-        """Every enabled KB has been reconciled whole since the daemon started."""
-        return all(kb.name in self.state.reconciled for kb in self.kbs.list() if kb.enabled)
+        """Every enabled KB has been tried whole since the daemon started: reconciled, or
+        its pass ended by a folder away or refused, or a failure (status says which)."""
+        return all(kb.name in self.state.passed for kb in self.kbs.list() if kb.enabled)
 
     def status(self) -> dict[str, Any]:
         s = self.state
@@ -307,7 +307,6 @@ class IndexingService:
                     await self.embeddings.retry_now(kb.name)
                 if self.conversions is not None:
                     await self.conversions.prune(kb.name)
-                self.state.reconciled.add(name)
                 self.state.last_full_reconcile_at = utc_now()
                 self.state.last_full_reconcile_s = round(time.perf_counter() - started, 3)
             else:

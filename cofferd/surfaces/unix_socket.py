@@ -9,6 +9,8 @@ import socket
 import stat
 from pathlib import Path
 
+from cofferd.infrastructure.files.durable import umask_mode
+
 
 class SocketInUse(RuntimeError):
     pass
@@ -58,14 +60,19 @@ def bind(path: Path) -> BoundSocket:
             raise SocketInUse(f"another cofferd is answering on {path}")
         path.unlink()  # stale: left by a daemon that crashed
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)  # the socket is born 0600: no window where it is wider
+    # the socket is born closed to others: cofferd's own umask (0077) does it; a looser one
+    # is narrowed for the bind alone (at start-up, before the daemon serves)
+    private = umask_mode() & 0o066 == 0
+    old = None if private else os.umask(0o177)
     try:
         sock.bind(str(path))
     except OSError:
         sock.close()
         raise
     finally:
-        os.umask(old)
+        if old is not None:
+            os.umask(old)
+    os.chmod(path, 0o600)  # (born 0700 under 0077: the owner's execute bit means nothing)
     sock.listen(128)
     sock.setblocking(False)
     return BoundSocket(sock, path)

@@ -80,10 +80,29 @@ def _written_beside(path: Path, data: bytes, mode: int) -> str:
 
 
 def umask_mode() -> int:
-    """The permissions the process's umask gives a new file."""
-    umask = os.umask(0)
+    """The permissions the process's umask gives a new file, read without changing it
+    (setting it to read it back would change it for every thread for a moment)."""
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return _UMASK_AT_IMPORT  # no /proc (macOS): as read before any thread was started
+
+
+def _umask_at_import() -> int:
+    umask = os.umask(0o077)  # once, at import, before the daemon starts a thread
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
+
+
+_UMASK_AT_IMPORT = _umask_at_import()
 
 
 def mode_for_files_in(folder: Path) -> int:
