@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import typing
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -508,3 +509,17 @@ def test_writes_take_only_an_exact_reference(shared_daemon: Daemon, loose: str) 
     # the exact path and the id still write
     d.client.request("PUT", d.client.kb(kb, "/documents/a%2Fplan.md"), {"content": "by path"})
     assert "by path" in path.read_text()
+
+
+async def test_an_index_being_rebuilt_answers_503_with_retry_after(tmp_path: Path) -> None:
+    """The convention for "try again": 503 and Retry-After, not 507 (the disk refused)."""
+    from cofferd.infrastructure.storage.database import Database
+
+    db = Database(tmp_path / "coffer.db")
+    await db.open()
+    await db.close()  # as while the damaged index is moved aside and made again
+    with pytest.raises(errors.IndexRebuilding) as raised:
+        await db.read(lambda conn: conn.execute("SELECT 1").fetchone())
+    response = from_exception(raised.value)
+    assert response.status == 503 and response.headers["Retry-After"] == "5"
+    assert json.loads(response.body)["error"]["code"] == "INDEX_REBUILDING"  # type: ignore[arg-type]

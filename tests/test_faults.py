@@ -257,12 +257,15 @@ def test_stopping_mid_conversion_is_quick_and_answers(tmp_path: Path) -> None:
 def test_log_lines_stay_short_whatever_a_path_holds(tmp_path: Path) -> None:
     d = new_daemon(tmp_path)
     try:
-        deep = d.docs("notes").joinpath(*(["f" * 240] * 15))  # a path of ~3,600 characters
-        write(deep / "poison.md", '---\ntitle: "\\ud800"\n---\nbody')  # refused by the index
         d.start()
-        wait_for(
-            lambda: "WARNING cofferd.application.reindexer" in d.log.read_text(errors="replace")
-        )
+        deep = d.docs("notes").joinpath(*(["f" * 240] * 15))  # a path of ~3,600 characters
+        logged = "f" * 240 + "/" + "f" * 240
+
+        def saved_and_logged() -> bool:  # each save's events are logged, path and all
+            write(deep / "deep.md", f"# Deep\n\nbody {time.monotonic()}")
+            return logged in d.log.read_text(errors="replace")
+
+        wait_for(saved_and_logged, interval=0.2)
         longest = max(len(line) for line in d.log.read_text(errors="replace").splitlines())
         assert longest < 2_500
     finally:

@@ -21,6 +21,7 @@
     │   └── PathOccupied          PATH_OCCUPIED          409
     ├── IngestRejected            INGEST_REJECTED        422
     ├── EngineUnavailable         ENGINE_UNAVAILABLE     503
+    ├── IndexRebuilding           INDEX_REBUILDING       503 (Retry-After)
     └── StorageError              STORAGE_ERROR          507
 
 Surfaces map a CofferError to the envelope `{"error": {"code", "message", "details"}}`.
@@ -204,6 +205,20 @@ class IngestRejected(CofferError):
 class EngineUnavailable(CofferError):
     code = "ENGINE_UNAVAILABLE"
     status = 503
+
+
+class IndexRebuilding(CofferError):
+    """The index is being rebuilt from the files (it was damaged): try again shortly."""
+
+    code = "INDEX_REBUILDING"
+    status = 503
+    retry_after_s: ClassVar[int] = 5
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            f"{why}; it is being rebuilt from the files: try again in {self.retry_after_s} s",
+            retry_after_s=self.retry_after_s,
+        )
 
 
 class StorageError(CofferError):

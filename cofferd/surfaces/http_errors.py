@@ -11,7 +11,7 @@ import pydantic
 from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 
-from cofferd.domain.errors import CofferError, StorageError, ValidationFailed
+from cofferd.domain.errors import CofferError, IndexRebuilding, StorageError, ValidationFailed
 from cofferd.domain.validation import validation_failed
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,10 @@ def _unparsable(exc: HttpProcessingError) -> web.Response:
 
 
 def from_exception(exc: BaseException) -> web.Response:
+    if isinstance(exc, IndexRebuilding):  # the convention for "try again": 503, when
+        return web.json_response(
+            exc.envelope(), status=exc.status, headers={"Retry-After": str(exc.retry_after_s)}
+        )
     if isinstance(exc, CofferError):
         return web.json_response(exc.envelope(), status=exc.status)
     if isinstance(exc, pydantic.ValidationError):

@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from cofferd.domain.errors import StorageError
+from cofferd.domain.errors import IndexRebuilding, StorageError
 from cofferd.infrastructure import memory
 from cofferd.infrastructure.storage import schema, vec_index
 from cofferd.infrastructure.storage.sqlite import (
@@ -167,7 +167,7 @@ class Database:
 
     async def write(self, fn: Callable[[Connection], T]) -> T:
         if self._writer is None:
-            raise StorageError("the index is not open (being rebuilt?); try again shortly")
+            raise IndexRebuilding("the index is not open")
         return await self._run(self._writer, fn)
 
     async def transact(self, fn: Callable[[Connection], T]) -> T:
@@ -195,7 +195,7 @@ class Database:
 
     async def read(self, fn: Callable[[Connection], T]) -> T:
         if self._readers is None:
-            raise StorageError("the index is not open (being rebuilt?); try again shortly")
+            raise IndexRebuilding("the index is not open")
         return await self._run(self._readers, fn)
 
     async def _run(self, worker: _Worker, fn: Callable[[Connection], T]) -> T:
@@ -204,9 +204,7 @@ class Database:
         except Error as exc:
             if damaged(exc):
                 await self._damaged(str(exc))
-                raise StorageError(
-                    f"the index was damaged ({exc}); it is being rebuilt from the files"
-                ) from exc
+                raise IndexRebuilding(f"the index was damaged ({exc})") from exc
             if storage_failed(exc):
                 raise StorageError(f"the index cannot be written: {exc}") from exc
             raise
