@@ -23,6 +23,8 @@ from cofferd.infrastructure.models.embedders import (
     bundled_model_dir,
 )
 from cofferd.infrastructure.models.onnx_graph import _model_class, int8_model
+from tests.daemon import cleanup, new_daemon, wait_for
+from tests.helpers import write
 
 SENTENCE = "The daemon watches every folder and indexes each note a moment after it is saved. "
 TEXTS = [
@@ -143,3 +145,39 @@ def test_the_bundled_model_holds_little_memory(models: Path) -> None:
     assert memory["grown"] < 20, memory  # the model runs in a process of its own
     assert memory["model"] < 150, memory  # Python ~10 MB, libraries ~37 MB, the model ~30 MB
     assert memory["model_peak"] < 200, memory
+
+
+def test_two_knowledge_bases_on_the_bundled_model_share_one_process(tmp_path: Path) -> None:
+    """One model process serves every knowledge base that uses the bundled model."""
+    d = new_daemon(tmp_path).start()
+    try:
+        for kb in ("one", "two"):
+            d.client.post(
+                "/api/v1/knowledge_bases",
+                {
+                    "name": kb,
+                    "config": {
+                        "enabled_modes": ["keyword", "grep", "vector", "hybrid"],
+                        "default_mode": "hybrid",
+                        "embedding": {"provider": "local"},
+                    },
+                },
+            )
+            write(d.docs(kb) / "a.md", f"# A\n\nsomeone having a meal in {kb}")
+        wait_for(
+            lambda: all(
+                k["vectors"]["embed_pending"] == 0 and k["documents"] == 1
+                for k in d.client.get("/api/v1/status")["knowledge_bases"]
+                if k["name"] in ("one", "two")
+            ),
+            timeout=120,
+        )
+        for kb in ("one", "two"):
+            d.client.post(d.client.kb(kb, "/search"), {"query": "a meal"})
+        children = subprocess.run(
+            ["pgrep", "-P", str(d.proc.pid), "-f", "model_process"],
+            capture_output=True, text=True, check=False,
+        ).stdout.split()  # fmt: skip
+        assert len(children) == 1, children
+    finally:
+        cleanup(d)

@@ -54,15 +54,17 @@ class Embeddings:
         self.store = store
         self.make_embedder = make_embedder
         self._embedders: dict[str, tuple[str, Embedder]] = {}
+        self._retired: list[Embedder] = []  # replaced by a model switch: closed at the end
         self._state: dict[str, KBEmbedState] = {}
         self._wake = asyncio.Event()
         self.unavailable: str | None = None  # why vectors cannot work here at all
         self._available: bool | None = None
 
     async def close(self) -> None:
-        for _, embedder in self._embedders.values():
+        for embedder in [*self._retired, *(e for _, e in self._embedders.values())]:
             await embedder.close()
         self._embedders.clear()
+        self._retired.clear()
 
     def wake(self) -> None:
         """There is work: new documents, a new model, retries asked for."""
@@ -139,6 +141,8 @@ class Embeddings:
         assert config is not None
         cached = self._embedders.get(kb.name)
         if cached is None or cached[0] != config.identity():
+            if cached is not None:  # a model switch: the old one lets go of what it holds
+                self._retired.append(cached[1])
             self._embedders[kb.name] = (config.identity(), self.make_embedder(config))
         return self._embedders[kb.name][1]
 

@@ -33,7 +33,7 @@ from cofferd.infrastructure.files.kb_folders import KBFiles
 from cofferd.infrastructure.files.trash_bin import FileTrash
 from cofferd.infrastructure.files.tree_scan import FileDocsTree
 from cofferd.infrastructure.models.credentials import credential_problem
-from cofferd.infrastructure.models.embedders import make_embedder
+from cofferd.infrastructure.models.embedders import BundledModels, make_embedder
 from cofferd.infrastructure.sandbox import private_folders
 from cofferd.infrastructure.storage import vec_index
 from cofferd.infrastructure.storage.activity_store import KEEP_DEFAULT, SqliteActivity
@@ -125,10 +125,11 @@ class Coffer:
         self.kbs = KnowledgeBases(
             self.registry, self.registry.repo, stores.index, stores.activity, self.reindexer
         )
+        bundled = BundledModels()  # one process per bundled model, for every KB using it
         self.embeddings = Embeddings(
             self.kbs,
             stores.vectors,
-            lambda config: make_embedder(config, locations.models_dir),
+            lambda config: make_embedder(config, locations.models_dir, bundled),
             self.progress,
         )
         self.reindexer.on_change = self.embeddings.wake

@@ -235,12 +235,71 @@ def bundled_model_settings(models_root: Path, threads: int, batch_size: int) -> 
     )
 
 
+class BundledModels:
+    """The bundled model's processes, one per setting (threads, batch), shared by every
+    knowledge base that uses it: two KBs on the bundled model hold one process, not two.
+    A process stops after `IDLE_UNLOAD_S` without use by any of them (it starts again on
+    demand, ~0.5 s) and is closed when the last of them lets go."""
+
+    def __init__(self) -> None:
+        self._shared: dict[EncoderSettings, _Shared] = {}
+
+    def acquire(self, settings: EncoderSettings) -> ModelProcess:
+        shared = self._shared.setdefault(settings, _Shared(ModelProcess(settings)))
+        shared.users += 1
+        return shared.process
+
+    def used(self, settings: EncoderSettings) -> None:
+        """The process was just used: its idle time starts again."""
+        shared = self._shared.get(settings)
+        if shared is None:
+            return
+        if shared.unload is not None:
+            shared.unload.cancel()
+        loop = asyncio.get_running_loop()
+        shared.unload = loop.call_later(IDLE_UNLOAD_S, shared.stop_later)
+
+    async def release(self, settings: EncoderSettings) -> None:
+        shared = self._shared.get(settings)
+        if shared is None:
+            return
+        shared.users -= 1
+        if shared.users <= 0:
+            del self._shared[settings]
+            await shared.close()
+
+    def processes(self) -> list[ModelProcess]:
+        return [shared.process for shared in self._shared.values()]
+
+
+class _Shared:
+    def __init__(self, process: ModelProcess) -> None:
+        self.process = process
+        self.users = 0
+        self.unload: asyncio.TimerHandle | None = None
+        self._stopping: set[asyncio.Future[None]] = set()
+
+    def stop_later(self) -> None:
+        stopping = asyncio.ensure_future(self.process.stop())
+        self._stopping.add(stopping)
+        stopping.add_done_callback(self._stopping.discard)
+
+    async def close(self) -> None:
+        if self.unload is not None:
+            self.unload.cancel()
+        await self.process.close()
+        await asyncio.gather(*self._stopping, return_exceptions=True)
+
+
 class LocalEmbedder:
     """A local model, loaded on first use and unloaded after `IDLE_UNLOAD_S` without use:
     the bundled one in its own process (which then exits; starting it again takes ~0.5 s),
-    any other on one dedicated thread, so the event loop never waits."""
+    shared with every other knowledge base on the same model (`BundledModels`); any other
+    on one dedicated thread, so the event loop never waits."""
 
-    def __init__(self, config: EmbeddingConfig, models_root: Path) -> None:
+    def __init__(
+        self, config: EmbeddingConfig, models_root: Path, bundled: BundledModels | None = None
+    ) -> None:
         self.config = config
         self.dimensions = config.dimensions
         self._models_root = models_root
@@ -248,11 +307,12 @@ class LocalEmbedder:
             LOCAL_DEFAULT_MODEL,
             BUNDLED_FASTEMBED_NAME,
         )
+        self._models = bundled or BundledModels()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
-        self._process: ModelProcess | None = None  # the bundled model
+        self._settings: EncoderSettings | None = None  # of the bundled model, once known
+        self._process: ModelProcess | None = None  # the bundled model's (shared) process
         self._model: FastembedModel | None = None  # any other
         self._unload: asyncio.TimerHandle | None = None
-        self._stopping: set[asyncio.Future[None]] = set()
 
     @property
     def loaded(self) -> bool:
@@ -279,7 +339,8 @@ class LocalEmbedder:
                 self.config.threads,
                 min(self.config.batch_size, LOCAL_BATCH_MAX),
             )
-            self._process = self._process or ModelProcess(settings)
+            if self._process is None:
+                self._settings, self._process = settings, self._models.acquire(settings)
         return self._process
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -297,28 +358,27 @@ class LocalEmbedder:
         return vectors
 
     def _unload_later(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._settings is not None:
+            self._models.used(self._settings)  # the shared process keeps its own idle time
+            return
         if self._unload is not None:
             self._unload.cancel()
         self._unload = loop.call_later(IDLE_UNLOAD_S, self._unload_now)
 
     def _unload_now(self) -> None:
-        if self._process is not None:
-            stopping = asyncio.ensure_future(self._process.stop())
-            self._stopping.add(stopping)
-            stopping.add_done_callback(self._stopping.discard)
-        else:
-            self._executor.submit(self._drop)
+        self._executor.submit(self._drop)
 
     async def close(self) -> None:
         if self._unload is not None:
             self._unload.cancel()
-        if self._process is not None:
-            await self._process.close()
-        await asyncio.gather(*self._stopping, return_exceptions=True)
+        if self._settings is not None:
+            await self._models.release(self._settings)
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def make_embedder(config: EmbeddingConfig, models_root: Path) -> Embedder:
+def make_embedder(
+    config: EmbeddingConfig, models_root: Path, bundled: BundledModels | None = None
+) -> Embedder:
     if config.provider == "local":
-        return LocalEmbedder(config, models_root)
+        return LocalEmbedder(config, models_root, bundled)
     return OpenAICompatibleEmbedder(config)
