@@ -7,7 +7,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from cofferctl.lsp import text
+from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import Note, Workspace, param, uri_param
 
@@ -21,8 +21,8 @@ class CodeActions:
 
     def code_actions(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         """For each broken link in the range: create the note it names (the editor makes
-        the file, with a heading). For a note's name, title or alias written plainly: link
-        to it."""
+        the file, with a heading), only where that file would really be inside the KB. For
+        a note's name, title or alias written plainly: link to it."""
         uri = uri_param(params)
         span = param(params, "range", dict)
         first = param(param(span, "start", dict), "line", int)
@@ -35,8 +35,8 @@ class CodeActions:
             if link.relative_path is not None or not first <= link.line - 1 <= last:
                 continue
             relpath = text.new_note_path(link.type, link.target, note.relpath)
-            if relpath is None:
-                continue
+            if relpath is None or not files.can_make(note.folder, relpath):
+                continue  # it would lead out, through a link, or onto a file there already
             made = text.uri_of(note.root / relpath)
             title = relpath.rsplit("/", 1)[-1].rsplit(".", 1)[0]
             actions.append(

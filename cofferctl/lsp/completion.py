@@ -8,16 +8,9 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from cofferctl.lsp import text
+from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
-from cofferctl.lsp.workspace import (
-    HEADING_READ_BYTES,
-    Note,
-    Workspace,
-    param,
-    read_start,
-    uri_param,
-)
+from cofferctl.lsp.workspace import HEADING_READ_BYTES, Note, Workspace, param, uri_param
 from cofferd.markdown_grammar import headings, prose_lines
 
 COMPLETIONS = 100
@@ -107,7 +100,9 @@ class Completion:
             return []
         wanted = typed.casefold()
         if kind == "heading":
-            content = read_start(note.root / target, HEADING_READ_BYTES) if named else note.text
+            content = (
+                files.read_start(note.folder, target, HEADING_READ_BYTES) if named else note.text
+            )
             return [
                 (name, target, "") for _, _, name in headings(content) if wanted in name.casefold()
             ]

@@ -128,7 +128,7 @@ class Diagnostics:
                     self.schedule(note.uri)
             elif note.kb not in ws.kb_changes:
                 with ws.lock:
-                    note.kb = note.relpath = note.root = note.changes = None
+                    note.kb = note.relpath = note.root = note.folder = note.changes = None
                     ws.set_links(note, HeldLinks())
                 self._publish(note.uri, [])
             elif note.changes is not None and note.changes != ws.kb_changes[note.kb]:

@@ -1,11 +1,12 @@
 """Navigation: go to the note (and heading) a link leads to, hover a link to see that
-note's first lines, and the notes that link to this one (references: its backlinks)."""
+note's first lines, and the notes that link to this one (references: its backlinks).
+What is shown of another note is read through `files`: inside its KB's root only."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from cofferctl.lsp import text
+from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import (
     HEADING_READ_BYTES,
@@ -13,7 +14,6 @@ from cofferctl.lsp.workspace import (
     Note,
     Workspace,
     param,
-    read_start,
     uri_param,
 )
 
@@ -31,12 +31,12 @@ class Navigation:
     def hover(self, params: dict[str, Any]) -> dict[str, Any] | None:
         """On a link: the note it leads to, its path and first lines."""
         found = self.link_at(params)
-        where = target(*found) if found else None
-        if found is None or where is None:
+        relpath = found[1].relative_path if found else None
+        if found is None or relpath is None:
             return None
-        path = text.path_of(where["uri"])
-        content = read_start(path, HOVER_READ_BYTES) if path else ""
-        shown = f"**{found[1].relative_path}**\n\n{text.first_lines(content)}"
+        note = found[0]
+        content = files.read_start(note.folder, relpath, HOVER_READ_BYTES)
+        shown = f"**{relpath}**\n\n{text.first_lines(content)}"
         return {"contents": {"kind": "markdown", "value": shown}}
 
     def references(self, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -77,10 +77,11 @@ def target(note: Note, link: HeldLink) -> dict[str, Any] | None:
     """Where a link leads: its note, at its heading when it names one."""
     if link.relative_path is None or note.root is None:
         return None
-    path = note.root / link.relative_path
     line = 0
     _, hash_, heading = link.target.partition("#")
     if hash_ and heading:
-        line = text.heading_line(read_start(path, HEADING_READ_BYTES), heading) or 0
+        content = files.read_start(note.folder, link.relative_path, HEADING_READ_BYTES)
+        line = text.heading_line(content, heading) or 0
     start = {"line": line, "character": 0}
-    return {"uri": text.uri_of(path), "range": {"start": start, "end": start}}
+    uri = text.uri_of(note.root / link.relative_path)
+    return {"uri": uri, "range": {"start": start, "end": start}}

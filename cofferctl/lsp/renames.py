@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cofferctl.jsonrpc import INVALID_PARAMS, RpcError
-from cofferctl.lsp import text
+from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import (
     HEADING_READ_BYTES,
@@ -16,7 +16,6 @@ from cofferctl.lsp.workspace import (
     Workspace,
     checked_uri,
     param,
-    read_start,
     uri_param,
 )
 from cofferd.markdown_grammar import headings
@@ -75,8 +74,8 @@ class Renames:
     def _relinked(self, old_uri: str, new_uri: str) -> dict[str, list[dict[str, Any]]]:
         """The edits that make every link to the note at `old_uri` lead to `new_uri`."""
         old = Note(old_uri, "")
-        old.kb, old.relpath, old.root = self.workspace.where(old_uri)
-        new_kb, moved_to, _ = self.workspace.where(new_uri)
+        old.kb, old.relpath, old.root, old.folder = self.workspace.where(old_uri)
+        new_kb, moved_to, _, _ = self.workspace.where(new_uri)
         if old.kb is None or old.kb != new_kb or moved_to is None:
             return {}
         return self._links_to(
@@ -88,7 +87,7 @@ class Renames:
         by `rewrite(written, link)` (None: left as it is)."""
         if note.kb is None or note.relpath is None or note.root is None:
             return {}
-        kb, relpath, root = note.kb, note.relpath, note.root
+        kb, relpath, root, folder = note.kb, note.relpath, note.root, note.folder
         found = self.daemon.ask(lambda c: c.get(c.document(kb, relpath, "/links")))
         sources = sorted({b["relative_path"] for b in found["backlinks"]}) if found else []
         encoding = self.workspace.encoding
@@ -99,7 +98,7 @@ class Renames:
             content = (
                 opened.text
                 if opened is not None and opened.held
-                else read_start(root / source, HEADING_READ_BYTES)
+                else files.read_start(folder, source, HEADING_READ_BYTES)
             )
             seen = self.daemon.inspect(kb, source, content)
             lines = content.split("\n")

@@ -87,7 +87,8 @@ class Note:
     text: str
     kb: str | None = None
     relpath: str | None = None
-    root: Path | None = None  # the KB's docs folder, as the editor's path names it
+    root: Path | None = None  # the KB's docs folder as URIs name it (see `Workspace.where`)
+    folder: Path | None = None  # the KB's docs folder as cofferd reports it: reads go there
     links: HeldLinks = field(default_factory=HeldLinks)  # from the last inspection
     changes: int | None = None  # its KB's count of document changes when last inspected
     version: int = 0  # counts the editor's changes: an inspection of an older one is dropped
@@ -95,6 +96,10 @@ class Note:
     placed: bool = False  # looked for in the knowledge bases
     held: bool = True  # False: over a memory budget, its text is not kept
     too_large: str | None = None  # why its links are not checked
+
+
+Where = tuple[str | None, str | None, Path | None, Path | None]
+NOWHERE: Where = (None, None, None, None)
 
 
 class Workspace:
@@ -197,25 +202,29 @@ class Workspace:
         """Which KB's docs folder holds the note, and where in it."""
         where = self.where(note.uri, ask_again)
         with self.lock:
-            note.kb, note.relpath, note.root = where
+            note.kb, note.relpath, note.root, note.folder = where
             note.placed = True
             self.lock.notify_all()
 
-    def where(self, uri: str, ask_again: bool = True) -> tuple[str | None, str | None, Path | None]:
-        """(KB, path in it, its docs folder as the editor's path names it) of `uri`."""
+    def where(self, uri: str, ask_again: bool = True) -> Where:
+        """(KB, path in it, its docs folder as URIs name it, as cofferd reports it) of
+        `uri`. URIs keep the editor's name of the folder (a jump stays under it) only when
+        that name really is the KB's folder; a note reached through a link of the editor's
+        own (a linked folder inside the KB, say) is named from the KB's real folder."""
         path = text.path_of(uri)
         if path is None:
-            return None, None, None
+            return NOWHERE
         real = Path(os.path.realpath(path))
         again = ask_again and self._folders is not None  # a KB made since the last answer
         for refresh in (False, True) if again else (False,):
             for folder, kb in self.kb_folders(refresh):
                 relpath = text.relative(real, folder)
                 if relpath is not None:
-                    # the folder as the editor names it: a jump stays under that name
-                    parts = len(Path(relpath).parts)
-                    return kb, relpath, path.parents[parts - 1] if parts else path
-        return None, None, None
+                    parts = len(relpath.split("/"))
+                    named = path.parents[parts - 1]
+                    root = named if os.path.realpath(named) == str(folder) else folder
+                    return kb, relpath, root, folder
+        return NOWHERE
 
     def kb_folders(self, refresh: bool, probe: bool = False) -> list[tuple[Path, str]]:
         if self._folders is None or refresh:
@@ -255,15 +264,6 @@ def _give_memory_back() -> None:
         except (OSError, AttributeError):
             return
         trim(0)
-
-
-def read_start(path: Path, limit: int) -> str:
-    """The start of a note the editor may jump to ('' when it cannot be read)."""
-    try:
-        with path.open("rb") as fh:
-            return fh.read(limit).decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 def param(params: dict[str, Any], name: str, kind: type) -> Any:
