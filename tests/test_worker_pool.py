@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from cofferd.infrastructure.workers import frames
 from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
 
 MODULE = "tests.pool_worker"
@@ -110,3 +111,36 @@ async def test_bulk_workers_stop_when_idle_and_one_stays() -> None:
     finally:
         await pool.close()
     assert pool.status()["running"] == 0
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("cofferd.domain.links", "re.compile"),  # an attribute path through a domain module
+        ("cofferd.domain.models", "os.system"),
+        ("cofferd.domain.file_records", "Path.unlink"),
+        ("posixpath", "os.getpid"),
+        ("builtins", "eval"),
+        ("cofferd.domain.errors", "CofferError"),  # domain, but no reply holds one
+    ],
+)
+def test_a_frame_may_name_only_the_classes_a_reply_holds(module: str, name: str) -> None:
+    # protocol 4's STACK_GLOBAL: the module and the (dotted) name, then the call of it
+    data = (
+        b"\x80\x04"
+        + b"\x8c" + bytes([len(module)]) + module.encode()
+        + b"\x8c" + bytes([len(name)]) + name.encode()
+        + b"\x93)R."
+    )  # fmt: skip
+    with pytest.raises(frames.BrokenStream, match="names"):
+        frames.decode(data)
+
+
+def test_every_reply_a_worker_sends_is_read_back() -> None:
+    import datetime as dt
+
+    from cofferd.domain.file_records import FileStat
+    from cofferd.domain.prepare_jobs import Skipped
+
+    reply = [Skipped("a.md", FileStat(1, 2), "why"), {"when": dt.date(2024, 1, 2)}, {1, 2}]
+    assert frames.decode(frames.encode(reply)[frames.HEADER.size :]) == reply

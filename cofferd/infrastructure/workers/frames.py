@@ -1,13 +1,15 @@
 """Messages between the daemon and its worker processes: length-prefixed pickles over pipes.
 
-A reply is unpickled with only the classes Coffer's domain defines (plus the builtins
-pickle needs): a worker reads hostile files, so what it sends back is never trusted to
-name arbitrary code.
+A reply is unpickled against an explicit list of the classes a reply may hold (the values
+workers send back, and the few builtins and date types they are made of), looked up by
+their module and name exactly: a worker reads hostile files, so what it sends back never
+names code, nor reaches any through an attribute path (`posixpath.os.system`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import os
 import pickle
@@ -16,10 +18,25 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
+from cofferd.domain.file_records import FileStat
+from cofferd.domain.index_records import DocumentWrite, IndexedChunk
+from cofferd.domain.links import Link
+from cofferd.domain.models import Document
+from cofferd.domain.prepare_jobs import Failed, Gone, Skipped, Unchanged, Unconverted
+
 HEADER = struct.Struct(">I")
 MAX_FRAME = 1024 * 1024 * 1024  # far beyond any budget: a larger length is a broken stream
-ALLOWED_MODULES = ("cofferd.domain.",)
-ALLOWED_BUILTINS = frozenset({"frozenset", "set", "complex", "bytearray", "slice", "range"})
+REPLY_CLASSES: frozenset[type] = frozenset(
+    {
+        # what preparing a document answers (domain.prepare_jobs, domain.index_records)
+        Gone, Unchanged, Skipped, Unconverted, Failed, DocumentWrite, IndexedChunk,
+        Document, Link, FileStat,
+        # builtins pickle names by reference, and the date types frontmatter may hold
+        frozenset, set, complex, bytearray, slice, range,
+        datetime.date, datetime.datetime, datetime.time, datetime.timedelta, datetime.timezone,
+    }
+)  # fmt: skip
+_ALLOWED = {(cls.__module__, cls.__qualname__): cls for cls in REPLY_CLASSES}
 
 
 class BrokenStream(Exception):
@@ -40,11 +57,10 @@ def frame_length(header: bytes) -> int:
 
 class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        if module.startswith(ALLOWED_MODULES) or (
-            module == "builtins" and name in ALLOWED_BUILTINS
-        ):
-            return super().find_class(module, name)
-        raise BrokenStream(f"a frame names {module}.{name}")
+        found = _ALLOWED.get((module, name))
+        if found is None:
+            raise BrokenStream(f"a frame names {module}.{name}"[:200])
+        return found
 
 
 def decode(data: bytes) -> Any:
