@@ -1,7 +1,8 @@
 """`cofferctl lsp` answers every request once and never fails inside, whatever it is sent:
 a seeded stream of the methods it serves with random, wrong-typed and hostile params
 (positions past the end, huge lines, lone surrogates, deep nesting, links that never
-close), notes opened and changed with hostile text, against a real daemon and vault.
+close, notes and headings renamed to hostile names), notes opened and changed with hostile
+text, against a real daemon and vault.
 COFFER_LSP_FUZZ_CASES sets the number of cases (default 300)."""
 
 from __future__ import annotations
@@ -30,6 +31,27 @@ HOSTILE_TEXT = [
     "<<<<<<< HEAD\nx\n=======\ny\n>>>>>>> z\n" * 200, "[x](<" + " " * 1000, "\u0000\ud7ff",
     "[[a|" * 2000, "# " * 5000 + "\n" * 5000, "😀" * 5000 + "[[😀]]",
 ]  # fmt: skip
+
+
+HOSTILE_NAMES = [
+    "a]]b",
+    "a|b",
+    "a#b",
+    "a^b",
+    "a[[b",
+    "a\nb",
+    "a\rb",
+    "a\u2028b",
+    "a%20b",
+    "x) [[y]] (",
+    "A\rB",
+    "A\u2028B",
+    "A]]B",
+    "A|B",
+    "A) B",
+    "Plan ##",
+    "C# at 100%25",
+]  # fmt: skip  (renamed notes' names and headings' new text)
 
 
 def frame(message: Any) -> bytes:
@@ -62,7 +84,7 @@ def value(rng: random.Random, depth: int = 0) -> Any:
     return {rng.choice(["uri", "line", "character", "text", "query"]): value(rng, depth + 1)}
 
 
-def params(rng: random.Random, uris: list[str]) -> dict[str, Any]:
+def params(rng: random.Random, uris: list[str], renamed: list[str]) -> dict[str, Any]:
     """Mostly well shaped (so the server's own work runs), sometimes anything."""
     if rng.random() < 0.2:
         got = value(rng)
@@ -75,9 +97,9 @@ def params(rng: random.Random, uris: list[str]) -> dict[str, Any]:
         "position": start,
         "range": {"start": start, "end": end},
         "context": {"diagnostics": []},
-        "newName": rng.choice(["Budget", "", "a\nb", "計画 2"]),
+        "newName": rng.choice(["Budget", "", "a\nb", "計画 2", *HOSTILE_NAMES]),
         "query": rng.choice(["plan", "", "計", "x" * 300]),
-        "files": [{"oldUri": uri, "newUri": rng.choice(uris)}],
+        "files": [{"oldUri": uri, "newUri": rng.choice([*uris, *renamed])}],
     }
 
 
@@ -85,12 +107,13 @@ def test_every_request_is_answered_once_and_nothing_fails_inside(shared_daemon: 
     d = shared_daemon
     notes = {
         "projects/計画.md": "# 計画\n\n## 予算\n\n[[plan]] [[nowhere]]\n",
-        "projects/plan.md": "# Plan\n\nsee [[計画#予算|money]] #team\n",
+        "projects/plan.md": "# Plan\n\nsee [[計画#予算|money]] #team [b](計画.md#予算)\n",
         "archive/plan.md": "# Old plan\n",
     }
     kb = new_vault(d, "fz", notes)
     docs = d.docs(kb)
     uris = [(docs / p).as_uri() for p in [*notes, "new/today.md"]] + ["untitled:1", "file:///x"]
+    renamed = [(docs / "projects" / f"{name}.md").as_uri() for name in HOSTILE_NAMES]
     rng = random.Random(SEED)
     stream = [frame({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})]
     stream.append(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
@@ -108,7 +131,14 @@ def test_every_request_is_answered_once_and_nothing_fails_inside(shared_daemon: 
         else:
             method = rng.choice(REQUESTS)
             stream.append(
-                frame({"jsonrpc": "2.0", "id": case, "method": method, "params": params(rng, uris)})
+                frame(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": case,
+                        "method": method,
+                        "params": params(rng, uris, renamed),
+                    }
+                )
             )
             asked.append(case)
     stream.append(frame({"jsonrpc": "2.0", "id": "end", "method": "shutdown"}))

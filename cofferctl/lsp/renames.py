@@ -1,6 +1,11 @@
 """Renames, as edits the editor applies (Coffer writes no file of the user's): a heading
 renamed with every link to it (`[[note#heading]]`, `[x](note.md#heading)`), and before the
-editor renames notes, every link to each rewritten to its new place."""
+editor renames notes, every link to each rewritten to its new place.
+
+A rewritten link always names what it meant: each is read back by the grammar before it
+is offered (a Markdown link's path and heading percent-encoded as needed); when a link of
+its kind cannot name the new name (a wiki link and `|`, `#`, `^`, brackets, a line break;
+a heading that is not one line), the rename is refused with an error saying why."""
 
 from __future__ import annotations
 
@@ -18,9 +23,11 @@ from cofferctl.lsp.workspace import (
     param,
     uri_param,
 )
+from cofferd.markdown_grammar import heading as parsed_heading
 from cofferd.markdown_grammar import headings
 
 Rewrite = Callable[[str, dict[str, Any]], "str | None"]
+REQUEST_FAILED = -32803  # LSP: the request was well formed, and cannot be done
 
 
 class Renames:
@@ -37,8 +44,19 @@ class Renames:
         if note is None or note.kb is None or note.relpath is None or note.root is None:
             return None
         heading = next((h for h in headings(note.text) if h[0] == line_no), None)
-        if heading is None or not new_name or "\n" in new_name:
+        if heading is None or not new_name:
             raise RpcError(INVALID_PARAMS, "put the cursor on a heading to rename it")
+        breaks = sorted({ch for ch in new_name if ch in text.LINE_BREAKS})
+        if breaks:
+            raise RpcError(
+                REQUEST_FAILED,
+                f"a heading is one line: the new name holds {', '.join(map(repr, breaks))}",
+            )
+        if parsed_heading("#" * heading[1] + " " + new_name) != (heading[1], new_name):
+            raise RpcError(
+                REQUEST_FAILED,
+                f"{new_name!r} would not read back as that heading (closing #s, or too long)",
+            )
         encoding = self.workspace.encoding
         line = note.text.split("\n")[line_no]
         at = line.rindex(heading[2])
@@ -107,7 +125,12 @@ class Renames:
                     continue
                 line = lines[link["line"] - 1]
                 written = line[link["start"] : link["end"]]
-                rewritten = rewrite(written, {**link, "source": source})
+                try:
+                    rewritten = rewrite(written, {**link, "source": source})
+                except text.Unwritable as exc:
+                    raise RpcError(
+                        REQUEST_FAILED, f"{source}, line {link['line']}: {exc}"
+                    ) from None
                 if rewritten is None or rewritten == written:
                     continue
                 span = {

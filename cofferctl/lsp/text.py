@@ -10,9 +10,16 @@ import posixpath
 import unicodedata
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import quote, unquote, urlparse
 
-from cofferd.markdown_grammar import BARE_TARGET_END, MARKDOWN_SUFFIX, TAG_BEING_TYPED, headings
+from cofferd.markdown_grammar import (
+    BARE_TARGET_END,
+    MARKDOWN_SUFFIX,
+    TAG_BEING_TYPED,
+    headings,
+    markdown_links,
+    wiki_links,
+)
 
 UTF16 = "utf-16"
 UTF32 = "utf-32"
@@ -85,21 +92,40 @@ def new_note_path(kind: str, target: str, linking: str) -> str | None:
     return unicodedata.normalize("NFC", normal)
 
 
+class Unwritable(ValueError):
+    """A link cannot be written to name what it must: the reason, as the editor shows it."""
+
+
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # where an editor may break a line
+WIKI_NAME_REFUSED = "[]|#^\\"  # a wiki link cannot name a note whose name holds these
+URL_ESCAPED = "%#?<>"  # percent-encoded in a Markdown link's path (with blanks but a space)
+
+
 def relinked(written: str, link: dict[str, Any], source: str, moved_to: str) -> str | None:
     """The link `written` (as in the note at `source`) made to lead to `moved_to`, its
     heading, alias and form kept: a wiki link names the note as before (its file name,
-    or its path when it gave one), a Markdown link gives the path from its note's folder."""
+    or its path when it gave one), a Markdown link gives the path from its note's folder.
+    Unwritable when no link of its kind can name `moved_to` (a wiki link and a name
+    holding `|`, `#`, `^`, brackets or a line break): the editor is told why."""
     name = link["target"].split("#", 1)[0].strip()
     if not name:
         return None
+    heading = _heading_of(link)
     if link["type"] == "wiki":
         bare = MARKDOWN_SUFFIX.sub("", moved_to)
         new_name = bare if "/" in name else bare.rsplit("/", 1)[-1]
         if MARKDOWN_SUFFIX.search(name):
             new_name += moved_to[len(bare) :]
+        refused = sorted({ch for ch in new_name if ch in WIKI_NAME_REFUSED + LINE_BREAKS})
+        if refused:
+            raise Unwritable(
+                f"a wiki link cannot name {moved_to!r}: its name holds "
+                f"{', '.join(repr(ch) for ch in refused)} (Obsidian refuses such names too)"
+            )
         opening = written.index("[[") + 2
         at = written.index(name, opening)
-        return written[:at] + new_name + written[at + len(name) :]
+        rewritten = written[:at] + new_name + written[at + len(name) :]
+        return checked(rewritten, "wiki", new_name, heading)
     path = (
         "/" + moved_to
         if name.startswith("/")
@@ -110,14 +136,72 @@ def relinked(written: str, link: dict[str, Any], source: str, moved_to: str) -> 
     if written.startswith("<", start):  # [x](<my plan.md#budget>): written as it is
         end = written.index(">", start)
         cut = _name_end(written, start + 1, end)
-        return written[: start + 1] + path + written[cut:]
-    bare_end = BARE_TARGET_END.search(written, start)
-    stop = bare_end.start() if bare_end else len(written)
-    cut = _name_end(written, start, stop)
-    if any(ch in path for ch in " ()<>"):  # a bare target cannot hold these: <...> can
-        inside = path.replace("<", "%3C").replace(">", "%3E")
-        return written[:start] + "<" + inside + written[cut:stop] + ">" + written[stop:]
-    return written[:start] + path + written[cut:]
+        rewritten = written[: start + 1] + url_path(path) + written[cut:]
+    else:
+        bare_end = BARE_TARGET_END.search(written, start)
+        stop = bare_end.start() if bare_end else len(written)
+        cut = _name_end(written, start, stop)
+        inside = url_path(path)
+        if any(ch in inside for ch in " ()"):  # a bare target cannot hold these: <...> can
+            rewritten = written[:start] + "<" + inside + written[cut:stop] + ">" + written[stop:]
+        else:
+            rewritten = written[:start] + inside + written[cut:]
+    return checked(rewritten, "markdown", path, heading)
+
+
+def _heading_of(link: dict[str, Any]) -> str | None:
+    """The `#heading` a link names, as the grammar reads it back (decoded when Markdown)."""
+    _, hash_, heading = link["target"].partition("#")
+    if not hash_:
+        return None
+    return unquote(heading) if link["type"] == "markdown" else heading
+
+
+def url_path(path: str) -> str:
+    """`path` as a Markdown link's destination holds it: `%`, `#`, `?`, `<`, `>`, every
+    blank but a space and every control character percent-encoded (cofferd decodes them)."""
+    return "".join(
+        quote(ch, safe="")
+        if ch in URL_ESCAPED or (ch.isspace() and ch != " ") or not ch.isprintable()
+        else ch
+        for ch in path
+    )
+
+
+def url_fragment(heading: str, spaces: bool) -> str:
+    """`heading` as a Markdown link's `#fragment`: as `url_path`, and `(`, `)` too; spaces
+    kept only inside `<...>` (`spaces`)."""
+    encoded = url_path(heading).replace("(", "%28").replace(")", "%29")
+    return encoded if spaces else encoded.replace(" ", "%20")
+
+
+def reads_as(written: str, kind: str) -> tuple[str, str | None] | None:
+    """What a link written anew names as the grammar reads it back, (name or path, heading
+    or None), decoded as cofferd decodes a Markdown link; None when `written` is not
+    exactly one link of that `kind` on one line."""
+    if any(ch in written for ch in LINE_BREAKS):
+        return None
+    if kind == "wiki":
+        wiki = list(wiki_links(written))
+        if len(wiki) != 1 or wiki[0][0] not in (0, 1) or wiki[0][1] != len(written):
+            return None
+        name, hash_, heading = wiki[0][2].partition("#")
+        return name.strip(), heading if hash_ else None
+    found = list(markdown_links(written))
+    if len(found) != 1 or found[0][:2] != (0, len(written)):
+        return None
+    path, hash_, heading = found[0][2].strip("<>").strip().partition("#")
+    return unquote(path.split("?", 1)[0]), unquote(heading) if hash_ else None
+
+
+def checked(rewritten: str, kind: str, name: str, heading: str | None) -> str:
+    """`rewritten`, once read back as naming `name` (and `heading`); Unwritable else."""
+    if reads_as(rewritten, kind) != (name, heading):
+        what = name + (f"#{heading}" if heading is not None else "")
+        raise Unwritable(
+            f"a {kind} link cannot be written to name {what!r} (it would read otherwise)"
+        )
+    return rewritten
 
 
 def _name_end(written: str, start: int, end: int) -> int:
@@ -144,16 +228,28 @@ def _word_char(ch: str) -> bool:
 
 def reheaded(written: str, link: dict[str, Any], old: str, new: str) -> str | None:
     """The link `written` with its `#heading` renamed from `old` to `new` (any case); None
-    when it names another heading, or none."""
-    _, hash_, heading = link["target"].partition("#")
+    when it names another heading, or none. Unwritable when a link of its kind cannot
+    name `new` (a wiki link and `|`, `]]`, `[[`): the editor is told why."""
+    name, hash_, heading = link["target"].partition("#")
     markdown = link["type"] == "markdown"
     named = unquote(heading) if markdown else heading
     at = written.rfind("#" + heading)
     if not hash_ or at < 0 or named.strip().casefold() != old.casefold():
         return None
-    if markdown and "<" not in written:  # a bare target holds no space
-        new = new.replace(" ", "%20")
-    return written[: at + 1] + new + written[at + 1 + len(heading) :]
+    if markdown:
+        written_new = url_fragment(new, spaces="<" in written)
+        path = reads_as(written, "markdown")
+        kept = path[0] if path else unquote(name.split("?", 1)[0])
+    else:
+        written_new, kept = new, name.strip()
+        refused = sorted({ch for ch in new if ch in "[]|" + LINE_BREAKS})
+        if refused:
+            raise Unwritable(
+                f"a wiki link cannot name the heading {new!r}: it holds "
+                f"{', '.join(repr(ch) for ch in refused)}"
+            )
+    rewritten = written[: at + 1] + written_new + written[at + 1 + len(heading) :]
+    return checked(rewritten, link["type"], kept, new)
 
 
 def path_of(uri: str) -> Path | None:
@@ -198,8 +294,8 @@ def first_lines(text: str, lines: int = 12, chars: int = 1000) -> str:
 
 def destination(relpath: str, folder: str) -> str:
     """The path of `relpath` from a note in `folder`, as a Markdown link's target: in `<>`
-    when it holds what a bare one cannot."""
-    path = posixpath.relpath(relpath, folder)
+    when it holds what a bare one cannot, percent-encoded as `url_path`."""
+    path = url_path(posixpath.relpath(relpath, folder))
     return f"<{path}>" if any(ch in path for ch in " ()") else path
 
 
