@@ -144,3 +144,24 @@ def test_every_reply_a_worker_sends_is_read_back() -> None:
 
     reply = [Skipped("a.md", FileStat(1, 2), "why"), {"when": dt.date(2024, 1, 2)}, {1, 2}]
     assert frames.decode(frames.encode(reply)[frames.HEADER.size :]) == reply
+
+
+async def test_a_slot_that_fails_unforeseen_answers_every_item_and_goes_on(
+    pool: WorkerPool,
+) -> None:
+    """A unit whose message cannot even be sent (here: a head pickle refuses) fails its
+    items with a reason; the slot and the pass go on (it once waited for ever)."""
+
+    def unsendable() -> None: ...
+
+    items = [("echo", n) for n in range(3)]
+    pairs = await asyncio.wait_for(
+        _collect(pool.run(unsendable, [items], interactive=True, timeout_of=lambda _: 5)), 30
+    )
+    assert sorted(item for item, _ in pairs) == sorted(items)
+    assert all(isinstance(reply, WorkFailed) for _, reply in pairs)
+    assert [reply[:2] for _, reply in await run(pool, [[("echo", 9)]])] == [("done", ("echo", 9))]
+
+
+async def _collect(pairs: AsyncIterator[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    return [pair async for pair in pairs]

@@ -322,7 +322,9 @@ class WorkerPool:
             self._workers[index] = await Worker.start(
                 self.module, 0 if index == EXPRESS else BULK_NICE
             )
-        except EngineUnavailable as exc:
+        except (EngineUnavailable, OSError) as exc:  # OSError: no process to be had (EMFILE)
+            if not isinstance(exc, EngineUnavailable):
+                exc = EngineUnavailable(f"a worker process cannot start: {exc}", engine="workers")
             if exc.message != self.state.start_error:  # once, not every second
                 log.error("%s", exc.message)
             self.state.start_error = exc.message
@@ -364,6 +366,10 @@ class WorkerPool:
                 position += len(replies)
         except WorkerGone:
             await self._died(index, unit, 0, done)
+        except Exception:  # unforeseen (a message that cannot be sent, a bug): the unit's
+            # items are answered all the same, as if its worker had died, and the slot goes on
+            log.exception("a worker slot failed on a unit of %d items", len(unit.items))
+            await self._died(index, unit, len(done), done)
         finally:
             job.in_flight -= 1
             self.state.busy -= 1
