@@ -42,6 +42,27 @@ async def test_converts_and_reuses_one_worker(files: dict[str, Path]) -> None:
         await converter.close()
 
 
+async def test_the_converter_process_ends_when_idle(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One `add` must not leave ~160 MB resident for the daemon's life."""
+    monkeypatch.setattr(converter_module, "IDLE_S", 0.2)
+    converter = WorkerConverter()
+    try:
+        await converter.convert(files["ok.docx"], "docx")
+        proc = converter._proc
+        assert proc is not None and proc.returncode is None
+        for _ in range(100):  # polled: the process ends on its own
+            if proc.returncode is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert proc.returncode is not None and converter._proc is None
+        again = await converter.convert(files["sheet.xlsx"], "xlsx")  # starts again
+        assert "cell text" in again.markdown
+    finally:
+        await converter.close()
+
+
 async def test_a_hang_is_stopped_and_the_next_document_converts(files: dict[str, Path]) -> None:
     converter = WorkerConverter(timeout_s=0.05)
     try:

@@ -25,6 +25,7 @@ CONVERTED_FORMATS = (*formats.CONVERTED_FORMATS, "htm")
 ZIP_FORMATS = ("docx", "pptx", "xlsx", "epub")
 TIMEOUT_S = 60.0
 MEMORY_MB = 2048
+IDLE_S = 30.0  # the converter's process ends after this long without a conversion
 MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
 MAX_COMPRESSION_RATIO = 100
 REPLY_LIMIT_BYTES = 512 * 1024 * 1024
@@ -79,8 +80,9 @@ def _explained(error: str, fmt: str) -> str:
 
 
 class WorkerConverter:
-    """Conversions one at a time through one long-lived worker process (at `nice`, for work
-    in the background)."""
+    """Conversions one at a time through one worker process (at `nice`, for work in the
+    background), which ends after `IDLE_S` without a conversion (its ~160 MB go back to
+    the system) and starts again for the next."""
 
     engine = "markitdown"
 
@@ -94,6 +96,8 @@ class WorkerConverter:
         self._lock = asyncio.Lock()
         self._requests = 0
         self._closing = False
+        self._idle: asyncio.TimerHandle | None = None
+        self._releasing: set[asyncio.Task[None]] = set()
 
     def formats(self) -> tuple[str, ...]:
         return CONVERTED_FORMATS
@@ -101,6 +105,22 @@ class WorkerConverter:
     async def convert(self, path: Path, fmt: str) -> Converted:
         if fmt in ZIP_FORMATS:
             await asyncio.to_thread(check_zip, path, fmt)
+        try:
+            return await self._convert(path, fmt)
+        finally:
+            self._release_when_idle()
+
+    def _release_when_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+        self._idle = asyncio.get_running_loop().call_later(IDLE_S, self._release_now)
+
+    def _release_now(self) -> None:
+        task = asyncio.ensure_future(self.release())
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
+
+    async def _convert(self, path: Path, fmt: str) -> Converted:
         async with self._lock:
             proc = await self._worker()
             assert proc.stdin is not None and proc.stdout is not None
@@ -178,9 +198,12 @@ class WorkerConverter:
                 proc.kill()
 
     async def close(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
         await self.interrupt()
         async with self._lock:
             await self._end()
+        await asyncio.gather(*self._releasing, return_exceptions=True)
 
     async def _end(self) -> None:
         proc, self._proc = self._proc, None
