@@ -28,7 +28,8 @@ MEMORY_MB = 2048
 IDLE_S = 30.0  # the converter's process ends after this long without a conversion
 MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
 MAX_COMPRESSION_RATIO = 100
-REPLY_LIMIT_BYTES = 512 * 1024 * 1024
+MiB = 1024 * 1024
+REPLY_LIMIT_BYTES = 256 * MiB  # JSON of at most 32 million characters, escaped
 
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # what a password wraps Office files in
@@ -138,7 +139,12 @@ class WorkerConverter:
                     f"conversion took longer than {self.timeout_s:g} s and was stopped",
                     transient=True,
                 ) from None
-            except (BrokenPipeError, ConnectionResetError, ValueError):
+            except ValueError:  # a reply line over its limit: the text is a bomb
+                await self._kill()
+                raise ConversionFailed(
+                    f"too large: its converted text is over {REPLY_LIMIT_BYTES // MiB} MiB"
+                ) from None
+            except (BrokenPipeError, ConnectionResetError):
                 line = b""
             if not line:
                 code = await self._kill()
@@ -148,7 +154,7 @@ class WorkerConverter:
                     f"the converter crashed on this document (exit {code})", transient=True
                 )
             try:
-                reply = json.loads(line)
+                reply = await asyncio.to_thread(json.loads, line)  # maybe tens of MB
                 if reply.get("id") != request_id:
                     raise ValueError("reply to another request")
             except ValueError:
