@@ -6,8 +6,12 @@ within these bounds; a document beyond one of them is still indexed, in a bounde
 kept with it (`metadata.degraded`, `GET .../skipped`, `documents_degraded`). A document
 that cannot be prepared within its time is skipped with its reason.
 
-The figures are chosen so that indexing any one file raises the daemon's memory by tens of
-megabytes at most, and none of them binds an ordinary note.
+The figures are chosen so that indexing any one Markdown or text file raises the daemon's
+memory by tens of megabytes at most, and none of them binds an ordinary note. The text of a
+document in another format passes through the daemon once, on its way from the converter
+to the data home: it is bounded there (the converter's reply at 256 MiB, the text at 32
+million characters, infrastructure.conversion.converter and application.conversion_queue),
+and is then indexed within these same figures.
 """
 
 from __future__ import annotations
