@@ -112,3 +112,18 @@ def test_zip_bombs_are_refused_before_conversion(files: dict[str, Path]) -> None
     with pytest.raises(ConversionFailed, match=r"zip bomb|inflates"):
         check_zip(files["bomb.docx"])
     check_zip(files["ok.docx"])  # an ordinary docx passes
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "PSEOF: Unexpected EOF\\n at b'%%EO\\r'",
+        "line one\nline two\r\n\x07bell\u2028sep",
+        "x" * 5000,
+    ],
+)
+def test_a_failure_reason_reads_as_one_sentence(error: str) -> None:
+    reason = converter_module._explained(error, "pdf")
+    assert "\\n" not in reason and "\\r" not in reason
+    assert reason.isprintable() and len(reason) < 400
+    assert reason.startswith("damaged, or not a readable pdf file: ")

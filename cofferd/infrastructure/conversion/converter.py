@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -72,12 +73,25 @@ def check_zip(path: Path, fmt: str = "") -> None:
 
 
 def _explained(error: str, fmt: str) -> str:
-    """What a converter's exception means to the person whose file it is."""
+    """What a converter's exception means to the person whose file it is, as a sentence."""
     if fmt == "pdf" and ("PDFPasswordIncorrect" in error or "PDFEncryption" in error):
         return ENCRYPTED_PDF
-    if "memory" in error:
-        return error
-    return f"damaged, or not a readable {fmt} file: {error}"
+    said = _sentence(error)
+    if "memory" in said:
+        return said
+    return f"damaged, or not a readable {fmt} file: {said}"
+
+
+# escapes a library's repr leaves in its message (`PSEOF\n`), and control characters
+_NOT_PROSE = re.compile(r"\\[nrt]|[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+SENTENCE_CHARS = 300
+
+
+def _sentence(error: str) -> str:
+    """An exception's message as one line of prose: no escapes, no control characters,
+    its spaces single, at most SENTENCE_CHARS."""
+    text = " ".join(_NOT_PROSE.sub(" ", error[: SENTENCE_CHARS * 4]).split())
+    return text if len(text) <= SENTENCE_CHARS else text[: SENTENCE_CHARS - 1] + "…"
 
 
 class WorkerConverter:
