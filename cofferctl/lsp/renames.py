@@ -9,7 +9,9 @@ a heading that is not one line), the rename is refused with an error saying why.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import posixpath
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from cofferctl.jsonrpc import INVALID_PARAMS, RpcError
@@ -23,11 +25,19 @@ from cofferctl.lsp.workspace import (
     param,
     uri_param,
 )
+from cofferd.link_targets import DocumentIndexOfPaths, key_of, markdown_key, wiki_key
+from cofferd.markdown_grammar import (
+    MARKDOWN_SUFFIX,
+    headings,
+    markdown_links,
+    prose_lines,
+    wiki_links,
+)
 from cofferd.markdown_grammar import heading as parsed_heading
-from cofferd.markdown_grammar import headings
 
 Rewrite = Callable[[str, dict[str, Any]], "str | None"]
 REQUEST_FAILED = -32803  # LSP: the request was well formed, and cannot be done
+RIVALS_MAX = 50  # notes named as a renamed note will be, whose links are looked at
 
 
 class Renames:
@@ -35,8 +45,8 @@ class Renames:
         self.workspace, self.daemon = workspace, daemon
 
     def rename(self, params: dict[str, Any]) -> dict[str, Any] | None:
-        """Rename the heading under the cursor: the heading, and every link to it from
-        other notes."""
+        """Rename the heading under the cursor: the heading, every link to it from other
+        notes, and the note's own `[[#heading]]` links."""
         uri = uri_param(params)
         line_no = param(param(params, "position", dict), "line", int)
         new_name = param(params, "newName", str).strip()
@@ -57,20 +67,20 @@ class Renames:
                 REQUEST_FAILED,
                 f"{new_name!r} would not read back as that heading (closing #s, or too long)",
             )
-        encoding = self.workspace.encoding
         line = note.text.split("\n")[line_no]
         at = line.rindex(heading[2])
-        here = {
-            "range": {
-                "start": {"line": line_no, "character": text.columns(line, at, encoding)},
-                "end": {
-                    "line": line_no,
-                    "character": text.columns(line, at + len(heading[2]), encoding),
-                },
-            },
-            "newText": new_name,
-        }
+        here = self._edit(line, line_no, at, at + len(heading[2]), new_name)
         changes = {uri: [here]}
+        lines = note.text.split("\n")
+        for number, start, end, kind, target in same_note_links(note.text):
+            written = lines[number][start:end]
+            link = {"type": kind, "target": target}
+            try:
+                rewritten = text.reheaded(written, link, heading[2], new_name)
+            except text.Unwritable as exc:
+                raise RpcError(REQUEST_FAILED, f"line {number + 1}: {exc}") from None
+            if rewritten is not None and rewritten != written:
+                changes[uri].append(self._edit(lines[number], number, start, end, rewritten))
         for source, edits in self._links_to(
             note, lambda written, link: text.reheaded(written, link, heading[2], new_name)
         ).items():
@@ -78,70 +88,157 @@ class Renames:
         return {"changes": changes}
 
     def will_rename_files(self, params: dict[str, Any]) -> dict[str, Any] | None:
-        """Before the editor renames notes: every link to each, in every note, rewritten to
-        its new place (the editor applies the edit; Coffer writes nothing)."""
-        changes: dict[str, list[dict[str, Any]]] = {}
+        """Before the editor renames notes: every link that would lead elsewhere once they
+        are renamed, in every note (the renamed ones too), rewritten to lead where it led
+        (the editor applies the edit; Coffer writes nothing)."""
+        moves: dict[str, dict[str, str]] = {}  # per KB: old path -> new path
+        places: dict[str, tuple[Path, Path]] = {}  # per KB: (root as URIs name it, folder)
         for rename in param(params, "files", list):
             if isinstance(rename, dict):
-                old = checked_uri(param(rename, "oldUri", str))
-                new = checked_uri(param(rename, "newUri", str))
-                for uri, edits in self._relinked(old, new).items():
-                    changes.setdefault(uri, []).extend(edits)
+                old_kb, old, root, folder = self.workspace.where(
+                    checked_uri(param(rename, "oldUri", str))
+                )
+                new_kb, new, _, _ = self.workspace.where(checked_uri(param(rename, "newUri", str)))
+                if old_kb and old_kb == new_kb and old and new and root and folder:
+                    moves.setdefault(old_kb, {})[old] = new
+                    places[old_kb] = (root, folder)
+        changes: dict[str, list[dict[str, Any]]] = {}
+        for kb, moved in moves.items():
+            for uri, edits in self._relinked(kb, *places[kb], moved).items():
+                changes.setdefault(uri, []).extend(edits)
         return {"changes": changes} if changes else None
 
-    def _relinked(self, old_uri: str, new_uri: str) -> dict[str, list[dict[str, Any]]]:
-        """The edits that make every link to the note at `old_uri` lead to `new_uri`."""
-        old = Note(old_uri, "")
-        old.kb, old.relpath, old.root, old.folder = self.workspace.where(old_uri)
-        new_kb, moved_to, _, _ = self.workspace.where(new_uri)
-        if old.kb is None or old.kb != new_kb or moved_to is None:
+    def _relinked(
+        self, kb: str, root: Path, folder: Path, moved: dict[str, str]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The edits that keep every link of the KB leading where it leads once the notes
+        in `moved` (old path -> new path) are renamed: those to a renamed note, those of a
+        renamed note (a Markdown link's path is from its folder), and those the new names
+        would take over (`[[Settings]]` when a note becomes the root's `Settings.md`)."""
+        answer = self.daemon.ask(lambda c: c.get(c.kb(kb, "/paths")))
+        if not isinstance(answer, dict):
             return {}
-        return self._links_to(
-            old, lambda written, link: text.relinked(written, link, link["source"], moved_to)
-        )
+        paths: list[str] = answer["paths"]
+        after = DocumentIndexOfPaths(moved.get(p, p) for p in paths)
+        sources = {old for old in moved if old in set(paths)}
+        new_names = {key_of(new).rsplit("/", 1)[-1] for new in moved.values()}
+        rivals = [p for p in paths if p not in moved and key_of(p).rsplit("/", 1)[-1] in new_names]
+        for linked in [*moved, *rivals[:RIVALS_MAX]]:
+            sources |= self._backlinks(kb, linked)
+        edits: dict[str, list[dict[str, Any]]] = {}
+        for source in sorted(sources):
+            where = moved.get(source, source)  # the linking note's place once renamed
+            leads = self._leads_to(after, where, moved)
+            for uri, more in self._rewritten(kb, root, folder, source, leads).items():
+                edits.setdefault(uri, []).extend(more)
+        return edits
+
+    def _leads_to(self, after: DocumentIndexOfPaths, where: str, moved: dict[str, str]) -> Rewrite:
+        """How a link of the note that will be at `where` is rewritten: when once renamed
+        it would lead elsewhere than its note (at its new place), to the shortest form that
+        leads there."""
+
+        def rewrite(written: str, link: dict[str, Any]) -> str | None:
+            meant = moved.get(link["relative_path"], link["relative_path"])
+            if link["type"] == "wiki":
+                key = wiki_key(link["target"])
+            else:
+                key = markdown_key(link["target"], posixpath.dirname(where))
+            if key is not None and after.resolve_key(link["type"], key).path == meant:
+                return None  # it leads there as it is (a path leading out: rewritten)
+            name = None
+            if link["type"] == "wiki":
+                name = shortest_name(after, meant, link["target"])
+            return text.relinked(written, link, where, meant, wiki_name=name)
+
+        return rewrite
+
+    def _backlinks(self, kb: str, relpath: str) -> set[str]:
+        found = self.daemon.ask(lambda c: c.get(c.document(kb, relpath, "/links")))
+        return {b["relative_path"] for b in found["backlinks"]} if found else set()
 
     def _links_to(self, note: Note, rewrite: Rewrite) -> dict[str, list[dict[str, Any]]]:
         """Edits of every link to `note` in the notes that link to it, each link rewritten
         by `rewrite(written, link)` (None: left as it is)."""
-        if note.kb is None or note.relpath is None or note.root is None:
+        if note.kb is None or note.relpath is None or note.root is None or note.folder is None:
             return {}
-        kb, relpath, root, folder = note.kb, note.relpath, note.root, note.folder
-        found = self.daemon.ask(lambda c: c.get(c.document(kb, relpath, "/links")))
-        sources = sorted({b["relative_path"] for b in found["backlinks"]}) if found else []
-        encoding = self.workspace.encoding
+        relpath = note.relpath
+
+        def only_to_note(written: str, link: dict[str, Any]) -> str | None:
+            return rewrite(written, link) if link["relative_path"] == relpath else None
+
         edits: dict[str, list[dict[str, Any]]] = {}
-        for source in sources:
-            uri = text.uri_of(root / source)
-            opened = self.workspace.get(uri)
-            content = (
-                opened.text
-                if opened is not None and opened.held
-                else files.read_start(folder, source, HEADING_READ_BYTES)
-            )
-            seen = self.daemon.inspect(kb, source, content)
-            lines = content.split("\n")
-            for link in seen["links"] if seen else []:
-                if link["relative_path"] != relpath:
-                    continue
-                line = lines[link["line"] - 1]
-                written = line[link["start"] : link["end"]]
-                try:
-                    rewritten = rewrite(written, {**link, "source": source})
-                except text.Unwritable as exc:
-                    raise RpcError(
-                        REQUEST_FAILED, f"{source}, line {link['line']}: {exc}"
-                    ) from None
-                if rewritten is None or rewritten == written:
-                    continue
-                span = {
-                    "start": {
-                        "line": link["line"] - 1,
-                        "character": text.columns(line, link["start"], encoding),
-                    },
-                    "end": {
-                        "line": link["line"] - 1,
-                        "character": text.columns(line, link["end"], encoding),
-                    },
-                }
-                edits.setdefault(uri, []).append({"range": span, "newText": rewritten})
+        for source in sorted(self._backlinks(note.kb, relpath)):
+            found = self._rewritten(note.kb, note.root, note.folder, source, only_to_note)
+            for uri, more in found.items():
+                edits.setdefault(uri, []).extend(more)
         return edits
+
+    def _rewritten(
+        self, kb: str, root: Path, folder: Path, source: str, rewrite: Rewrite
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The edits of the links of the note at `source` (as the editor holds it, else as
+        read inside the KB) that `rewrite(written, link)` rewrites (None: left as it is)."""
+        uri = text.uri_of(root / source)
+        opened = self.workspace.get(uri)
+        content = (
+            opened.text
+            if opened is not None and opened.held
+            else files.read_start(folder, source, HEADING_READ_BYTES)
+        )
+        seen = self.daemon.inspect(kb, source, content)
+        lines = content.split("\n")
+        edits = []
+        for link in seen["links"] if seen else []:
+            if link["relative_path"] is None:
+                continue
+            line = lines[link["line"] - 1]
+            written = line[link["start"] : link["end"]]
+            try:
+                rewritten = rewrite(written, link)
+            except text.Unwritable as exc:
+                raise RpcError(REQUEST_FAILED, f"{source}, line {link['line']}: {exc}") from None
+            if rewritten is None or rewritten == written:
+                continue
+            edits.append(self._edit(line, link["line"] - 1, link["start"], link["end"], rewritten))
+        return {uri: edits} if edits else {}
+
+    def _edit(self, line: str, line_no: int, start: int, end: int, new: str) -> dict[str, Any]:
+        encoding = self.workspace.encoding
+        return {
+            "range": {
+                "start": {"line": line_no, "character": text.columns(line, start, encoding)},
+                "end": {"line": line_no, "character": text.columns(line, end, encoding)},
+            },
+            "newText": new,
+        }
+
+
+def shortest_name(after: DocumentIndexOfPaths, meant: str, target: str) -> str:
+    """The shortest trailing part of `meant`'s path that a wiki link names it by alone once
+    the notes are renamed (its whole path when every shorter one leads elsewhere or is
+    ambiguous), with its suffix when the link wrote one (`[[Plan.md]]`)."""
+    name = target.split("#", 1)[0].strip()
+    suffixed = MARKDOWN_SUFFIX.search(name) is not None
+    parts = meant.split("/")
+    for n in range(len(parts) - 1, 0, -1):
+        form = "/".join(parts[n:])
+        found = after.resolve_key("wiki", key_of(form))
+        if found.path == meant and not found.ambiguous:
+            return form if suffixed else MARKDOWN_SUFFIX.sub("", form)
+    return meant if suffixed else MARKDOWN_SUFFIX.sub("", meant)
+
+
+def same_note_links(body: str) -> Iterator[tuple[int, int, int, str, str]]:
+    """(line, start, end, type, target) of each link of `body` to a heading of the note
+    itself (`[[#Budget]]`, `[x](#budget)`), read by the grammar (none in code)."""
+    for number, line in prose_lines(body):
+        if "#" not in line:
+            continue
+        for start, end, target in wiki_links(line):
+            if target.startswith("#"):
+                yield number, start, end, "wiki", target
+        for start, end, written in markdown_links(line):
+            target = written.strip("<>").strip()
+            if target.startswith("#"):
+                yield number, start, end, "markdown", target

@@ -101,10 +101,17 @@ WIKI_NAME_REFUSED = "[]|#^\\"  # a wiki link cannot name a note whose name holds
 URL_ESCAPED = "%#?<>"  # percent-encoded in a Markdown link's path (with blanks but a space)
 
 
-def relinked(written: str, link: dict[str, Any], source: str, moved_to: str) -> str | None:
+def relinked(
+    written: str,
+    link: dict[str, Any],
+    source: str,
+    moved_to: str,
+    wiki_name: str | None = None,
+) -> str | None:
     """The link `written` (as in the note at `source`) made to lead to `moved_to`, its
     heading, alias and form kept: a wiki link names the note as before (its file name,
-    or its path when it gave one), a Markdown link gives the path from its note's folder.
+    or its path when it gave one; `wiki_name` when given), a Markdown link gives the path
+    from its note's folder.
     Unwritable when no link of its kind can name `moved_to` (a wiki link and a name
     holding `|`, `#`, `^`, brackets or a line break): the editor is told why."""
     name = link["target"].split("#", 1)[0].strip()
@@ -116,6 +123,8 @@ def relinked(written: str, link: dict[str, Any], source: str, moved_to: str) -> 
         new_name = bare if "/" in name else bare.rsplit("/", 1)[-1]
         if MARKDOWN_SUFFIX.search(name):
             new_name += moved_to[len(bare) :]
+        if wiki_name is not None:
+            new_name = wiki_name
         refused = sorted({ch for ch in new_name if ch in WIKI_NAME_REFUSED + LINE_BREAKS})
         if refused:
             raise Unwritable(

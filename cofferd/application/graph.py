@@ -100,6 +100,14 @@ class Graph:
         self.kbs.get(kb)
         return [{"tag": tag, "count": count} for tag, count in await self.store.tag_counts(kb)]
 
+    async def paths(self, kb: str) -> dict[str, Any]:
+        """Every document's path, what links resolve against (an editor computes what the
+        links a rename writes will lead to), and the KB's count of document changes."""
+        self.kbs.get(kb)
+        changes = (await self.store.document_changes()).get(kb, 0)
+        paths = await self.store.document_paths(kb)
+        return {"paths": sorted(paths), "document_changes": changes}
+
     async def inspect(self, kb: str, relpath: str, text: str) -> dict[str, Any]:
         """What an editor shows of the note at `relpath` as it is being written (`text`,
         not saved yet): each link with where it is and what it leads to (nothing: broken;

@@ -290,6 +290,11 @@ async def tags(request: web.Request) -> web.Response:
     return json_response({"tags": await request.app[COFFER].graph.tags(request.match_info["name"])})
 
 
+@routes.get("/api/v1/knowledge_bases/{name}/paths")
+async def document_paths(request: web.Request) -> web.Response:
+    return json_response(await request.app[COFFER].graph.paths(request.match_info["name"]))
+
+
 @routes.post("/api/v1/knowledge_bases/{name}/documents")
 @with_query(AddQuery)
 async def add_document(request: web.Request, query: AddQuery) -> web.Response:
