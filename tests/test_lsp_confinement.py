@@ -45,7 +45,8 @@ def test_a_note_swapped_for_a_link_to_a_secret_shows_nothing_of_it(
     secret = write(tmp_path / "outside" / "secret.md", SECRET)
     uri = (d.docs(kb) / "a.md").as_uri()
     note = "# A\n\nsee [[b]] and [[b#Secret heading]]\n[[b#\n"
-    assert open_note(client, uri, note) == []  # [[b#... is being typed: no link yet
+    found = open_note(client, uri, note)  # [[b#... is being typed: no link yet
+    assert [x["code"] for x in found] == ["missing-heading"]  # b.md has no such heading
     assert "plain words" in shown(client.ask("textDocument/hover", at(uri, 2, 7)))
     assert d.proc is not None
     os.kill(d.proc.pid, signal.SIGSTOP)  # the last inspection holds: b.md is a note

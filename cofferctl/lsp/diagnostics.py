@@ -1,5 +1,6 @@
 """Diagnostics: each open note's links placed and resolved by cofferd (`POST .../inspect`
-of its unsaved text), published as broken, ambiguous, a merge marker or a conflict copy.
+of its unsaved text), published as broken, ambiguous, a merge marker or a conflict copy;
+a link to a heading or block its note does not have, with the nearest heading suggested.
 
 All of it runs on one thread of its own, never on the thread that reads the editor's
 messages: a change only records the note's text and schedules it (`schedule`). Changes
@@ -19,7 +20,7 @@ import threading
 import time
 from typing import Any
 
-from cofferctl.lsp import text
+from cofferctl.lsp import files, fragments, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.stdio import Transport, log
 from cofferctl.lsp.workspace import HeldLinks, Note, Workspace
@@ -28,6 +29,8 @@ ERROR, WARNING, INFORMATION = 1, 2, 3  # diagnostic severities
 SOURCE = "coffer"
 REFRESH_S = 0.5  # how often the daemon is asked whether its index changed
 UNANSWERED = -1  # a count of changes no KB has: the note's inspection got no answer
+FRAGMENT_NOTES = 32  # notes read a run to check the headings and blocks links name
+FRAGMENT_READ_BYTES = 1024 * 1024  # of each
 DEBOUNCE_S = 0.0  # a change waits this long for the next (the first after a pause: none)
 
 
@@ -155,6 +158,7 @@ class Diagnostics:
                     f"(taken), {others}"
                 )
                 out.append(self._diagnostic(lines, link, INFORMATION, message, "ambiguous-link"))
+        out += self._missing_fragments(note, lines, found["links"])
         for line in found["merge_markers"]:
             span = {
                 "line": line,
@@ -166,6 +170,34 @@ class Diagnostics:
             message = f"a sync tool's conflict copy of this note is beside it: {copy}"
             at = {"line": 1, "start": 0, "end": 0}
             out.append(self._diagnostic(lines, at, WARNING, message, "conflict-copy"))
+        return out
+
+    def _missing_fragments(
+        self, note: Note, lines: list[str], links: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """A link to a heading or block its note does not have, with the nearest heading
+        suggested. The notes linked to are read inside the KB (`files`), each once a run,
+        at most `FRAGMENT_NOTES` of them and `FRAGMENT_READ_BYTES` of each."""
+        read: dict[str, str] = {}
+        out = []
+        for link in links:
+            relpath = link["relative_path"]
+            fragment = fragments.fragment_of(link["type"], link["target"])
+            if relpath is None or fragment is None:
+                continue
+            if relpath not in read:
+                if len(read) >= FRAGMENT_NOTES:
+                    continue
+                read[relpath] = files.read_start(note.folder, relpath, FRAGMENT_READ_BYTES)
+            content = read[relpath]
+            if not content or fragments.span_of(content, fragment) is not None:
+                continue
+            what = "block" if fragment.startswith("^") else "heading"
+            message = f"{relpath} has no {what} {fragment!r}"
+            nearest = fragments.nearest_heading(content, fragment) if what == "heading" else None
+            if nearest:
+                message += f": did you mean {nearest!r}?"
+            out.append(self._diagnostic(lines, link, WARNING, message, f"missing-{what}"))
         return out
 
     def _diagnostic(

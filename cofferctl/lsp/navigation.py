@@ -1,12 +1,13 @@
-"""Navigation: go to the note (and heading) a link leads to, hover a link to see that
-note's first lines, and the notes that link to this one (references: its backlinks).
+"""Navigation: go to the note (and heading or block: `fragments`) a link leads to, hover a
+link to see that section or block (else the note's first lines), and the notes that link
+to this one (references: its backlinks).
 What is shown of another note is read through `files`: inside its KB's root only."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from cofferctl.lsp import files, text
+from cofferctl.lsp import files, fragments, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import (
     HEADING_READ_BYTES,
@@ -29,14 +30,20 @@ class Navigation:
         return target(*found) if found else None
 
     def hover(self, params: dict[str, Any]) -> dict[str, Any] | None:
-        """On a link: the note it leads to, its path and first lines."""
+        """On a link: the note it leads to, its path, and the section or block it names
+        (else its first lines)."""
         found = self.link_at(params)
         relpath = found[1].relative_path if found else None
         if found is None or relpath is None:
             return None
-        note = found[0]
-        content = files.read_start(note.folder, relpath, HOVER_READ_BYTES)
-        shown = f"**{relpath}**\n\n{text.first_lines(content)}"
+        note, link = found
+        fragment = fragments.fragment_of(link.type, link.target)
+        limit = HEADING_READ_BYTES if fragment else HOVER_READ_BYTES
+        content = files.read_start(note.folder, relpath, limit)
+        span = fragments.span_of(content, fragment) if fragment else None
+        part = fragments.shown(content, span) if span else text.first_lines(content)
+        named = f"#{fragment}" if span else ""
+        shown = f"**{relpath}**{named}\n\n{part}"
         return {"contents": {"kind": "markdown", "value": shown}}
 
     def references(self, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -74,14 +81,15 @@ class Navigation:
 
 
 def target(note: Note, link: HeldLink) -> dict[str, Any] | None:
-    """Where a link leads: its note, at its heading when it names one."""
+    """Where a link leads: its note, at the heading or block it names."""
     if link.relative_path is None or note.root is None:
         return None
     line = 0
-    _, hash_, heading = link.target.partition("#")
-    if hash_ and heading:
+    fragment = fragments.fragment_of(link.type, link.target)
+    if fragment:
         content = files.read_start(note.folder, link.relative_path, HEADING_READ_BYTES)
-        line = text.heading_line(content, heading) or 0
+        span = fragments.span_of(content, fragment)
+        line = span[0] if span else 0
     start = {"line": line, "character": 0}
     uri = text.uri_of(note.root / link.relative_path)
     return {"uri": uri, "range": {"start": start, "end": start}}
