@@ -10,8 +10,12 @@ Every line gets what JSON-RPC and MCP say it gets, and nothing a client sends en
 server: a request with a usable id gets one answer with that id; a line that is not a
 valid request or notification gets one error (with its id when that is usable, else
 null); a notification and an answer to a request we never sent get nothing. Lines are
-read in bounded pieces, nesting is bounded, answers are always valid UTF-8, and an
-exception while answering becomes an error answer.
+read in bounded pieces (a longer one is read past, never held, and refused), nesting is
+bounded, answers are always valid UTF-8, and an exception while answering becomes an error
+answer. What waits to be answered is bounded too: past MAX_IN_FLIGHT requests or
+MAX_BYTES_IN_FLIGHT bytes of them, a request is refused at once as busy (a client's
+retry, not a queue that grows while the daemon is slow). A client's mistake is answered,
+never logged as an error of ours.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ BATCHES = "batches are not supported (MCP 2025-06-18 removed them): one message 
 MAX_LINE_BYTES = 32 * 1024 * 1024
 """The longest message read (cofferd takes no larger request body); the rest of a longer
 line is read past in 64 KiB pieces, never held."""
+MAX_IN_FLIGHT = 16
+"""Requests answered on workers (running or waiting for one) at a time; one more is busy."""
+MAX_BYTES_IN_FLIGHT = 2 * MAX_LINE_BYTES
+"""Bytes of the lines of those requests at a time: two of the longest always fit."""
+SERVER_BUSY = -32000  # JSON-RPC's range for a server's own errors
 UNINITIALIZED = "the session is not initialized: send `initialize` first"
 """The answer to a method we serve (other than `ping`) before `initialize`, as the MCP
 lifecycle asks; an unknown method is "method not found" either way, as in the Python SDK."""
@@ -81,6 +90,9 @@ class StdioServer:
     """Whether `initialize` was answered: until then only it and `ping` are served."""
     _write_lock: threading.Lock = field(default_factory=threading.Lock)
     _output_lost: bool = False
+    _flight_lock: threading.Lock = field(default_factory=threading.Lock)
+    _in_flight: int = 0  # requests handed to workers and not yet answered
+    _bytes_in_flight: int = 0  # the size of their lines
 
     def serve(self, stdin: IO[bytes], stdout: IO[bytes]) -> None:
         """Answer requests until the client closes stdin; calls that are running finish."""
@@ -111,9 +123,36 @@ class StdioServer:
         if method in self.handlers and not self.initialized:
             self._send(stdout, error(request_id, INVALID_REQUEST, UNINITIALIZED))
         elif method in self.handlers:
-            pool.submit(self._answer, stdout, request_id, method, params)
+            if not self._board(len(line)):
+                busy = (
+                    f"busy: {MAX_IN_FLIGHT} requests (or {MAX_BYTES_IN_FLIGHT} bytes of them) are "
+                    "being answered; send this one again once one of them is"
+                )
+                self._send(stdout, error(request_id, SERVER_BUSY, busy))
+                return
+            pool.submit(self._answer_then_land, stdout, request_id, method, params, len(line))
         else:
             self._answer(stdout, request_id, method, params)
+
+    def _board(self, size: int) -> bool:
+        """Count a request as in flight, if it fits the bounds (else False)."""
+        with self._flight_lock:
+            full = self._in_flight >= MAX_IN_FLIGHT
+            if full or self._bytes_in_flight + size > MAX_BYTES_IN_FLIGHT:
+                return False
+            self._in_flight += 1
+            self._bytes_in_flight += size
+            return True
+
+    def _answer_then_land(
+        self, stdout: IO[bytes], request_id: Any, method: str, params: dict[str, Any], size: int
+    ) -> None:
+        try:
+            self._answer(stdout, request_id, method, params)
+        finally:
+            with self._flight_lock:
+                self._in_flight -= 1
+                self._bytes_in_flight -= size
 
     def _answer(
         self, stdout: IO[bytes], request_id: Any, method: str, params: dict[str, Any]
