@@ -16,6 +16,7 @@ Layout of the data home::
     coffer.db                      derived index (+ audit); deleting it loses only time
     cofferd.lock                   held by the running daemon
     incoming/                      uploads in flight
+    incoming/converting/           copies of originals being converted
     models/                        local embedding models (assembled, not downloaded)
     local/<kb>.yaml                this machine's own settings of a KB (providers, URLs,
                                    credentials, local paths, automatic actions)
@@ -37,6 +38,9 @@ Layout of the data home::
       manifest.json                  what the entry holds and where it came from
       document.md                    its Markdown file
       raw/<id>.<ext>                 its kept original, if it had one
+
+Every folder Coffer owns here is used only while it is a folder, never through a link
+(infrastructure.files.confinement).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from __future__ import annotations
 import os
 import sys
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 APP_NAME = "coffer"
@@ -243,14 +247,43 @@ class Locations:
     def raw_dir(self, kb: str) -> Path:
         return self.kb_dir(kb) / "raw"
 
+    @property
+    def trash_root(self) -> Path:
+        return self.home / "trash"
+
     def trash_dir(self, kb: str) -> Path:
         """Deleted documents of a KB; in the data home, never in a folder of the user's."""
-        return self.home / "trash" / _folder_name(kb)
+        return self.trash_root / _folder_name(kb)
+
+    @property
+    def derived_root(self) -> Path:
+        return self.home / "derived"
 
     def derived_dir(self, kb: str) -> Path:
         """Text converted from a KB's documents in other formats; in the data home, never
         in a folder of the user's."""
-        return self.home / "derived" / _folder_name(kb)
+        return self.derived_root / _folder_name(kb)
+
+    @property
+    def converting_dir(self) -> Path:
+        """Copies of originals being converted (a converter reads only these)."""
+        return self.incoming_dir / "converting"
+
+    def owned_folders(self, kbs: Iterable[str] = ()) -> list[Path]:
+        """Every folder Coffer owns in the data home (those of the KBs named too), each
+        kept by the daemon and never followed through a link."""
+        folders = [
+            self.incoming_dir,
+            self.converting_dir,
+            self.models_dir,
+            self.local_dir,
+            self.knowledge_root,
+            self.derived_root,
+            self.trash_root,
+        ]
+        for kb in kbs:
+            folders += [self.derived_dir(kb), self.trash_dir(kb)]
+        return folders
 
     def trash_entry(self, kb: str, trash_id: str) -> TrashEntryFiles:
         return TrashEntryFiles(self.trash_dir(kb) / _folder_name(trash_id))

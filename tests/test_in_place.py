@@ -6,6 +6,7 @@ content hash of each file, the folder never written."""
 from __future__ import annotations
 
 import gc
+import hashlib
 import io
 import os
 import shutil
@@ -377,8 +378,14 @@ def test_a_converted_text_is_never_read_through_a_link(tmp_path: Path) -> None:
     outside = write(tmp_path / "secret.md", "secret")
     (tmp_path / "store" / "ab").mkdir(parents=True)
     (tmp_path / "store" / "ab" / f"{digest}.md").symlink_to(outside)
+    write(tmp_path / "store" / "ab" / f"{digest}.sha256", hashlib.sha256(b"secret").hexdigest())
+    store = tmp_path / "store"
+    assert derived_texts.read(tmp_path, store, digest, derived_texts.TEXT, 100) is None
+    write(tmp_path / "elsewhere" / "ab" / f"{digest}.md", "secret")
+    shutil.rmtree(store)
+    store.symlink_to(tmp_path / "elsewhere")  # a folder on the way: refused, not followed
     with pytest.raises(OSError):
-        derived_texts.read(tmp_path / "store", digest, derived_texts.TEXT, 100)
+        derived_texts.read(tmp_path, store, digest, derived_texts.TEXT, 100)
     with pytest.raises(ValueError):
         derived_texts.entry(tmp_path / "store", "../../etc/passwd", derived_texts.TEXT)
 

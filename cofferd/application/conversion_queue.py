@@ -17,9 +17,7 @@ import contextlib
 import logging
 import os
 import re
-import shutil
 import sys
-import tempfile
 import time
 from bisect import bisect_right
 from collections.abc import Callable
@@ -36,7 +34,14 @@ from cofferd.domain.failures import ConversionFailed
 from cofferd.domain.formats import format_of
 from cofferd.domain.index_records import Converted
 from cofferd.domain.models import utc_now
-from cofferd.domain.ports import DerivedTextStore, DocsTree, KBIndex, MarkdownConverter, TrashBin
+from cofferd.domain.ports import (
+    DerivedTextStore,
+    DocsTree,
+    KBIndex,
+    MarkdownConverter,
+    ScratchFolder,
+    TrashBin,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +75,7 @@ class Conversions:
         texts: DerivedTextStore,
         reindexer: Reindexer,
         progress: ProgressBoard,
-        scratch: Path,
+        scratch: ScratchFolder,
         trash: TrashBin,
     ) -> None:
         self.kbs = kbs
@@ -125,7 +130,7 @@ class Conversions:
     async def run(self) -> None:
         """Convert what is submitted, for as long as the daemon runs. One document that
         breaks something unforeseen costs that document, logged, never the queue."""
-        await asyncio.to_thread(shutil.rmtree, self.scratch, True)  # copies a kill left
+        await asyncio.to_thread(self.scratch.clear)  # copies a kill left
         while True:
             if not self._queue:
                 self._wake.clear()
@@ -182,9 +187,8 @@ class Conversions:
         try:
             if await asyncio.to_thread(self.tree.stat, kb, path) is None:
                 return True  # gone, or no document any more (its format, an ignore file)
-            self.scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(dir=self.scratch, suffix=f".{fmt}")
-            copy = Path(name)
+            fd, made_copy = await asyncio.to_thread(self.scratch.new_file, f".{fmt}")
+            copy = made_copy
             with os.fdopen(fd, "wb") as sink:
                 content = await asyncio.to_thread(self.tree.read, kb, path, sink)
             if content is None:
@@ -193,7 +197,7 @@ class Conversions:
                 return True  # a copy of it came first
             try:
                 made: str | ConversionFailed = derived_text(
-                    await self.converter.convert(copy, fmt), fmt, self.converter.engine
+                    await self.converter.convert(made_copy, fmt), fmt, self.converter.engine
                 )
             except ConversionFailed as exc:
                 made = exc

@@ -271,6 +271,19 @@ class DerivedTextStore(Protocol):
     def remove_kb(self, kb: str) -> None: ...
 
 
+class ScratchFolder(Protocol):
+    """A private folder of the data home for copies of originals while they convert,
+    reached through no link (infrastructure.files.confinement.HomeScratch)."""
+
+    def clear(self) -> None:
+        """Remove what is there (copies a kill left); nothing outside it, ever."""
+        ...
+
+    def new_file(self, suffix: str) -> tuple[int, Path]:
+        """A new private file there: its handle, open for writing, and its path."""
+        ...
+
+
 class Embedder(Protocol):
     dimensions: int
 

@@ -29,6 +29,7 @@ class PrepareSettings:
     vector_enabled: bool
     budget: Budget = DEFAULT
     derived: str = ""  # the KB's folder of converted text (Locations.derived_dir)
+    data_home: str = ""  # the data home: derived/ is walked from it through no link
     max_document_bytes: int = 0  # a larger original is not converted (0: no limit)
 
 

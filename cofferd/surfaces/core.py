@@ -26,7 +26,7 @@ from cofferd.application.trash import RETENTION_DAYS, Trash
 from cofferd.domain.budgets import DEFAULT as DEFAULT_BUDGET
 from cofferd.infrastructure.conversion.converter import WorkerConverter
 from cofferd.infrastructure.conversion.derived_texts import DerivedTexts
-from cofferd.infrastructure.files.confinement import Boundary
+from cofferd.infrastructure.files.confinement import Boundary, HomeScratch
 from cofferd.infrastructure.files.document_policy import DocumentPolicy
 from cofferd.infrastructure.files.grep import Ripgrep
 from cofferd.infrastructure.files.kb_folders import KBFiles
@@ -136,7 +136,7 @@ class Coffer:
         self.kbs.vet = self.embeddings.check
         self.kbs.credential_problem = credential_problem
         grep = Ripgrep(locations, self.policy, converted_files=stores.index.converted_files)
-        self.texts = texts = DerivedTexts(locations.derived_dir)
+        self.texts = texts = DerivedTexts(locations.home, locations.derived_dir)
         self.retrieval = Retrieval(
             self.kbs,
             stores.catalog,
@@ -182,7 +182,7 @@ class Coffer:
             texts,
             self.reindexer,
             self.progress,
-            locations.incoming_dir / "converting",
+            HomeScratch(locations.home, locations.converting_dir),
             self.trash.bin,
         )
         self.indexing = IndexingService(

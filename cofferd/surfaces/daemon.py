@@ -17,6 +17,7 @@ from aiohttp import web
 from cofferd import __version__
 from cofferd.application.knowledge_bases import DEFAULT_KB
 from cofferd.domain.models import KnowledgeBase
+from cofferd.infrastructure.files.confinement import home_folder, home_problems
 from cofferd.infrastructure.files.probe import FsProbe
 from cofferd.locations import Locations
 from cofferd.surfaces import systemd, unix_socket
@@ -64,6 +65,7 @@ class Daemon:
         self.socket_path = str(locations.socket)
         self._stop = asyncio.Event()
         self._folders = FsProbe("status")
+        self._home = FsProbe("data home")
 
     def _folder(self, kb: str) -> tuple[str | None, str]:
         """(why its docs folder may not be used now, or None; where it is)."""
@@ -83,8 +85,7 @@ class Daemon:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
-        for upload in self.locations.incoming_dir.glob(UPLOAD_PREFIX + "*"):
-            upload.unlink(missing_ok=True)  # uploads cut short by a stop
+        clear_uploads(self.locations)
         async with contextlib.AsyncExitStack() as stack:
             self.coffer = coffer = await stack.enter_async_context(
                 await Coffer.open(self.locations, self.tuning)
@@ -200,6 +201,8 @@ class Daemon:
         startup_done = coffer.indexing.startup_done()
         known = coffer.kbs.list()
         folders = await self._folders(lambda: {kb.name: self._folder(kb.name) for kb in known})
+        names = [kb.name for kb in known]
+        refused = await self._home(lambda: home_problems(self.locations, names))
         kbs = [await self._kb_status(kb, (folders or {}).get(kb.name)) for kb in known]
         indexing = coffer.indexing.status()
         watcher = self.watcher.status()
@@ -227,7 +230,23 @@ class Daemon:
             "workers": coffer.preparer.status(),
             "conversions": coffer.conversions.status(),
             "startup_reconcile_done": startup_done,
+            "problems": refused if refused is not None else ["the data home does not answer"],
         }
+
+
+def clear_uploads(locations: Locations) -> None:
+    """Remove the uploads a stop cut short, from incoming/ reached through no link (one that
+    is a link is refused: status says so, and nothing outside is removed)."""
+    try:
+        with home_folder(locations.home, locations.incoming_dir) as incoming:
+            for name in os.listdir(incoming):
+                if name.startswith(UPLOAD_PREFIX):
+                    with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                        os.unlink(name, dir_fd=incoming)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        log.warning("uploads left in %s are not removed: %s", locations.incoming_dir, exc)
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

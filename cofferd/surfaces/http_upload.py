@@ -9,14 +9,14 @@ field names the knowledge base's folder a new document goes into."""
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from aiohttp import BodyPartReader, MultipartReader, web
 
 from cofferd.application.ingest import IngestResult
-from cofferd.domain.errors import IngestRejected, ValidationFailed
+from cofferd.domain.errors import IngestRejected, StorageError, ValidationFailed
+from cofferd.infrastructure.files.confinement import HomeScratch
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.http_json import flag
 
@@ -30,8 +30,8 @@ async def receive_upload(
     """Stream the `file` part to disk, refusing it as soon as it passes the KB's limit;
     `replace` (the query's) is overridden by a `replace` field."""
     limit = coffer.kbs.get_enabled(name).config.max_document_bytes
-    incoming = coffer.locations.incoming_dir
-    incoming.mkdir(parents=True, exist_ok=True)
+    locations = coffer.locations
+    incoming = HomeScratch(locations.home, locations.incoming_dir, UPLOAD_PREFIX)
     try:
         reader = await request.multipart()
     except (ValueError, AssertionError, KeyError) as exc:  # no or a broken boundary
@@ -58,8 +58,12 @@ async def receive_upload(
                     raise ValidationFailed("the file part needs a filename", field="file")
                 if "\0" in filename or len(filename) > 255:
                     raise ValidationFailed("the file name is not a valid name", field="file")
-                fd, raw = tempfile.mkstemp(dir=incoming, prefix=UPLOAD_PREFIX)
-                tmp = Path(raw)
+                try:
+                    fd, tmp = incoming.new_file("")
+                except OSError as exc:  # incoming/ is a link (refused), or the disk failed
+                    raise StorageError(
+                        f"the upload cannot be received: {exc}", path=str(incoming.folder)
+                    ) from None
                 size = 0
                 with os.fdopen(fd, "wb") as fh:
                     while chunk := await part.read_chunk(UPLOAD_CHUNK):

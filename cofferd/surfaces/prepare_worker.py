@@ -79,13 +79,17 @@ def _prepare_converted(
         return Unchanged(item.path, stat)
     if settings.max_document_bytes and original.size > settings.max_document_bytes:
         return Skipped(item.path, stat, "too_large")
-    folder = Path(settings.derived)
-    failed = derived_texts.failure(folder, digest)
-    if failed is not None:
-        reason, lasting = failed
-        return Skipped(item.path, stat if lasting else None, reason)  # None: each pass
-    kept = derived_texts.read(folder, digest, derived_texts.TEXT, settings.budget.indexed_bytes)
-    if kept is None:
+    home, folder = Path(settings.data_home), Path(settings.derived)
+    try:
+        failed = derived_texts.failure(home, folder, digest)
+        if failed is not None:
+            reason, lasting = failed
+            return Skipped(item.path, stat if lasting else None, reason)  # None: each pass
+        limit = settings.budget.indexed_bytes
+        kept = derived_texts.read(home, folder, digest, derived_texts.TEXT, limit)
+    except OSError as exc:  # derived/ is a link (refused), or cannot be read: each pass
+        return Skipped(item.path, None, f"its converted text cannot be read: {exc}")
+    if kept is None:  # none, or not the text converted from it (edited by hand)
         return Unconverted(item.path, stat, digest)
     text = FileContent(kept[0], stat, digest, kept[1])
     return preparation.prepare(item, text, settings, fts_text.index_text, fmt)

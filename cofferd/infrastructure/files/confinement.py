@@ -17,6 +17,16 @@ are opened without following one (doc_files, `read_control_file`).
 
 Control files (settings, ignore files) are read by `read_control_file`: regular files
 only, opened without blocking (a FIFO would never answer), and bounded in size.
+
+The folders Coffer owns in the data home (derived/, incoming/, trash/, local/, models/ and
+their folders per KB) are inside the boundary too: each is opened from the data home one
+name at a time without following a link (`home_folder`), files there are opened without
+following a link or blocking (`open_home_file`), a folder is removed from a handle on its
+parent (`remove_home_folder`), and `home_problems` says, for `status`, which of them is a
+link and so refused.
+
+Long on purpose: every check of where a file may be read, written or removed is here, in
+one module (principle 10), so that a rule about links is never kept in two places.
 """
 
 from __future__ import annotations
@@ -24,8 +34,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import os
+import secrets
+import shutil
 import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +47,8 @@ from cofferd.domain.errors import KBUnavailable, PathRefused, StorageError
 from cofferd.infrastructure.files.confined_read import disk_path, inside
 from cofferd.infrastructure.files.durable import atomic_write, make_folder
 from cofferd.locations import Locations, check_relpath
+
+log = logging.getLogger(__name__)
 
 CONTROL_FILE_MAX = 1024 * 1024  # settings or ignore rules larger than this are not written by hand
 
@@ -47,9 +63,15 @@ class ControlFile:
     cut: bool  # the file holds more than the limit
 
 
-def read_control_file(path: Path, limit: int = CONTROL_FILE_MAX) -> ControlFile | None:
+def read_control_file(
+    path: Path, limit: int = CONTROL_FILE_MAX, *, home: Path | None = None
+) -> ControlFile | None:
     """The file's first `limit` bytes, or None when there is no file. ControlFileRefused
-    when it is not a regular file; OSError when it cannot be read."""
+    when it is not a regular file; OSError when it cannot be read. With `home`, the file is
+    one of the data home's own (local/): FolderRefused when a folder on the way from the
+    home is a link."""
+    if home is not None:
+        home_file(home, path)
     try:
         before = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -117,7 +139,7 @@ class Boundary:
     def attachment(self, kb: str) -> Attachment | None:
         path = self.locations.attachment_path(kb)
         try:
-            found = read_control_file(path)
+            found = read_control_file(path, home=self.locations.home)
             data = json.loads(found.data) if found is not None else None
             return None if data is None else Attachment(**data)
         except (OSError, ControlFileRefused, ValueError, TypeError):
@@ -126,9 +148,8 @@ class Boundary:
     def record(self, kb: str, folder: Path) -> None:
         """Remember that this machine attached `folder` (resolved) as the KB's docs."""
         found = Attachment.of(folder)
-        atomic_write(
-            self.locations.attachment_path(kb), json.dumps(found.__dict__).encode(), mode=0o600
-        )
+        path = home_file(self.locations.home, self.locations.attachment_path(kb))
+        atomic_write(path, json.dumps(found.__dict__).encode(), mode=0o600)
 
     def forget(self, kb: str) -> None:
         self.locations.attachment_path(kb).unlink(missing_ok=True)
@@ -300,3 +321,157 @@ def printable(name: str) -> str:
 
 def _overlap(a: str, b: str) -> bool:
     return inside(a, b) or inside(b, a)
+
+
+# -- the data home's own folders ------------------------------------------------------------
+
+HOME_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NOT_A_FOLDER = {errno.ELOOP, errno.ENOTDIR, errno.EMLINK}  # a link or a file at a step
+
+
+class FolderRefused(OSError):
+    """A folder Coffer owns in the data home (derived/, incoming/, trash/, local/...) that
+    is a link or a file: refused, never followed, until it is a folder again."""
+
+
+def home_parts(home: Path, folder: Path) -> tuple[str, ...]:
+    """The names from the data home down to `folder`, one of its own folders."""
+    parts = folder.relative_to(home).parts
+    if not parts or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{folder} is not a folder below the data home {home}")
+    return parts
+
+
+@contextlib.contextmanager
+def home_folder(home: Path, folder: Path, *, make: bool = False) -> Iterator[int]:
+    """A handle on `folder`, one of the folders Coffer owns below the data home, walked
+    from the home one name at a time without following a link (O_NOFOLLOW | O_DIRECTORY),
+    so no link there, now or swapped in meanwhile, leads anywhere else. Missing folders
+    are made (0700) when `make`, else FileNotFoundError; FolderRefused when one on the way
+    is a link or a file. The data home itself is where the user said it is."""
+    fd = os.open(home, HOME_FOLDER_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        walked = home
+        for name in home_parts(home, folder):
+            walked = walked / name
+            parent, fd = fd, -1
+            try:
+                fd = _home_step(parent, name, walked, make=make)
+            finally:
+                os.close(parent)
+        yield fd
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _home_step(parent: int, name: str, path: Path, *, make: bool) -> int:
+    try:
+        try:
+            return os.open(name, HOME_FOLDER_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            if not make:
+                raise
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o700, dir_fd=parent)
+        return os.open(name, HOME_FOLDER_FLAGS, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in _NOT_A_FOLDER:
+            raise FolderRefused(
+                exc.errno, f"{path} is a link or a file, not a folder of Coffer's: not used"
+            ) from None
+        raise
+
+
+def home_file(home: Path, path: Path) -> Path:
+    """`path`, a file in a folder Coffer owns below the data home, once no folder on the
+    way from the home to it is a link, checked now (FolderRefused)."""
+    problem = home_folder_problem(home, path.parent)
+    if problem is not None:
+        raise FolderRefused(errno.ELOOP, problem)
+    return path
+
+
+def home_folder_problem(home: Path, folder: Path) -> str | None:
+    """Why `folder`, one Coffer owns below the data home, is refused now (a link or a file
+    on the way from the home), or None (a folder, or not there yet)."""
+    walked = home
+    for name in home_parts(home, folder):
+        walked = walked / name
+        try:
+            mode = os.lstat(walked).st_mode
+        except OSError:
+            return None  # missing: made when first needed
+        if not stat.S_ISDIR(mode):
+            kind = "a link" if stat.S_ISLNK(mode) else "not a folder"
+            return f"{walked} is {kind}: Coffer does not use it until it is a folder again"
+    return None
+
+
+def home_problems(locations: Locations, kbs: Iterable[str]) -> list[str]:
+    """Why folders Coffer owns in the data home are refused now, one line each."""
+    owned = locations.owned_folders(kbs)
+    found = (home_folder_problem(locations.home, folder) for folder in owned)
+    return list(dict.fromkeys(p for p in found if p is not None))
+
+
+def remove_home_folder(home: Path, folder: Path) -> None:
+    """Remove `folder`, one Coffer owns below the data home, and all it holds, from a handle
+    on its parent walked through no link: a link on the way or at its end removes nothing
+    outside (the link itself goes). Nothing when it is not there."""
+    with contextlib.suppress(FileNotFoundError), home_folder(home, folder.parent) as parent:
+        try:
+            st = os.stat(folder.name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(folder.name, dir_fd=parent)
+        else:
+            os.unlink(folder.name, dir_fd=parent)
+
+
+def open_home_file(folder: int, name: str) -> int | None:
+    """A regular file in a folder of the data home, opened for reading without following a
+    link or blocking (a FIFO there would never answer); None when there is none.
+    ControlFileRefused when something else is there."""
+    try:
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder
+        )
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in _NOT_A_FOLDER:
+            raise ControlFileRefused(f"{name} is a link, not a regular file") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise ControlFileRefused(f"{name} is {_kind(mode)}, not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
+class HomeScratch:
+    """A private folder Coffer owns in the data home for short-lived copies (the originals
+    being converted), reached through no link (domain.ports.ScratchFolder)."""
+
+    def __init__(self, home: Path, folder: Path, prefix: str = "") -> None:
+        self.home = home
+        self.folder = folder
+        self.prefix = prefix  # of every file made here
+
+    def clear(self) -> None:
+        """Remove the folder and what a kill left in it; a link there goes, nothing else."""
+        try:
+            remove_home_folder(self.home, self.folder)
+        except OSError as exc:  # refused or unreadable: status says so; nothing removed
+            log.warning("%s is not cleared: %s", self.folder, exc)
+
+    def new_file(self, suffix: str) -> tuple[int, Path]:
+        """A new private file (0600) of an unguessable name: its handle, open for writing,
+        and its path. FolderRefused when a folder on the way is a link."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with home_folder(self.home, self.folder, make=True) as folder:
+            name = f"{self.prefix}{secrets.token_hex(8)}{suffix}"
+            return os.open(name, flags, 0o600, dir_fd=folder), self.folder / name

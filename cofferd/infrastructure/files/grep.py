@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cofferd.domain.errors import EngineUnavailable, InvalidPattern, StorageError
 from cofferd.domain.file_records import RawHit
+from cofferd.infrastructure.files.confinement import home_folder_problem
 from cofferd.infrastructure.files.document_policy import DocumentPolicy
 from cofferd.locations import Locations, normalize_relpath
 
@@ -84,7 +85,8 @@ class Ripgrep:
                     lambda path, line: self.policy.is_document(kb, path),
                 )
                 derived = self.locations.derived_dir(kb)
-                if not truncated and self.converted_files and derived.is_dir():
+                usable = derived.is_dir() and not home_folder_problem(self.locations.home, derived)
+                if not truncated and self.converted_files and usable:  # never through a link
                     files = await self.converted_files(kb)
                     texts = _Texts(derived, files)
                     found: list[RawHit] = []

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import stat
 from collections.abc import Collection
 from pathlib import Path
@@ -37,8 +36,11 @@ from cofferd.domain.models import KB_KIND, KnowledgeBase, utc_now
 from cofferd.infrastructure.files.confinement import (
     Boundary,
     ControlFileRefused,
+    FolderRefused,
+    home_file,
     printable,
     read_control_file,
+    remove_home_folder,
 )
 from cofferd.infrastructure.files.durable import atomic_write
 from cofferd.locations import Locations
@@ -61,9 +63,9 @@ class SettingsUnreadable(ValueError):
     pass
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path, home: Path | None = None) -> dict[str, Any]:
     try:
-        found = read_control_file(path, SETTINGS_MAX)
+        found = read_control_file(path, SETTINGS_MAX, home=home)
         if found is None:
             return {}
         if found.cut:
@@ -162,7 +164,7 @@ class KBFiles:
             portable, _ = split_config(shared)
             ignored = _ignored(shared, portable)
             local_path = self.locations.local_settings_path(name)
-            local = _read_yaml(local_path).get("config") or {}
+            local = _read_yaml(local_path, self.locations.home).get("config") or {}
             if not isinstance(local, dict):
                 raise SettingsUnreadable(f"{local_path}: config must be a mapping")
             _, mine = split_config(local)
@@ -195,7 +197,7 @@ class KBFiles:
         local_path = self.locations.local_settings_path(kb.name)
         if local:
             mine = LOCAL_HEADER + yaml.safe_dump({"config": local}, sort_keys=False)
-            atomic_write(local_path, mine.encode(), mode=0o600)
+            atomic_write(home_file(self.locations.home, local_path), mine.encode(), mode=0o600)
         else:
             local_path.unlink(missing_ok=True)
 
@@ -300,9 +302,9 @@ class KBFiles:
 
     def remove(self, name: str) -> None:
         # rmtree unlinks links, never what they point to: an attached folder stays whole
-        shutil.rmtree(self.locations.kb_dir(name))
-        with contextlib.suppress(FileNotFoundError):
-            shutil.rmtree(self.locations.trash_dir(name))
+        remove_home_folder(self.locations.home, self.locations.kb_dir(name))
+        with contextlib.suppress(FolderRefused):  # trash/ is a link: what it leads to stays
+            remove_home_folder(self.locations.home, self.locations.trash_dir(name))
         self.locations.local_settings_path(name).unlink(missing_ok=True)
         self.locations.tracked_sources_path(name).unlink(missing_ok=True)
         self.boundary.forget(name)

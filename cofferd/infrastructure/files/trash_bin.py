@@ -8,12 +8,10 @@ and then the removal of the source. Nothing is ever moved over an existing file.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import re
-import shutil
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,13 @@ from typing import Any
 from cofferd.domain.errors import CofferError, PathOccupied, StorageError
 from cofferd.domain.file_records import TrashEntry
 from cofferd.infrastructure.files import dir_handles
-from cofferd.infrastructure.files.confinement import Boundary, ControlFileRefused, read_control_file
+from cofferd.infrastructure.files.confinement import (
+    Boundary,
+    ControlFileRefused,
+    home_folder_problem,
+    read_control_file,
+    remove_home_folder,
+)
 from cofferd.infrastructure.files.durable import atomic_write
 from cofferd.locations import Locations, TrashEntryFiles, check_relpath
 
@@ -45,6 +49,7 @@ class FileTrash:
         files = self.locations.trash_entry(kb, entry.id)
         folder, name = dir_handles.on_disk(self.boundary, kb, entry.relative_path)
         shown = Path(self.boundary.shown(kb, self.boundary.root(kb) / folder / name))
+        self._checked(kb)
         files.folder.mkdir(mode=0o700, parents=True)
         moved = {files.document: shown}  # as people know it
         if original is not None:
@@ -58,10 +63,10 @@ class FileTrash:
             ):
                 dir_handles.move(source, name, kept, files.document.name)
         except OSError as exc:
-            shutil.rmtree(files.folder, ignore_errors=True)
+            self._remove(files.folder)
             raise _refused(f"cannot move {shown} to the trash", exc) from exc
         except CofferError:  # refused: a link where a folder was
-            shutil.rmtree(files.folder, ignore_errors=True)
+            self._remove(files.folder)
             raise
         if original is None:
             return
@@ -70,7 +75,7 @@ class FileTrash:
             move_file(original, files.original(original.name))
         except OSError as exc:
             self._document_to_folder(kb, folder, name, files)
-            shutil.rmtree(files.folder, ignore_errors=True)
+            self._remove(files.folder)
             raise _refused(f"cannot move {original} to the trash", exc) from exc
 
     def _document_to_folder(self, kb: str, folder: str, name: str, files: TrashEntryFiles) -> None:
@@ -83,7 +88,11 @@ class FileTrash:
 
     def entries(self, kb: str) -> list[TrashEntry]:
         """Every readable entry, newest first."""
-        root = self.locations.trash_dir(kb)
+        try:
+            root = self._checked(kb)
+        except StorageError as exc:
+            log.warning("%s", exc.message)
+            return []
         found = []
         for folder in root.iterdir() if root.is_dir() else ():
             entry = self.get(kb, folder.name)
@@ -114,6 +123,7 @@ class FileTrash:
         """Move the files back where they were (their folders made again, by handles);
         PathOccupied when a file sits there."""
         files = self.locations.trash_entry(kb, entry.id)
+        self._checked(kb)
         folder, name = dir_handles.on_disk(self.boundary, kb, entry.relative_path)
         shown = self.boundary.shown(kb, self.boundary.root(kb) / folder / name)
         original_target = (
@@ -138,7 +148,7 @@ class FileTrash:
                 if isinstance(exc, FileExistsError):
                     raise _occupied(original_target) from None
                 raise _refused(f"cannot move the original back to {original_target}", exc) from exc
-        shutil.rmtree(files.folder)
+        remove_home_folder(self.locations.home, files.folder)
 
     def _document_to_entry(self, kb: str, folder: str, name: str, files: TrashEntryFiles) -> None:
         """The document moved from its folder back into the entry (a restore undone)."""
@@ -150,8 +160,24 @@ class FileTrash:
 
     def purge(self, kb: str, trash_id: str) -> None:
         if TRASH_ID.match(trash_id):
-            with contextlib.suppress(FileNotFoundError):
-                shutil.rmtree(self.locations.trash_entry(kb, trash_id).folder)
+            self._checked(kb)
+            remove_home_folder(self.locations.home, self.locations.trash_entry(kb, trash_id).folder)
+
+    def _checked(self, kb: str) -> Path:
+        """The KB's trash folder, checked now to be reached from the data home through no
+        link (StorageError: it is not used, and status says why)."""
+        root = self.locations.trash_dir(kb)
+        problem = home_folder_problem(self.locations.home, root)
+        if problem is not None:
+            raise StorageError(f"the trash is not used: {problem}", path=str(root))
+        return root
+
+    def _remove(self, folder: Path) -> None:
+        """An entry's folder, removed through no link (a failure is logged)."""
+        try:
+            remove_home_folder(self.locations.home, folder)
+        except OSError as exc:
+            log.warning("trash entry %s is not removed: %s", folder, exc)
 
 
 def move_file(src: Path, dst: Path) -> None:

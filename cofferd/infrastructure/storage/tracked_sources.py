@@ -8,8 +8,13 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
+from functools import partial
 
-from cofferd.infrastructure.files.confinement import ControlFileRefused, read_control_file
+from cofferd.infrastructure.files.confinement import (
+    ControlFileRefused,
+    home_file,
+    read_control_file,
+)
 from cofferd.infrastructure.files.durable import atomic_write
 from cofferd.infrastructure.storage.database import Database
 from cofferd.infrastructure.storage.sqlite import Connection
@@ -62,14 +67,16 @@ class SqliteTrackedSources:
         tracked = await self.tracked_sources(kb)
         path = self.locations.tracked_sources_path(kb)
         data = json.dumps(tracked, indent=1, sort_keys=True).encode()
-        await asyncio.to_thread(atomic_write, path, data, 0o600)
+        await asyncio.to_thread(atomic_write, home_file(self.locations.home, path), data, 0o600)
 
     async def restore(self, kbs: Sequence[str]) -> None:
         """Tracked sources from the data home into the index (after it was rebuilt)."""
         for kb in kbs:
             path = self.locations.tracked_sources_path(kb)
             try:
-                found = await asyncio.to_thread(read_control_file, path, SOURCES_MAX)
+                found = await asyncio.to_thread(
+                    partial(read_control_file, path, SOURCES_MAX, home=self.locations.home)
+                )
                 if found is None:
                     continue
                 saved = json.loads(found.data)

@@ -52,9 +52,10 @@ class ProcessPreparer:
         *,
         interactive: bool,
     ) -> AsyncIterator[Outcome]:
-        derived = str(self.boundary.locations.derived_dir(kb))
+        locations = self.boundary.locations
+        derived, home = str(locations.derived_dir(kb)), str(locations.home)
         # workers read below the root checked now
-        head = (str(self.boundary.root(kb)), replace(settings, derived=derived))
+        head = (str(self.boundary.root(kb)), replace(settings, derived=derived, data_home=home))
         budget = settings.budget.prepare_s
         units = list(_units(items)) if interactive else await asyncio.to_thread(list, _units(items))
         async for item, reply in self.pool.run(
