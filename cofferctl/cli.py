@@ -450,7 +450,7 @@ def _main(argv: list[str], stdout: TextIO) -> int:
     except ApiError as exc:
         if out.as_json:
             out.json({"error": {"code": exc.code, "message": exc.message, "details": exc.details}})
-        complain(f"{exc.message} ({exc.code})")
+        complain(f"{exc.message} ({exc.code}){_retry_hint(exc)}")
         return EXIT_FAILED
     except CommandFailed as exc:
         complain(str(exc))
@@ -471,6 +471,15 @@ def _main(argv: list[str], stdout: TextIO) -> int:
     if result is not None and out.as_json:
         out.json(result)
     return EXIT_OK
+
+
+def _retry_hint(exc: ApiError) -> str:
+    """For an answer that says "try again" (503, as while the index is rebuilt): when, if
+    its message does not say it already."""
+    after = exc.details.get("retry_after_s") if isinstance(exc.details, dict) else None
+    if exc.status != 503 or type(after) is not int or "try again" in exc.message:
+        return ""
+    return f"; try again in {after} s"
 
 
 def _flush(stream: TextIO) -> None:

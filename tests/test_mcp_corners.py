@@ -1,17 +1,24 @@
-"""Protocol corners of `cofferctl mcp` (issue 33 §8): what waits to be answered is bounded,
-with an answer (busy) rather than a queue that grows while the daemon is slow; ids it
-cannot send back are answered with id null; nothing a client sends is logged as an error
-of ours."""
+"""Protocol corners (issue 33 §8): in `cofferctl mcp`, what waits to be answered is
+bounded, with an answer (busy) rather than a queue that grows while the daemon is slow; ids
+it cannot send back are answered with id null; nothing a client sends is logged as an error
+of ours. cofferctl says when to try again when cofferd answers 503 (its index rebuilt)."""
 
 from __future__ import annotations
 
+import json
 import socketserver
+import subprocess
 import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from cofferctl.mcp.protocol import MAX_IN_FLIGHT, SERVER_BUSY
+from tests.daemon import BIN
+from tests.test_cofferctl import ctl_env
 from tests.test_mcp_fuzz import McpPipe, mcp  # noqa: F401 - the fixture
 
 STATUS = b'{"version":"x","knowledge_bases":[]}'
@@ -98,8 +105,74 @@ def test_ids_it_cannot_send_back_are_answered_with_null(
         ]:
             nulls = pipe.nulls()
             pipe.send(line)
-            pipe.wait(lambda _, n=nulls: pipe.nulls() > n, timeout=10)
+
+            def answered(answers: list[dict[str, Any]], before: int = nulls) -> bool:
+                return sum(a["id"] is None for a in answers) > before
+
+            pipe.wait(answered, timeout=10)
         answers = [a for a in pipe.answers if a["id"] is None]
         assert [a["error"]["code"] for a in answers] == [-32600] * 4
         assert pipe.call("after", "ping")["result"] == {}
         assert "Traceback" not in pipe.log.read_text(errors="replace")
+
+
+class RebuildingDaemon(socketserver.ThreadingUnixStreamServer):
+    """Answers every request as cofferd does while its index is rebuilt: 503, Retry-After
+    and INDEX_REBUILDING (with `message` as its message)."""
+
+    daemon_threads = True
+
+    def __init__(self, path: Path, message: str) -> None:
+        self.body = json.dumps(
+            {
+                "error": {
+                    "code": "INDEX_REBUILDING",
+                    "message": message,
+                    "details": {"retry_after_s": 7},
+                }
+            }
+        ).encode()
+        super().__init__(str(path), RebuildingHandler)
+
+
+class RebuildingHandler(socketserver.StreamRequestHandler):
+    server: RebuildingDaemon
+
+    def handle(self) -> None:
+        while self.rfile.readline() not in (b"\r\n", b""):
+            pass
+        self.wfile.write(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\n")
+        body = self.server.body
+        self.wfile.write(b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body))
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize(
+    ("message", "said"),
+    [
+        ("the index is not open", "the index is not open (INDEX_REBUILDING); try again in 7 s"),
+        (
+            "the index is not open; it is being rebuilt from the files: try again in 7 s",
+            "rebuilt from the files: try again in 7 s (INDEX_REBUILDING)\n",
+        ),
+    ],
+)
+def test_cofferctl_says_when_to_try_again(message: str, said: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="cof", dir="/tmp") as run:
+        socket = Path(run) / "rebuilding.sock"
+        server = RebuildingDaemon(socket, message)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            done = subprocess.run(
+                [str(BIN / "cofferctl"), "docs", "notes"],
+                env=ctl_env(COFFER_SOCKET=str(socket)),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        finally:
+            server.shutdown()
+            server.server_close()
+    assert done.returncode != 0
+    assert said in done.stderr and done.stderr.count("try again") == 1, done.stderr
