@@ -9,8 +9,6 @@ import socket
 import stat
 from pathlib import Path
 
-from cofferd.infrastructure.files.durable import umask_mode
-
 
 class SocketInUse(RuntimeError):
     pass
@@ -60,19 +58,15 @@ def bind(path: Path) -> BoundSocket:
             raise SocketInUse(f"another cofferd is answering on {path}")
         path.unlink()  # stale: left by a daemon that crashed
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    # the socket is born closed to others: cofferd's own umask (0077) does it; a looser one
-    # is narrowed for the bind alone (at start-up, before the daemon serves)
-    private = umask_mode() & 0o066 == 0
-    old = None if private else os.umask(0o177)
+    # No umask is set for the bind (that would change it for every thread): the socket is
+    # made 0600 before it listens, and a socket that does not listen takes no connection,
+    # whatever its mode was for that moment.
     try:
         sock.bind(str(path))
+        os.chmod(path, 0o600)
     except OSError:
         sock.close()
         raise
-    finally:
-        if old is not None:
-            os.umask(old)
-    os.chmod(path, 0o600)  # (born 0700 under 0077: the owner's execute bit means nothing)
     sock.listen(128)
     sock.setblocking(False)
     return BoundSocket(sock, path)

@@ -86,6 +86,14 @@ def umask_mode() -> int:
 
 
 def _umask() -> int:
+    found = _proc_umask()
+    if found is not None:
+        return found
+    return 0o077 if _UMASK_AT_IMPORT is None else _UMASK_AT_IMPORT  # (/proc gone: strict)
+
+
+def _proc_umask() -> int | None:
+    """The umask as Linux shows it (/proc/self/status, `Umask:`), or None elsewhere."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
             for line in fh:
@@ -93,11 +101,16 @@ def _umask() -> int:
                     return int(line.split()[1], 8)
     except (OSError, ValueError):
         pass
-    return _UMASK_AT_IMPORT  # no /proc (macOS): as read before any thread was started
+    return None
 
 
-def _umask_at_import() -> int:
-    umask = os.umask(0o077)  # once, at import, before the daemon starts a thread
+def _umask_at_import() -> int | None:
+    """Where there is no /proc (macOS), the umask read once, at import, before the daemon
+    starts a thread (the only way there is to set it and set it back); None on Linux, where
+    it is never changed to be read."""
+    if _proc_umask() is not None:
+        return None
+    umask = os.umask(0o077)
     os.umask(umask)
     return umask
 
