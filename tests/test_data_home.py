@@ -202,3 +202,19 @@ def test_a_converted_text_replaced_by_a_fifo_never_holds_a_save(shared_daemon: D
 def test_status_lists_no_problem_for_a_plain_data_home(shared_daemon: Daemon) -> None:
     status: dict[str, Any] = shared_daemon.client.get("/api/v1/status")
     assert status["problems"] == []
+
+
+def test_a_linked_models_folder_is_neither_written_nor_emptied(
+    tmp_path: Path, outside: Path
+) -> None:
+    from cofferd.domain.config import LOCAL_DEFAULT_MODEL
+    from cofferd.domain.errors import EngineUnavailable
+    from cofferd.infrastructure.models.embedders import bundled_model_dir
+
+    home = tmp_path / "home"
+    write(outside / LOCAL_DEFAULT_MODEL / "theirs.txt", "someone else's file")
+    swap_for_link(home / "models", outside)
+    before = tree_state(outside)
+    with pytest.raises(EngineUnavailable, match="link"):
+        bundled_model_dir(home / "models", lambda model: model)
+    assert tree_state(outside) == before

