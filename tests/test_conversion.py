@@ -13,6 +13,7 @@ import pytest
 from cofferd.domain.failures import ConversionFailed
 from cofferd.infrastructure.conversion import converter as converter_module
 from cofferd.infrastructure.conversion.converter import WorkerConverter, check_zip
+from cofferd.surfaces.core import Coffer
 from tests.samples import make_docx, make_pdf, make_xlsx, zip_bomb_docx
 
 
@@ -127,3 +128,19 @@ def test_a_failure_reason_reads_as_one_sentence(error: str) -> None:
     assert "\\n" not in reason and "\\r" not in reason
     assert reason.isprintable() and len(reason) < 400
     assert reason.startswith("damaged, or not a readable pdf file: ")
+
+
+async def test_a_conversion_stopped_for_its_time_is_listed_at_once(
+    coffer: Coffer, tmp_path: Path
+) -> None:
+    """Stopped for its time (or a crash, or a kill): the document is in `skipped` with its
+    reason at once, not only after the next full pass (it is tried again a day later)."""
+    kb = await coffer.kbs.create("timed", {"index_formats": ["pdf"]})
+    (coffer.locations.docs_dir("timed") / "big.pdf").write_bytes(make_pdf("words " * 50, 200))
+    coffer.conversions.converter.timeout_s = 0.05  # type: ignore[attr-defined]
+    assert await coffer.conversions._convert("timed", "big.pdf")  # settled: listed now
+    await coffer.reindexer.sync_paths(kb, ["big.pdf"])
+    skipped = {s["relative_path"]: s["reason"] for s in await coffer.reindexer.skipped("timed")}
+    assert "longer than" in skipped["big.pdf"]
+    big = await coffer.retrieval.search("timed", "words")
+    assert not big.passages

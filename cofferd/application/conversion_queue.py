@@ -45,6 +45,7 @@ from cofferd.domain.ports import (
 
 log = logging.getLogger(__name__)
 
+MAX_CONVERTED_CHARS = 32_000_000  # a longer converted text is a bomb, not a document
 IDLE_RELEASE_S = 30.0  # the converter's process ends after this long with nothing to do
 # A file that could not be converted is tried again once its bytes change, or after this
 # long (its failure is forgotten; no digest of a skipped file is kept to tell it is there).
@@ -196,13 +197,17 @@ class Conversions:
             if await asyncio.to_thread(self._kept, kb, content.digest):
                 return True  # a copy of it came first
             try:
-                made: str | ConversionFailed = derived_text(
-                    await self.converter.convert(made_copy, fmt), fmt, self.converter.engine
+                converted = await self.converter.convert(made_copy, fmt)
+                # counted and marked off the loop: a converted text may be tens of MB
+                made: str | ConversionFailed = await asyncio.to_thread(
+                    derived_text, converted, fmt, self.converter.engine
                 )
             except ConversionFailed as exc:
                 made = exc
             await asyncio.to_thread(self._keep, kb, path, content.digest, made)
-            return not (isinstance(made, ConversionFailed) and made.transient)
+            # settled either way: a failure is listed in `skipped` at once with its reason
+            # (one that load may cause, a timeout or a crash, is tried again a day later)
+            return True
         except (OSError, CofferError) as exc:  # the folder or the data home: next pass
             log.warning("%s: %s not converted now: %s", kb, path, exc)
             return False
@@ -249,6 +254,10 @@ def derived_text(converted: Converted, fmt: str, engine: str) -> str:
     A PDF with (next to) no text is a scan: there is nothing to index without OCR. Its
     title is its own, or its file's name (one text serves every copy, so it names none)."""
     body = converted.markdown
+    if len(body) > MAX_CONVERTED_CHARS:
+        raise ConversionFailed(
+            f"too large: its text is over {MAX_CONVERTED_CHARS // 1_000_000} million characters"
+        )
     if fmt == "pdf":
         pages = body.split(PAGE_BREAK)
         if pages and not pages[-1].strip():
