@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 
 from pdfminer.pdfdocument import PDFDocument
 from pdfminer.pdfparser import PDFParser
-from pdfminer.pdftypes import resolve1
+from pdfminer.pdftypes import PDFObjRef
 from pdfminer.psexceptions import PSException
 from pdfminer.utils import decode_text
 
@@ -80,11 +80,24 @@ def _pdf_title(path: Path) -> str | None:
     try:
         with open(path, "rb") as fh:
             for info in PDFDocument(PDFParser(fh)).info:
-                value = resolve1(info.get("Title"))
+                value = _resolved(info.get("Title"))
                 if isinstance(value, bytes):
                     return decode_text(value)  # PDFDocEncoding, or UTF-16 with its mark
                 if isinstance(value, str):
                     return value
     except (PSException, OSError, ValueError, TypeError, KeyError) as exc:
         log.debug("no title in %s: %s", path.name, exc)
+    return None
+
+
+REFERENCES_FOLLOWED = 8  # a title that is a reference to a reference... (or to itself)
+
+
+def _resolved(value: object) -> object:
+    """`value` with its references followed, at most REFERENCES_FOLLOWED of them: pdfminer's
+    resolve1 follows a reference to itself for ever (a 700-byte PDF held the converter)."""
+    for _ in range(REFERENCES_FOLLOWED):
+        if not isinstance(value, PDFObjRef):
+            return value
+        value = value.resolve()
     return None
