@@ -560,3 +560,10 @@ def test_a_placeholder_is_never_shown_as_a_title(shared_daemon: Daemon) -> None:
         "real.pdf": "Migration of the Arctic Tern",
         "doc1.docx": "Harvest schedule",
     }
+
+
+def test_a_utf16_text_file_is_text(shared_daemon: Daemon) -> None:
+    d = shared_daemon
+    kb = new_kb(d, ["txt"])
+    write(d.docs(kb) / "wide.txt", "\ufeffzqwidetoken saved by Notepad\r\n".encode("utf-16-le"))
+    wait_for(lambda: found_in(d, kb, "zqwidetoken") == ["wide.txt"])

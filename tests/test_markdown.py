@@ -55,3 +55,11 @@ def test_document_ids_are_stable_and_never_collide_with_ulids() -> None:
     assert document_id("meeting notes.md") == document_id("meeting notes.md")
     assert document_id("a.md") != document_id("b.md")
     assert document_id("a.md").islower() and len(document_id("a.md")) == 26
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be", "utf-8"])
+def test_text_with_a_byte_order_mark_is_text(encoding: str) -> None:
+    """As Windows' editors save it: UTF-16 (or UTF-32) with its mark is text, not binary."""
+    data = "\ufeff# 東京\r\n\r\nwidetoken".encode(encoding)
+    parsed = parse(data, "wide.md")
+    assert parsed.title == "東京" and "widetoken" in parsed.body

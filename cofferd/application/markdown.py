@@ -88,9 +88,26 @@ def document_id(relpath: str) -> str:
     return "p" + hashlib.sha256(relpath.encode()).hexdigest()[:25]
 
 
+# byte order marks, the longest first (UTF-32 LE begins as UTF-16 LE does)
+BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
 def decode(data: bytes) -> tuple[str, list[str]]:
-    """Text from bytes, best effort: UTF-8, else Windows-1252/Latin-1 (old notes)."""
+    """Text from bytes, best effort: as its byte order mark says (UTF-8, UTF-16, UTF-32, as
+    Windows' editors save), else UTF-8, else Windows-1252/Latin-1 (old notes)."""
     notes: list[str] = []
+    for bom, encoding in BOMS:
+        if data.startswith(bom):
+            try:
+                return _tidy(data[len(bom) :].decode(encoding), notes)
+            except UnicodeDecodeError:
+                break  # no text in that encoding after all: judged as any other bytes
     if data.count(b"\0") > max(1, len(data) * BINARY_NUL_RATIO):
         raise NotText("binary content")
     if data.startswith(b"\xef\xbb\xbf"):
@@ -103,6 +120,10 @@ def decode(data: bytes) -> tuple[str, list[str]]:
         except UnicodeDecodeError:
             text = data.decode("latin-1")
         notes.append("not_utf8")
+    return _tidy(text, notes)
+
+
+def _tidy(text: str, notes: list[str]) -> tuple[str, list[str]]:
     if len(_CONTROL.findall(text)) > len(text) * BINARY_CONTROL_RATIO:
         raise NotText("binary content")
     if "\0" in text:
