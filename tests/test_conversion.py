@@ -159,3 +159,21 @@ async def test_a_pdf_whose_title_refers_to_itself_converts_at_once(tmp_path: Pat
         assert converted.title is None
     finally:
         await converter.close()
+
+
+async def test_the_converter_writes_only_in_its_own_home(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """The libraries markitdown loads (onnxruntime, magika) keep caches: in the folder the
+    converter is given, never the user's home or /tmp."""
+    home = tmp_path / "converter-home"
+    converter = WorkerConverter(home=home)
+    try:
+        await converter.convert(files["ok.docx"], "docx")
+        proc = converter._proc
+        assert proc is not None
+        environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
+        for name in (b"HOME", b"XDG_CACHE_HOME", b"TMPDIR"):
+            assert name + b"=" + str(home).encode() in environ
+    finally:
+        await converter.close()

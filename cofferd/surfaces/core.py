@@ -101,7 +101,7 @@ class Coffer:
             SqliteVectors(db),
             SqliteActivity(db),
         )
-        self.converter = WorkerConverter()
+        self.converter = WorkerConverter(home=locations.converter_home)
         self.boundary = boundary = Boundary(locations)
         self.registry = registry = KBRegistry(KBFiles(locations, boundary))
         self.policy = DocumentPolicy(
@@ -178,7 +178,8 @@ class Coffer:
             self.kbs,
             stores.index,
             tree,
-            WorkerConverter(nice=CONVERT_NICE),  # its own: `add` never waits behind a backlog
+            # its own: `add` never waits behind a backlog
+            WorkerConverter(nice=CONVERT_NICE, home=locations.converter_home),
             texts,
             self.reindexer,
             self.progress,

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
 import sys
 import zipfile
@@ -102,9 +103,17 @@ class WorkerConverter:
     engine = "markitdown"
 
     def __init__(
-        self, *, timeout_s: float = TIMEOUT_S, memory_mb: int = MEMORY_MB, nice: int = 0
+        self,
+        *,
+        timeout_s: float = TIMEOUT_S,
+        memory_mb: int = MEMORY_MB,
+        nice: int = 0,
+        home: Path | None = None,
     ) -> None:
+        """`home`: the process's home, cache and temp folder (the libraries markitdown loads
+        write caches there, not in the user's home or /tmp)."""
         self.timeout_s = timeout_s
+        self.home = home
         self.memory_mb = memory_mb
         self.nice = nice
         self._proc: asyncio.subprocess.Process | None = None
@@ -190,8 +199,16 @@ class WorkerConverter:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 limit=REPLY_LIMIT_BYTES,
+                env=await asyncio.to_thread(self._environment),
             )  # fmt: skip
         return self._proc
+
+    def _environment(self) -> dict[str, str] | None:
+        if self.home is None:
+            return None
+        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        places = ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "TMPDIR")
+        return {**os.environ, **dict.fromkeys(places, str(self.home))}
 
     async def _kill(self) -> int | None:
         proc, self._proc = self._proc, None
