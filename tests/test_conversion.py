@@ -177,3 +177,17 @@ async def test_the_converter_writes_only_in_its_own_home(
             assert name + b"=" + str(home).encode() in environ
     finally:
         await converter.close()
+
+
+async def test_a_bomb_named_otherwise_is_too_large(tmp_path: Path) -> None:
+    """A zip is checked as the zip it is whatever its name says (x.pdf); a bomb is "too
+    large", not "damaged"."""
+    path = tmp_path / "x.pdf"
+    path.write_bytes(zip_bomb_docx(200))
+    converter = WorkerConverter()
+    try:
+        with pytest.raises(ConversionFailed, match="^too large: "):
+            await converter.convert(path, "pdf")
+        assert converter._proc is None  # refused before any conversion
+    finally:
+        await converter.close()

@@ -64,13 +64,22 @@ def check_zip(path: Path, fmt: str = "") -> None:
     packed = sum(i.compress_size for i in infos)
     if inflated > MAX_UNCOMPRESSED_BYTES:
         raise ConversionFailed(
-            f"archive inflates to {inflated:,} bytes (limit {MAX_UNCOMPRESSED_BYTES:,})"
+            f"too large: the archive inflates to {inflated:,} bytes "
+            f"(limit {MAX_UNCOMPRESSED_BYTES:,})"
         )
     if packed and inflated / packed > MAX_COMPRESSION_RATIO and inflated > 10 * 1024 * 1024:
         raise ConversionFailed(
-            f"archive compression ratio {inflated / packed:.0f}:1 is beyond "
+            f"too large: the archive's compression ratio {inflated / packed:.0f}:1 is beyond "
             f"{MAX_COMPRESSION_RATIO}:1 (a zip bomb?)"
         )
+
+
+def is_zip(path: Path) -> bool:
+    """Whether the file is a zip archive, whatever its name says (a zip named x.pdf is
+    converted as the zip it is)."""
+    with contextlib.suppress(OSError), path.open("rb") as fh:
+        return fh.read(4) == b"PK\x03\x04"
+    return False
 
 
 def _explained(error: str, fmt: str) -> str:
@@ -127,7 +136,7 @@ class WorkerConverter:
         return CONVERTED_FORMATS
 
     async def convert(self, path: Path, fmt: str) -> Converted:
-        if fmt in ZIP_FORMATS:
+        if fmt in ZIP_FORMATS or await asyncio.to_thread(is_zip, path):
             await asyncio.to_thread(check_zip, path, fmt)
         try:
             return await self._convert(path, fmt)

@@ -43,7 +43,7 @@ def serve(memory_mb: int) -> None:
             title = own_title(Path(request["path"]), request["format"]) or result.title
             reply = {"ok": True, "markdown": result.markdown, "title": title}
         except MemoryError:
-            reply = {"ok": False, "error": "the document needs more memory than allowed"}
+            reply = {"ok": False, "error": "too large: the document needs more memory than allowed"}
         except Exception as exc:  # noqa: BLE001 - any converter failure is the document's
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
         reply["id"] = request["id"]
