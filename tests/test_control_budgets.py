@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,11 +154,12 @@ def test_ignore_patterns_match_as_pathspec_does(
     lines: list[str], parts: list[str], trailing_slash: bool
 ) -> None:
     path = "/".join(parts) + ("/" if trailing_slash else "")
+    ours = linear_spec(lines)  # whatever the lines hold: a bad bracket matches nothing
     try:
         simple = pathspec.GitIgnoreSpec.from_lines(lines, backend="simple")
-    except ValueError:
+    except (ValueError, re.error):
         reject()
-    assert linear_spec(lines).include(path) == simple.check_file(path).include
+    assert ours.include(path) == simple.check_file(path).include
 
 
 def hostile_patterns(n: int, seed: int = 1) -> list[str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -242,7 +243,13 @@ class IgnoreMatcher:
     )
 
     def __init__(self, lines: list[str]) -> None:
-        spec = pathspec.GitIgnoreSpec.from_lines(lines, backend="simple")
+        try:
+            spec = pathspec.GitIgnoreSpec.from_lines(lines, backend="simple")
+        except (re.error, ValueError):  # a line git matches nothing with (`[?-.]`, a
+            # lone `\\` or `!`): left out, the others apply
+            spec = pathspec.GitIgnoreSpec.from_lines(
+                [line for line in lines if _compiles(line)], backend="simple"
+            )
         self._patterns: list[pathspec.RegexPattern] = []
         self._compiled: dict[int, Any] = {}
         literals: dict[str, list[int]] = {}
@@ -387,3 +394,11 @@ def linear_spec(lines: list[str]) -> IgnoreMatcher:
     """The patterns, matched by RE2 in time linear in the path (Python's `re` takes seconds
     for `*a*a*a*a*a*a*b` against an 81-character name) and about constant in their number."""
     return IgnoreMatcher(lines)
+
+
+def _compiles(line: str) -> bool:
+    try:
+        pathspec.GitIgnoreSpec.from_lines([line], backend="simple")
+    except (re.error, ValueError):
+        return False
+    return True
