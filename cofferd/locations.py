@@ -17,7 +17,7 @@ Layout of the data home::
     cofferd.lock                   held by the running daemon
     incoming/                      uploads in flight
     incoming/converting/           copies of originals being converted
-    incoming/converter/            the converter's home, cache and temp folder
+    converter/                     the converter's home, cache and temp folder
     models/                        local embedding models (assembled, not downloaded)
     local/<kb>.yaml                this machine's own settings of a KB (providers, URLs,
                                    credentials, local paths, automatic actions)
@@ -274,7 +274,7 @@ class Locations:
     def converter_home(self) -> Path:
         """The converter's home, cache and temp folder: the libraries it loads (onnxruntime,
         magika) write there, never in the user's home or /tmp."""
-        return self.incoming_dir / "converter"
+        return self.home / "converter"
 
     def owned_folders(self, kbs: Iterable[str] = ()) -> list[Path]:
         """Every folder Coffer owns in the data home (those of the KBs named too), each

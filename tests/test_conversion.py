@@ -167,7 +167,7 @@ async def test_the_converter_writes_only_in_its_own_home(
     """The libraries markitdown loads (onnxruntime, magika) keep caches: in the folder the
     converter is given, never the user's home or /tmp."""
     home = tmp_path / "converter-home"
-    converter = WorkerConverter(home=home)
+    converter = WorkerConverter(home=(tmp_path, home))
     try:
         await converter.convert(files["ok.docx"], "docx")
         proc = converter._proc
@@ -186,7 +186,7 @@ async def test_a_bomb_named_otherwise_is_too_large(tmp_path: Path) -> None:
     path.write_bytes(zip_bomb_docx(200))
     converter = WorkerConverter()
     try:
-        with pytest.raises(ConversionFailed, match="^too large: "):
+        with pytest.raises(ConversionFailed, match=r"^too large: "):
             await converter.convert(path, "pdf")
         assert converter._proc is None  # refused before any conversion
     finally:

@@ -149,7 +149,7 @@ def test_trash_moves_never_land_outside(
                 trash.put("notes", entry, None)
             except (CofferError, OSError):
                 continue
-            for _ in range(20):  # back, whatever the swaps say
+            for _ in range(500):  # back, whatever the swaps say
                 try:
                     trash.restore("notes", entry)
                     moved += 1
@@ -158,7 +158,7 @@ def test_trash_moves_never_land_outside(
                     continue
             assert sorted(p.name for p in outside.iterdir()) == ["keep.md"], n
             assert (outside / "keep.md").read_text() == "the user's own file, outside"
-    assert swapper.swaps > 100 and moved > 50, (swapper.swaps, moved)
+    assert swapper.swaps > 100 and moved > 20, (swapper.swaps, moved)
 
 
 def test_a_restore_raced_against_a_swap_never_writes_outside(

@@ -101,7 +101,7 @@ class Coffer:
             SqliteVectors(db),
             SqliteActivity(db),
         )
-        self.converter = WorkerConverter(home=locations.converter_home)
+        self.converter = WorkerConverter(home=(locations.home, locations.converter_home))
         self.boundary = boundary = Boundary(locations)
         self.registry = registry = KBRegistry(KBFiles(locations, boundary))
         self.policy = DocumentPolicy(
@@ -179,7 +179,7 @@ class Coffer:
             stores.index,
             tree,
             # its own: `add` never waits behind a backlog
-            WorkerConverter(nice=CONVERT_NICE, home=locations.converter_home),
+            WorkerConverter(nice=CONVERT_NICE, home=(locations.home, locations.converter_home)),
             texts,
             self.reindexer,
             self.progress,

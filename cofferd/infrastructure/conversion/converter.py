@@ -20,6 +20,7 @@ from cofferd.domain import formats
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import ConversionFailed
 from cofferd.domain.index_records import Converted
+from cofferd.infrastructure.files.confinement import home_folder
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +118,11 @@ class WorkerConverter:
         timeout_s: float = TIMEOUT_S,
         memory_mb: int = MEMORY_MB,
         nice: int = 0,
-        home: Path | None = None,
+        home: tuple[Path, Path] | None = None,
     ) -> None:
-        """`home`: the process's home, cache and temp folder (the libraries markitdown loads
-        write caches there, not in the user's home or /tmp)."""
+        """`home`: (the data home, a folder of it): the process's home, cache and temp
+        folder (the libraries markitdown loads write caches there, not in the user's home
+        or /tmp), made when missing and refused when it is a link."""
         self.timeout_s = timeout_s
         self.home = home
         self.memory_mb = memory_mb
@@ -215,9 +217,14 @@ class WorkerConverter:
     def _environment(self) -> dict[str, str] | None:
         if self.home is None:
             return None
-        self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        data_home, folder = self.home
+        try:
+            with home_folder(data_home, folder, make=True):
+                pass  # a folder of the data home, reached through no link
+        except OSError as exc:  # FolderRefused too: a link or a file on the way
+            raise EngineUnavailable(f"the converter's folder cannot be used: {exc}") from None
         places = ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "TMPDIR")
-        return {**os.environ, **dict.fromkeys(places, str(self.home))}
+        return {**os.environ, **dict.fromkeys(places, str(folder))}
 
     async def _kill(self) -> int | None:
         proc, self._proc = self._proc, None
