@@ -1,11 +1,16 @@
-"""Completion: notes after `[[` (best first: the daemon ranks), a note's headings after
-`[[note#`, its aliases after `[[note|`, paths in a Markdown link's `](`, tags with their
-counts after `#`. Nothing is offered in code (fenced, indented or inline), where the
-daemon reads no link or tag either."""
+"""Completion: notes after `[[` (best first: the daemon ranks; nothing when nothing matches),
+each alias that matches what was typed as a choice of its own that writes `[[note|alias]]`
+(`[alias](path.md)` where the KB links the Markdown way), a note's headings after
+`[[note#`, its block ids (`^id` at a block's end) after `[[note#^`, its aliases after
+`[[note|`, paths in a Markdown link's `](`, tags with their counts after `#`. Nothing is
+offered in code (fenced, indented or inline), where the daemon reads no link or tag
+either."""
 
 from __future__ import annotations
 
 import posixpath
+import re
+import unicodedata
 from typing import Any
 
 from cofferctl.lsp import files, text
@@ -14,7 +19,12 @@ from cofferctl.lsp.workspace import HEADING_READ_BYTES, Note, Workspace, param, 
 from cofferd.markdown_grammar import headings, prose_lines
 
 COMPLETIONS = 100
-COMPLETION_KINDS = {"note": 17, "path": 17, "heading": 15, "alias": 18, "tag": 14}
+COMPLETION_KINDS = {"note": 17, "path": 17, "heading": 15, "alias": 18, "tag": 14, "block": 18}
+BLOCK_MARKER = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$", re.MULTILINE)  # as fragments.py
+BLOCK_SHOWN_CHARS = 60  # of the block's line, beside its id
+WORD_SEPARATORS = " -_/."  # what starts a word in a name, as the daemon ranks
+NO_MATCH = 4  # what `_match` says of a name that does not hold what was typed
+NOT_IN_WIKI_ALIAS = "[]|\n"  # an alias holding these cannot be written after `[[note|`
 
 
 class Completion:
@@ -40,17 +50,25 @@ class Completion:
         closing = "" if kind == "tag" or line.startswith("]", at) else "]]"
         folder = posixpath.dirname(note.relpath or "") or "."
         written: list[str] | None = None  # what each choice writes, when not its label
+        kinds: list[str] | None = None  # each choice's kind, when not `kind`
         if kind == "note":
             answer = self.daemon.named(note.kb, typed)
-            found = answer["names"]
-            choices = [(n["link"], n["relative_path"], n["title"]) for n in found]
-            if answer["link_style"].get("markdown"):  # the KB links notes the Markdown way
+            markdown = bool(answer["link_style"].get("markdown"))
+            choices, written, kinds = [], [], []
+            for n, alias in _with_aliases(answer["names"], typed, markdown):
+                label = alias if alias is not None else n["link"]
+                choices.append(
+                    (label, n["relative_path"], n["title"] if alias is None else n["link"])
+                )
+                kinds.append("note" if alias is None else "alias")
+                if markdown:
+                    shown = alias if alias is not None else n["title"] or n["link"]
+                    written.append(text.markdown_link(shown, n["relative_path"], folder))
+                else:
+                    written.append(n["link"] + ("" if alias is None else "|" + alias))
+            if markdown:  # the KB links notes the Markdown way
                 start, closing, typed = start - 2, "", "[[" + typed
                 end += 2 if line.startswith("]]", at) else 0  # the brackets the editor closed
-                written = [
-                    text.markdown_link(n["title"] or n["link"], n["relative_path"], folder)
-                    for n in found
-                ]
         elif kind == "path":
             closing = "" if line.startswith(")", at) else ")"
             found = self.daemon.names(note.kb, typed.rsplit("/", 1)[-1].removesuffix(".md"))
@@ -62,6 +80,8 @@ class Completion:
             choices = self._tags(note.kb, typed)
         else:
             choices = self._of_note(note, named, kind, typed)
+            if kind == "heading" and typed.startswith("^"):
+                kinds = ["block"] * len(choices)
         edit_range = {
             "start": {"line": line_no, "character": text.columns(line, start, encoding)},
             "end": {"line": line_no, "character": text.columns(line, end, encoding)},
@@ -69,7 +89,7 @@ class Completion:
         items = [
             {
                 "label": label,
-                "kind": COMPLETION_KINDS[kind],
+                "kind": COMPLETION_KINDS[kinds[rank] if kinds else kind],
                 "detail": detail,
                 **({"labelDetails": {"description": more}} if more else {}),
                 "filterText": typed,  # ranked here already: the editor keeps each
@@ -94,7 +114,8 @@ class Completion:
         ]
 
     def _of_note(self, note: Note, named: str, kind: str, typed: str) -> list[tuple[str, str, str]]:
-        """The headings or aliases of the note `named` links to (this note when empty)."""
+        """The headings, block ids (`typed` starting with `^`) or aliases of the note
+        `named` links to (this note when empty)."""
         target = self._resolve(note, named) if named else note.relpath
         if target is None or note.kb is None or note.root is None:
             return []
@@ -103,6 +124,8 @@ class Completion:
             content = (
                 files.read_start(note.folder, target, HEADING_READ_BYTES) if named else note.text
             )
+            if typed.startswith("^"):
+                return _blocks(content, target, wanted[1:])
             return [
                 (name, target, "") for _, _, name in headings(content) if wanted in name.casefold()
             ]
@@ -115,6 +138,65 @@ class Completion:
         found = self.daemon.inspect(note.kb or "", note.relpath or "", f"[[{named}]]")
         links = found["links"] if found else []
         return links[0]["relative_path"] if links else None
+
+
+def _with_aliases(
+    found: list[dict[str, Any]], typed: str, markdown: bool
+) -> list[tuple[dict[str, Any], str | None]]:
+    """The daemon's notes, best first, each with its aliases that match what was typed
+    (alias None: the note itself); an alias before its note when it matches better than
+    the note's file name, title or path do (`file` typed: `File formats` before
+    `Accepted file formats`)."""
+    q = _fold(typed.strip())
+    if not q:
+        return [(n, None) for n in found]
+    listed: list[tuple[dict[str, Any], str | None]] = []
+    for n in found:
+        own = min(_match(t, q) for t in (n["link"], n["title"], n["relative_path"]))
+        ranked: list[tuple[int, int, str | None]] = [(own, 0, None)]
+        for number, alias in enumerate(n["aliases"], 1):
+            if not isinstance(alias, str) or not alias.strip() or "\n" in alias:
+                continue
+            if not markdown and any(ch in alias for ch in NOT_IN_WIKI_ALIAS):
+                continue
+            if (score := _match(alias, q)) < NO_MATCH:
+                ranked.append((score, number, alias))
+        listed.extend((n, alias) for _, _, alias in sorted(ranked, key=lambda r: r[:2]))
+    return listed
+
+
+def _match(name: str, q: str) -> int:
+    """How `name` holds `q` (folded): 0 it starts so, 1 a word does, 2 it holds it,
+    3 its letters in that order, `NO_MATCH` not at all."""
+    folded = _fold(name)
+    if folded.startswith(q):
+        return 0
+    if any(separator + q in folded for separator in WORD_SEPARATORS):
+        return 1
+    if q in folded:
+        return 2
+    at = 0
+    for letter in q:
+        at = folded.find(letter, at) + 1
+        if not at:
+            return NO_MATCH
+    return 3
+
+
+def _fold(name: str) -> str:
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def _blocks(content: str, target: str, wanted: str) -> list[tuple[str, str, str]]:
+    """The block ids of `content` (`^id` ending a line) holding `wanted`, each with the
+    start of its line."""
+    found = []
+    for m in BLOCK_MARKER.finditer(content):
+        if wanted in m.group(1).casefold():
+            line_start = content.rfind("\n", 0, m.start()) + 1
+            shown = content[line_start : m.start()].strip()[:BLOCK_SHOWN_CHARS]
+            found.append(("^" + m.group(1), target, shown))
+    return found
 
 
 def _in_code(note_text: str, line_no: int, line: str, at: int, kind: str, start: int) -> bool:

@@ -4,8 +4,10 @@ A note answers to its file name (without `.md`), its title, its aliases and its 
 What was typed (`q`, any case, NFC) is looked for in each, and a note ranks by its best
 match: its file name starts so; its title, an alias or its path does; a word of any does;
 any of them holds it (the match for CJK, written without spaces); its letters appear in
-that order in one of them (only when fewer notes than asked for matched so far). Among
-equals, the note edited last comes first.
+that order close together in one of them, within `FUZZY_SPAN` times as many characters
+as were typed (only when fewer notes than asked for matched so far, and only the
+`FUZZY_FEW` tightest: what was typed matching nothing offers nothing, not notes whose
+names merely hold its letters far apart). Among equals, the note edited last comes first.
 
 Each note's link is what Obsidian writes with "shortest path when possible": the file
 name when no other note has it, else the path; both without `.md`. A KB whose wiki links
@@ -29,6 +31,9 @@ from cofferd.markdown_grammar import MARKDOWN_SUFFIX
 _CLEAN = re.compile(r"[\n\0]")  # the separators, never part of a name
 QUERY_MAX_CHARS = 200  # longer is no name anyone types
 WORD_SEPARATORS = " -_/."  # what starts a word in a name
+FUZZY_SPAN = 3  # letters in order count when they lie within 3x as many characters
+FUZZY_FEW = 5  # at most so many notes matched by letters in order, the tightest first
+FUZZY_SEEN = 4 * FUZZY_FEW  # so matched, the tightest chosen among the first so many
 
 
 @dataclass(frozen=True)
@@ -160,18 +165,38 @@ class NameIndex:
         first = text.find(q[0])
         if first < 0 or any(letter not in text for letter in q[1:]):
             return  # one letter in no name: a scan each (memchr), not a read of every text
-        pattern = "[\\n\\0]" + "".join(
-            f"[^\\n\\0{re.escape(letter)}]*+{re.escape(letter)}" for letter in q
+        pattern = "[\\n\\x00]" + "".join(  # `\x00`: `\0` then a digit is octal
+            f"[^\\n\\x00{re.escape(letter)}]*+{re.escape(letter)}" for letter in q
         )
         start = max(text.rfind("\n", 0, first), text.rfind("\0", 0, first))
+        widest = FUZZY_SPAN * len(q)
+        tight: dict[int, int] = {}  # note: its tightest span
+        seen = 0
         for match in re.compile(pattern).finditer(text, start):
-            found.setdefault(bisect_right(self._starts, match.start() + 1) - 1)
-            if len(found) == limit:
-                return
+            note = bisect_right(self._starts, match.start() + 1) - 1
+            if note in found:
+                continue
+            span = _span(text, q, match.end() - 1)
+            if span <= widest and span < tight.get(note, widest + 1):
+                tight[note] = span
+                seen += 1
+                if seen == FUZZY_SEEN:
+                    break
+        best = sorted(tight, key=lambda note: (tight[note], note))
+        found.update(dict.fromkeys(best[: min(FUZZY_FEW, limit - len(found))]))
 
     def _end(self, note: int) -> int:
         """Where the note's texts end (at the NUL before the next note's)."""
         return self._starts[note + 1] - 1 if note + 1 < len(self._starts) else len(self._text)
+
+
+def _span(text: str, q: str, end: int) -> int:
+    """How many characters the tightest run of `q`'s letters in order ending at `end` (where
+    its last letter is) takes: each letter before taken where it last occurs, leftwards."""
+    at = end
+    for letter in reversed(q[:-1]):
+        at = text.rfind(letter, 0, at)
+    return end - at + 1
 
 
 def _note(row: Row) -> _Note:
