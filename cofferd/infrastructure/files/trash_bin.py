@@ -22,11 +22,11 @@ from cofferd.infrastructure.files import dir_handles
 from cofferd.infrastructure.files.confinement import (
     Boundary,
     ControlFileRefused,
+    home_folder,
     home_folder_problem,
     read_control_file,
     remove_home_folder,
 )
-from cofferd.infrastructure.files.durable import atomic_write
 from cofferd.locations import Locations, TrashEntryFiles, check_relpath
 
 log = logging.getLogger(__name__)
@@ -50,17 +50,19 @@ class FileTrash:
         folder, name = dir_handles.on_disk(self.boundary, kb, entry.relative_path)
         shown = Path(self.boundary.shown(kb, self.boundary.root(kb) / folder / name))
         self._checked(kb)
-        files.folder.mkdir(mode=0o700, parents=True)
+        with home_folder(self.locations.home, files.folder.parent, make=True) as trash:
+            os.mkdir(files.folder.name, 0o700, dir_fd=trash)  # a new entry, through no link
         moved = {files.document: shown}  # as people know it
         if original is not None:
             moved[files.original(original.name)] = original
         try:
             # the manifest first: an entry interrupted half way still says what it holds
-            atomic_write(files.manifest, _manifest(entry, files, moved), mode=0o600)
+            manifest = _manifest(entry, files, moved)
             with (
                 dir_handles.kb_folder(self.boundary, kb, folder, make=False) as source,
-                dir_handles.opened(files.folder) as kept,
+                home_folder(self.locations.home, files.folder) as kept,
             ):
+                dir_handles.replace(kept, files.manifest.name, manifest, 0o600)
                 dir_handles.move(source, name, kept, files.document.name)
         except OSError as exc:
             self._remove(files.folder)
@@ -81,7 +83,7 @@ class FileTrash:
     def _document_to_folder(self, kb: str, folder: str, name: str, files: TrashEntryFiles) -> None:
         """The document moved back from the entry to its folder (by handles, made again)."""
         with (
-            dir_handles.opened(files.folder) as kept,
+            home_folder(self.locations.home, files.folder) as kept,
             dir_handles.kb_folder(self.boundary, kb, folder, make=True) as target,
         ):
             dir_handles.move(kept, files.document.name, target, name)
@@ -154,7 +156,7 @@ class FileTrash:
         """The document moved from its folder back into the entry (a restore undone)."""
         with (
             dir_handles.kb_folder(self.boundary, kb, folder, make=False) as source,
-            dir_handles.opened(files.folder) as kept,
+            home_folder(self.locations.home, files.folder) as kept,
         ):
             dir_handles.move(source, name, kept, files.document.name)
 
