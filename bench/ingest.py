@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.common import machine, median, scratch_home
 from cofferctl.client import Client, DaemonUnreachable
-from cofferd.infrastructure.conversion.converter import WorkerConverter
+from cofferd.infrastructure.conversion.converter import ConverterPool
 from tests.samples import make_docx, make_html, make_pdf, make_xlsx
 
 BIN = Path(sys.executable).parent
@@ -37,7 +37,7 @@ def generate(folder: Path) -> dict[str, list[Path]]:
 
 
 async def conversion_times(files: dict[str, list[Path]]) -> dict[str, float]:
-    converter = WorkerConverter()
+    converter = ConverterPool()
     try:
         await converter.convert(files["html"][0], "html")  # warm the worker
         medians = {}

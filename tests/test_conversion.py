@@ -1,20 +1,27 @@
-"""The conversion worker is a blast wall: hangs, memory exhaustion and crashes become clear
-failures, and the next document converts normally."""
+"""The converter's processes are a blast wall: hangs, memory exhaustion and crashes become
+clear failures, and the next document converts normally. They run on the one worker pool:
+`add` and the background share it, and it lets them go when idle."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
 
 import pytest
 
+from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import ConversionFailed
 from cofferd.infrastructure.conversion import converter as converter_module
-from cofferd.infrastructure.conversion.converter import WorkerConverter, check_zip
+from cofferd.infrastructure.conversion.converter import ConverterPool, check_zip
 from cofferd.surfaces.core import Coffer
 from tests.samples import make_docx, make_pdf, make_xlsx, zip_bomb_docx
+
+
+def pids(converter: ConverterPool) -> list[int]:
+    return list(converter.pool.status()["pids"])
 
 
 @pytest.fixture
@@ -32,13 +39,13 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 
 async def test_converts_and_reuses_one_worker(files: dict[str, Path]) -> None:
-    converter = WorkerConverter()
+    converter = ConverterPool()
     try:
         first = await converter.convert(files["ok.docx"], "docx")
-        pid = converter._proc.pid if converter._proc else None
+        pid = pids(converter)
         second = await converter.convert(files["sheet.xlsx"], "xlsx")
         assert "healthy document text" in first.markdown and "cell text" in second.markdown
-        assert converter._proc is not None and converter._proc.pid == pid
+        assert len(pid) == 1 and pids(converter) == pid
     finally:
         await converter.close()
 
@@ -48,16 +55,15 @@ async def test_the_converter_process_ends_when_idle(
 ) -> None:
     """One `add` must not leave ~160 MB resident for the daemon's life."""
     monkeypatch.setattr(converter_module, "IDLE_S", 0.2)
-    converter = WorkerConverter()
+    converter = ConverterPool()
     try:
         await converter.convert(files["ok.docx"], "docx")
-        proc = converter._proc
-        assert proc is not None and proc.returncode is None
+        (pid,) = pids(converter)
         for _ in range(100):  # polled: the process ends on its own
-            if proc.returncode is not None:
+            if not Path(f"/proc/{pid}").exists():
                 break
             await asyncio.sleep(0.05)
-        assert proc.returncode is not None and converter._proc is None
+        assert not Path(f"/proc/{pid}").exists() and not pids(converter)
         again = await converter.convert(files["sheet.xlsx"], "xlsx")  # starts again
         assert "cell text" in again.markdown
     finally:
@@ -65,7 +71,7 @@ async def test_the_converter_process_ends_when_idle(
 
 
 async def test_a_hang_is_stopped_and_the_next_document_converts(files: dict[str, Path]) -> None:
-    converter = WorkerConverter(timeout_s=0.05)
+    converter = ConverterPool(timeout_s=0.05)
     try:
         with pytest.raises(ConversionFailed, match="longer than"):
             await converter.convert(files["big.pdf"], "pdf")
@@ -80,12 +86,12 @@ async def test_memory_is_capped_and_exhaustion_is_a_clear_failure(
 ) -> None:
     # let the bomb through the zip check: the cap is the last line of defence
     monkeypatch.setattr(converter_module, "check_zip", lambda path, fmt="": None)
-    converter = WorkerConverter(memory_mb=1024)
+    converter = ConverterPool(memory_mb=1024)
     try:
         with pytest.raises(ConversionFailed):
             await converter.convert(files["bomb.docx"], "docx")
-        if converter._proc is not None and converter._proc.returncode is None:
-            status = Path(f"/proc/{converter._proc.pid}/status").read_text()
+        for pid in pids(converter):
+            status = Path(f"/proc/{pid}/status").read_text()
             peak_kb = int(status.split("VmPeak:")[1].split()[0])
             assert peak_kb <= 1024 * 1024
         assert "healthy" in (await converter.convert(files["ok.docx"], "docx")).markdown
@@ -96,11 +102,10 @@ async def test_memory_is_capped_and_exhaustion_is_a_clear_failure(
 async def test_a_worker_that_dies_mid_conversion_is_a_clear_failure(
     files: dict[str, Path],
 ) -> None:
-    converter = WorkerConverter()
+    converter = ConverterPool()
     try:
         await converter.convert(files["ok.docx"], "docx")  # the worker is up
-        assert converter._proc is not None
-        pid = converter._proc.pid
+        (pid,) = pids(converter)
         asyncio.get_running_loop().call_later(0.3, os.kill, pid, signal.SIGKILL)
         with pytest.raises(ConversionFailed, match="crashed"):
             await converter.convert(files["big.pdf"], "pdf")
@@ -137,7 +142,7 @@ async def test_a_conversion_stopped_for_its_time_is_listed_at_once(
     reason at once, not only after the next full pass (it is tried again a day later)."""
     kb = await coffer.kbs.create("timed", {"index_formats": ["pdf"]})
     (coffer.locations.docs_dir("timed") / "big.pdf").write_bytes(make_pdf("words " * 50, 200))
-    coffer.conversions.converter.timeout_s = 0.05  # type: ignore[attr-defined]
+    coffer.converters.timeout_s = 0.05
     assert await coffer.conversions._convert("timed", "big.pdf")  # settled: listed now
     await coffer.reindexer.sync_paths(kb, ["big.pdf"])
     skipped = {s["relative_path"]: s["reason"] for s in await coffer.reindexer.skipped("timed")}
@@ -153,7 +158,7 @@ async def test_a_pdf_whose_title_refers_to_itself_converts_at_once(tmp_path: Pat
 
     path = tmp_path / "loop.pdf"
     path.write_bytes(self_titled_pdf())
-    converter = WorkerConverter(timeout_s=20)
+    converter = ConverterPool(timeout_s=20)
     try:
         converted = await asyncio.wait_for(converter.convert(path, "pdf"), 25)
         assert converted.title is None
@@ -167,12 +172,11 @@ async def test_the_converter_writes_only_in_its_own_home(
     """The libraries markitdown loads (onnxruntime, magika) keep caches: in the folder the
     converter is given, never the user's home or /tmp."""
     home = tmp_path / "converter-home"
-    converter = WorkerConverter(home=(tmp_path, home))
+    converter = ConverterPool(home=(tmp_path, home))
     try:
         await converter.convert(files["ok.docx"], "docx")
-        proc = converter._proc
-        assert proc is not None
-        environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
+        (pid,) = pids(converter)
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         for name in (b"HOME", b"XDG_CACHE_HOME", b"TMPDIR"):
             assert name + b"=" + str(home).encode() in environ
     finally:
@@ -184,10 +188,77 @@ async def test_a_bomb_named_otherwise_is_too_large(tmp_path: Path) -> None:
     large", not "damaged"."""
     path = tmp_path / "x.pdf"
     path.write_bytes(zip_bomb_docx(200))
-    converter = WorkerConverter()
+    converter = ConverterPool()
     try:
         with pytest.raises(ConversionFailed, match=r"^too large: "):
             await converter.convert(path, "pdf")
-        assert converter._proc is None  # refused before any conversion
+        assert converter.pool.state.started == 0  # refused before any conversion
     finally:
         await converter.close()
+
+
+async def test_add_and_the_background_share_one_pool_and_both_go_when_idle(
+    files: dict[str, Path],
+) -> None:
+    """`add` converts at full priority and the background at a lower one, in the same pool;
+    neither process stays once there is nothing to convert (each once stayed ~160 MB for
+    the daemon's life, the background's in a pool of its own)."""
+    converter = ConverterPool(idle_s=0.2)
+    try:
+        add = asyncio.ensure_future(converter.interactive.convert(files["big.pdf"], "pdf"))
+        background = asyncio.ensure_future(converter.background.convert(files["big.pdf"], "pdf"))
+        niceness: set[int] = set()
+        while not (add.done() and background.done()):  # polled while they convert
+            for pid in pids(converter):
+                with contextlib.suppress(ProcessLookupError):
+                    niceness.add(os.getpriority(os.PRIO_PROCESS, pid))
+            await asyncio.sleep(0.01)
+        assert "many pages" in (await add).markdown and "many pages" in (await background).markdown
+        base = os.getpriority(os.PRIO_PROCESS, 0)
+        assert niceness == {base, min(base + converter_module.NICE, 19)}
+        for _ in range(200):
+            if not pids(converter):
+                break
+            await asyncio.sleep(0.05)
+        assert not pids(converter)
+    finally:
+        await converter.close()
+
+
+async def test_closing_answers_the_conversion_in_flight(files: dict[str, Path]) -> None:
+    """The daemon stopping answers an upload being converted at once."""
+    converter = ConverterPool()
+    try:
+        converting = asyncio.ensure_future(converter.interactive.convert(files["big.pdf"], "pdf"))
+        for _ in range(200):
+            if pids(converter):
+                break
+            await asyncio.sleep(0.02)
+        await converter.interactive.interrupt()
+        with pytest.raises(EngineUnavailable, match="stopping"):
+            await asyncio.wait_for(converting, 10)
+        with pytest.raises(EngineUnavailable):
+            await converter.background.convert(files["ok.docx"], "docx")
+    finally:
+        await converter.close()
+    assert not pids(converter)
+
+
+async def test_a_converted_text_over_its_cap_is_refused_in_the_worker(tmp_path: Path) -> None:
+    """The cap applies where the text is made: the daemon never reads a text past it."""
+    from cofferd.infrastructure.conversion import markitdown_run
+
+    page = tmp_path / "long.html"
+    page.write_text("<html><body><p>" + "word " * 300_000 + "</p></body></html>")
+    markitdown = markitdown_run.load()
+    reply = markitdown_run.convert(markitdown, str(page), "html")
+    assert not isinstance(reply, tuple)
+    original = markitdown_run.MAX_CHARS
+    markitdown_run.MAX_CHARS = 1_000_000
+    try:
+        assert markitdown_run.convert(markitdown, str(page), "html") == (
+            "failed",
+            "too large: its text is over 1 million characters",
+        )
+    finally:
+        markitdown_run.MAX_CHARS = original

@@ -4,6 +4,7 @@ budgets enforced by replacing the worker, saves ahead of bulk work."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import time
 from collections.abc import AsyncIterator
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from cofferd.domain.errors import EngineUnavailable
 from cofferd.infrastructure.workers import frames
 from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
 
@@ -132,7 +134,7 @@ def test_a_frame_may_name_only_the_classes_a_reply_holds(module: str, name: str)
         + b"\x8c" + bytes([len(name)]) + name.encode()
         + b"\x93)R."
     )  # fmt: skip
-    with pytest.raises(frames.BrokenStream, match="names"):
+    with pytest.raises(frames.BrokenStream, match="naming"):
         frames.decode(data)
 
 
@@ -165,3 +167,70 @@ async def test_a_slot_that_fails_unforeseen_answers_every_item_and_goes_on(
 
 async def _collect(pairs: AsyncIterator[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     return [pair async for pair in pairs]
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        (("die", 0), "died"),
+        (("sleep", 30), "longer than 1 s"),
+        (("garbage", 0), "sent an unreadable frame"),
+        (("overflow", 0), "sent an unreadable frame (OverflowError)"),
+        (("huge", 0), "sent a frame of"),
+        (("hostile", 0), "sent a frame naming posix.system"),
+        (("dotted", 0), "sent a frame naming cofferd.domain.links.re.compile"),
+    ],
+)
+async def test_a_worker_failing_in_any_way_costs_its_item_with_a_reason(
+    pool: WorkerPool, bad: tuple[str, int], reason: str
+) -> None:
+    """Crash, hang past its time, garbage, a frame no reply may be, an attribute path: the
+    item fails with its reason, the others are answered, the pass ends, the pool goes on."""
+    unit = [("echo", 1), bad, ("echo", 2)]
+    pairs = dict(await asyncio.wait_for(run(pool, [unit], timeout=1), 30))
+    assert sorted(pairs) == sorted(unit)
+    failed = pairs[bad]
+    assert isinstance(failed, WorkFailed) and reason in failed.reason, failed
+    assert pairs[("echo", 1)][0] == pairs[("echo", 2)][0] == "done"
+    assert [r[0] for _, r in await run(pool, [[("echo", 3)]], interactive=True)] == ["done"]
+
+
+async def test_closing_the_pool_ends_every_job_it_holds(pool: WorkerPool) -> None:
+    """A job in flight, or waiting for a worker, when the pool closes ends at once (a
+    daemon stopping once left its callers waiting for ever)."""
+    running = asyncio.ensure_future(run(pool, [[("sleep", 30)]], interactive=True))
+    waiting = asyncio.ensure_future(run(pool, [[("sleep", 30)]] * 8))
+    while pool.state.busy < 2:  # polled: both started
+        await asyncio.sleep(0.02)
+    await pool.close()
+    for job in (running, waiting):
+        with pytest.raises(EngineUnavailable, match="stopping"):
+            await asyncio.wait_for(job, 10)
+    assert pool.status()["running"] == 0
+    await pool.close()  # twice is once
+
+
+async def test_a_pool_that_keeps_no_worker_lets_every_process_go() -> None:
+    """The converter's and the model's pools: nothing stays once idle."""
+    for express in (True, False):
+        pool = WorkerPool(MODULE, 1, idle_s=0.2, express=express, keep_express=False)
+        try:
+            pairs = await run(pool, [[("echo", 1)]], interactive=True)  # starts with its job
+            assert pairs[0][1][0] == "done"
+            deadline = time.monotonic() + 10
+            while pool.status()["running"] and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert pool.status()["running"] == 0
+            assert (await run(pool, [[("echo", 2)]]))[0][1][0] == "done"  # and again
+        finally:
+            await pool.close()
+
+
+def test_every_process_coffer_starts_has_its_entry_point_in_one_place() -> None:
+    from cofferd.infrastructure.conversion.converter import ConverterPool
+    from cofferd.infrastructure.workers import model_process, prepare_pool
+
+    modules = [ConverterPool().pool.module, model_process.PROCESS, prepare_pool.WORKER_MODULE]
+    for module in modules:
+        assert module.startswith("cofferd.surfaces.processes."), module
+        assert importlib.util.find_spec(module) is not None

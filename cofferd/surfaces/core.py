@@ -24,7 +24,7 @@ from cofferd.application.reindexer import Reindexer
 from cofferd.application.retrieval import Retrieval
 from cofferd.application.trash import RETENTION_DAYS, Trash
 from cofferd.domain.budgets import DEFAULT as DEFAULT_BUDGET
-from cofferd.infrastructure.conversion.converter import WorkerConverter
+from cofferd.infrastructure.conversion.converter import ConverterPool
 from cofferd.infrastructure.conversion.derived_texts import DerivedTexts
 from cofferd.infrastructure.files.confinement import Boundary, HomeScratch
 from cofferd.infrastructure.files.document_policy import DocumentPolicy
@@ -57,9 +57,6 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on macOS
         return max(1, os.cpu_count() or 1)
-
-
-CONVERT_NICE = 10  # documents converted in the background yield to the rest
 
 
 @dataclass(frozen=True)
@@ -101,7 +98,9 @@ class Coffer:
             SqliteVectors(db),
             SqliteActivity(db),
         )
-        self.converter = WorkerConverter(home=(locations.home, locations.converter_home))
+        # one pool of converter processes: `add`'s (express) and the background's
+        self.converters = ConverterPool(home=(locations.home, locations.converter_home))
+        self.converter = self.converters.interactive
         self.boundary = boundary = Boundary(locations)
         self.registry = registry = KBRegistry(KBFiles(locations, boundary))
         self.policy = DocumentPolicy(
@@ -178,8 +177,7 @@ class Coffer:
             self.kbs,
             stores.index,
             tree,
-            # its own: `add` never waits behind a backlog
-            WorkerConverter(nice=CONVERT_NICE, home=(locations.home, locations.converter_home)),
+            self.converters.background,  # `add` never waits behind it
             texts,
             self.reindexer,
             self.progress,
@@ -259,8 +257,7 @@ class Coffer:
         await self.indexing.stop()
         await self.embeddings.close()
         await self.preparer.close()
-        await self.converter.close()
-        await self.conversions.converter.close()
+        await self.converters.close()
         await self.stores.db.close()
 
     async def __aenter__(self) -> Coffer:

@@ -1,26 +1,33 @@
 """Converting documents to Markdown (the MarkdownConverter port), safely.
 
-markitdown runs in a worker process (convert_worker) with a memory cap and a wall-clock
-timeout per document; zip-based formats are checked for bombs before they reach it.
+markitdown runs in worker processes of the one worker pool (infrastructure.workers.pool;
+the process is surfaces/processes/convert_main) with a memory cap, a wall-clock time per
+document, and HOME, caches and temp files in a folder of the data home; zip-based formats
+are checked for bombs before they reach it. One pool serves `add` (its express worker, at
+full priority) and the conversions in the background (its one bulk worker, at a lower
+priority): an `add` never waits behind a backlog. Both stop after `IDLE_S` without a
+conversion (~160 MB each go back to the system) and start again for the next.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import re
-import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from cofferd.domain import formats
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import ConversionFailed
 from cofferd.domain.index_records import Converted
 from cofferd.infrastructure.files.confinement import home_folder
+from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
+
+PROCESS = "cofferd.surfaces.processes.convert_main"
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +38,7 @@ MEMORY_MB = 2048
 IDLE_S = 30.0  # the converter's process ends after this long without a conversion
 MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
 MAX_COMPRESSION_RATIO = 100
-MiB = 1024 * 1024
-REPLY_LIMIT_BYTES = 256 * MiB  # JSON of at most 32 million characters, escaped
+NICE = 10  # conversions in the background yield to the rest
 
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # what a password wraps Office files in
@@ -105,10 +111,9 @@ def _sentence(error: str) -> str:
     return text if len(text) <= SENTENCE_CHARS else text[: SENTENCE_CHARS - 1] + "…"
 
 
-class WorkerConverter:
-    """Conversions one at a time through one worker process (at `nice`, for work in the
-    background), which ends after `IDLE_S` without a conversion (its ~160 MB go back to
-    the system) and starts again for the next."""
+class ConverterPool:
+    """The converter's processes: `interactive` converts for `add` (the express worker),
+    `background` for the conversion queue (the bulk worker, at `nice`)."""
 
     engine = "markitdown"
 
@@ -117,102 +122,52 @@ class WorkerConverter:
         *,
         timeout_s: float = TIMEOUT_S,
         memory_mb: int = MEMORY_MB,
-        nice: int = 0,
+        nice: int = NICE,
         home: tuple[Path, Path] | None = None,
+        idle_s: float | None = None,
     ) -> None:
         """`home`: (the data home, a folder of it): the process's home, cache and temp
         folder (the libraries markitdown loads write caches there, not in the user's home
         or /tmp), made when missing and refused when it is a link."""
         self.timeout_s = timeout_s
         self.home = home
-        self.memory_mb = memory_mb
-        self.nice = nice
-        self._proc: asyncio.subprocess.Process | None = None
-        self._lock = asyncio.Lock()
-        self._requests = 0
-        self._closing = False
-        self._idle: asyncio.TimerHandle | None = None
-        self._releasing: set[asyncio.Task[None]] = set()
+        self.pool = WorkerPool(
+            PROCESS,
+            1,
+            idle_s=IDLE_S if idle_s is None else idle_s,
+            keep_express=False,
+            nice=nice,
+            args=(str(memory_mb),),
+            environment=self._environment,
+            tries=1,  # a crash is the document's reason at once (tried again a day later)
+            interactive_on_bulk=False,  # one process for `add`, one for the background
+        )
+        self.interactive = PoolConverter(self, interactive=True)
+        self.background = PoolConverter(self, interactive=False)
 
     def formats(self) -> tuple[str, ...]:
         return CONVERTED_FORMATS
 
-    async def convert(self, path: Path, fmt: str) -> Converted:
+    async def convert(self, path: Path, fmt: str, *, interactive: bool = True) -> Converted:
         if fmt in ZIP_FORMATS or await asyncio.to_thread(is_zip, path):
             await asyncio.to_thread(check_zip, path, fmt)
-        try:
-            return await self._convert(path, fmt)
-        finally:
-            self._release_when_idle()
-
-    def _release_when_idle(self) -> None:
-        if self._idle is not None:
-            self._idle.cancel()
-        self._idle = asyncio.get_running_loop().call_later(IDLE_S, self._release_now)
-
-    def _release_now(self) -> None:
-        task = asyncio.ensure_future(self.release())
-        self._releasing.add(task)
-        task.add_done_callback(self._releasing.discard)
-
-    async def _convert(self, path: Path, fmt: str) -> Converted:
-        async with self._lock:
-            proc = await self._worker()
-            assert proc.stdin is not None and proc.stdout is not None
-            self._requests += 1
-            request_id = self._requests
-            request = json.dumps({"id": request_id, "path": str(path), "format": fmt}) + "\n"
-            try:
-                async with asyncio.timeout(self.timeout_s):
-                    proc.stdin.write(request.encode())
-                    await proc.stdin.drain()
-                    line = await proc.stdout.readline()
-            except TimeoutError:
-                await self._kill()
+        timeout = self.timeout_s
+        item = (str(path), fmt)
+        reply = await self.pool.ask(None, item, interactive=interactive, timeout_s=timeout)
+        match reply:
+            case Converted():
+                return reply
+            case ("failed", str(error)):
+                raise ConversionFailed(_explained(error, fmt))
+            case WorkFailed(cause="time"):
                 raise ConversionFailed(
-                    f"conversion took longer than {self.timeout_s:g} s and was stopped",
-                    transient=True,
-                ) from None
-            except ValueError:  # a reply line over its limit: the text is a bomb
-                await self._kill()
-                raise ConversionFailed(
-                    f"too large: its converted text is over {REPLY_LIMIT_BYTES // MiB} MiB"
-                ) from None
-            except (BrokenPipeError, ConnectionResetError):
-                line = b""
-            if not line:
-                code = await self._kill()
-                if self._closing:
-                    raise EngineUnavailable("cofferd is stopping; add the file again later")
-                raise ConversionFailed(
-                    f"the converter crashed on this document (exit {code})", transient=True
+                    f"conversion took longer than {timeout:g} s and was stopped", transient=True
                 )
-            try:
-                reply = await asyncio.to_thread(json.loads, line)  # maybe tens of MB
-                if reply.get("id") != request_id:
-                    raise ValueError("reply to another request")
-            except ValueError:
-                await self._kill()  # out of step: never take a reply for another document
+            case WorkFailed(reason=reason):
                 raise ConversionFailed(
-                    "the converter answered out of turn", transient=True
-                ) from None
-        if not reply["ok"]:
-            raise ConversionFailed(_explained(reply["error"], fmt))
-        return Converted(markdown=reply["markdown"] or "", title=reply.get("title"))
-
-    async def _worker(self) -> asyncio.subprocess.Process:
-        if self._closing:
-            raise EngineUnavailable("cofferd is stopping; add the file again later")
-        if self._proc is None or self._proc.returncode is not None:
-            self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "cofferd.infrastructure.workers.convert_entry",
-                str(self.memory_mb), str(self.nice),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                limit=REPLY_LIMIT_BYTES,
-                env=await asyncio.to_thread(self._environment),
-            )  # fmt: skip
-        return self._proc
+                    f"the converter crashed on this document: {reason}", transient=True
+                )
+        raise ConversionFailed("the converter answered something else", transient=True)
 
     def _environment(self) -> dict[str, str] | None:
         if self.home is None:
@@ -226,46 +181,37 @@ class WorkerConverter:
         places = ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "TMPDIR")
         return {**os.environ, **dict.fromkeys(places, str(folder))}
 
-    async def _kill(self) -> int | None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return None
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-        return await proc.wait()
-
-    async def release(self) -> None:
-        """End the worker process between conversions (its memory goes back to the
-        system); the next conversion starts another."""
-        async with self._lock:
-            await self._end()
-
-    async def interrupt(self) -> None:
-        """Stop the conversion in flight at once (the daemon is stopping): its caller is
-        answered with an error instead of waiting up to the conversion's time limit."""
-        self._closing = True
-        proc = self._proc
-        if proc is not None and proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+    def status(self) -> dict[str, Any]:
+        return self.pool.status()
 
     async def close(self) -> None:
-        if self._idle is not None:
-            self._idle.cancel()
-        await self.interrupt()
-        async with self._lock:
-            await self._end()
-        await asyncio.gather(*self._releasing, return_exceptions=True)
+        """Stop every conversion at once: its caller is answered (EngineUnavailable)
+        instead of waiting up to the conversion's time. Closing twice is closing once."""
+        await self.pool.close()
 
-    async def _end(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.returncode is None:
-            assert proc.stdin is not None
-            proc.stdin.close()
-            try:
-                async with asyncio.timeout(5):
-                    await proc.wait()
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+
+class PoolConverter:
+    """The MarkdownConverter port over the converter's pool, for `add` (interactive) or
+    for the background."""
+
+    engine = "markitdown"
+
+    def __init__(self, pool: ConverterPool, *, interactive: bool) -> None:
+        self._pool = pool
+        self._interactive = interactive
+
+    def formats(self) -> tuple[str, ...]:
+        return CONVERTED_FORMATS
+
+    async def convert(self, path: Path, fmt: str) -> Converted:
+        return await self._pool.convert(path, fmt, interactive=self._interactive)
+
+    async def release(self) -> None:
+        """Nothing to do: the pool lets its idle processes go by itself."""
+
+    async def interrupt(self) -> None:
+        """Stop the conversions in flight at once (the daemon is stopping)."""
+        await self._pool.close()
+
+    async def close(self) -> None:
+        await self._pool.close()

@@ -242,57 +242,32 @@ def bundled_model_settings(models_root: Path, threads: int, batch_size: int) -> 
 class BundledModels:
     """The bundled model's processes, one per setting (threads, batch), shared by every
     knowledge base that uses it: two KBs on the bundled model hold one process, not two.
-    A process stops after `IDLE_UNLOAD_S` without use by any of them (it starts again on
-    demand, ~0.5 s) and is closed when the last of them lets go."""
+    A process stops after `IDLE_UNLOAD_S` without use by any of them (its pool lets it
+    go; it starts again on demand, ~0.5 s) and is closed when the last of them lets go."""
 
     def __init__(self) -> None:
-        self._shared: dict[EncoderSettings, _Shared] = {}
+        self._shared: dict[EncoderSettings, tuple[ModelProcess, int]] = {}
 
     def acquire(self, settings: EncoderSettings) -> ModelProcess:
-        shared = self._shared.setdefault(settings, _Shared(ModelProcess(settings)))
-        shared.users += 1
-        return shared.process
-
-    def used(self, settings: EncoderSettings) -> None:
-        """The process was just used: its idle time starts again."""
-        shared = self._shared.get(settings)
-        if shared is None:
-            return
-        if shared.unload is not None:
-            shared.unload.cancel()
-        loop = asyncio.get_running_loop()
-        shared.unload = loop.call_later(IDLE_UNLOAD_S, shared.stop_later)
+        process, users = self._shared.get(settings) or (
+            ModelProcess(settings, idle_s=IDLE_UNLOAD_S),
+            0,
+        )
+        self._shared[settings] = (process, users + 1)
+        return process
 
     async def release(self, settings: EncoderSettings) -> None:
-        shared = self._shared.get(settings)
-        if shared is None:
+        if settings not in self._shared:
             return
-        shared.users -= 1
-        if shared.users <= 0:
-            del self._shared[settings]
-            await shared.close()
+        process, users = self._shared[settings]
+        if users > 1:
+            self._shared[settings] = (process, users - 1)
+            return
+        del self._shared[settings]
+        await process.close()
 
     def processes(self) -> list[ModelProcess]:
-        return [shared.process for shared in self._shared.values()]
-
-
-class _Shared:
-    def __init__(self, process: ModelProcess) -> None:
-        self.process = process
-        self.users = 0
-        self.unload: asyncio.TimerHandle | None = None
-        self._stopping: set[asyncio.Future[None]] = set()
-
-    def stop_later(self) -> None:
-        stopping = asyncio.ensure_future(self.process.stop())
-        self._stopping.add(stopping)
-        stopping.add_done_callback(self._stopping.discard)
-
-    async def close(self) -> None:
-        if self.unload is not None:
-            self.unload.cancel()
-        await self.process.close()
-        await asyncio.gather(*self._stopping, return_exceptions=True)
+        return [process for process, _ in self._shared.values()]
 
 
 class LocalEmbedder:
@@ -362,9 +337,8 @@ class LocalEmbedder:
         return vectors
 
     def _unload_later(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._settings is not None:
-            self._models.used(self._settings)  # the shared process keeps its own idle time
-            return
+        if self._bundled:
+            return  # the shared process's pool keeps its own idle time
         if self._unload is not None:
             self._unload.cancel()
         self._unload = loop.call_later(IDLE_UNLOAD_S, self._unload_now)

@@ -1,5 +1,9 @@
 """Messages between the daemon and its worker processes: length-prefixed pickles over pipes.
 
+A request is (head, items): what the job shares (a KB's folder and settings, the model's
+settings) and the items to work on; the worker answers each item with one reply, in
+order (`serve_items`), after a first READY when it has started.
+
 A reply is unpickled against an explicit list of the classes a reply may hold (the values
 workers send back, and the few builtins and date types they are made of), looked up by
 their module and name exactly: a worker reads hostile files, so what it sends back never
@@ -19,11 +23,12 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from cofferd.domain.file_records import FileStat
-from cofferd.domain.index_records import DocumentWrite, IndexedChunk
+from cofferd.domain.index_records import Converted, DocumentWrite, IndexedChunk
 from cofferd.domain.links import Link
 from cofferd.domain.models import Document
 from cofferd.domain.prepare_jobs import Failed, Gone, Skipped, Unchanged, Unconverted
 
+READY = "ready"
 HEADER = struct.Struct(">I")
 MAX_FRAME = 1024 * 1024 * 1024  # far beyond any budget: a larger length is a broken stream
 REPLY_CLASSES: frozenset[type] = frozenset(
@@ -31,6 +36,8 @@ REPLY_CLASSES: frozenset[type] = frozenset(
         # what preparing a document answers (domain.prepare_jobs, domain.index_records)
         Gone, Unchanged, Skipped, Unconverted, Failed, DocumentWrite, IndexedChunk,
         Document, Link, FileStat,
+        # what converting a document answers (the model's replies are builtins only)
+        Converted,
         # builtins pickle names by reference, and the date types frontmatter may hold
         frozenset, set, complex, bytearray, slice, range,
         datetime.date, datetime.datetime, datetime.time, datetime.timedelta, datetime.timezone,
@@ -59,7 +66,7 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         found = _ALLOWED.get((module, name))
         if found is None:
-            raise BrokenStream(f"a frame names {module}.{name}"[:200])
+            raise BrokenStream(f"a frame naming {module}.{name}"[:200])
         return found
 
 
@@ -68,8 +75,8 @@ def decode(data: bytes) -> Any:
         return _Unpickler(io.BytesIO(data)).load()
     except BrokenStream:
         raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
-        raise BrokenStream(f"an unreadable frame: {exc}") from exc
+    except Exception as exc:  # whatever the unpickler raises on bytes it cannot read
+        raise BrokenStream(f"an unreadable frame ({type(exc).__name__})") from exc
 
 
 def write(stream: IO[bytes], message: Any) -> None:
@@ -93,3 +100,24 @@ def serve_stdio(serve: Callable[[IO[bytes], IO[bytes]], None]) -> None:
     os.dup2(2, 1)
     with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
         serve(sys.stdin.buffer, replies)
+
+
+def serve_items(
+    handle: Callable[[Any, Any], Any], after: Callable[[Any], None] | None = None
+) -> None:
+    """A worker process's main: READY, then for each request (head, items) one reply per
+    item, `handle(head, item)`, written as soon as it is made (an item's time runs from
+    the previous reply), then `after(item)` (once the reply is let go). `handle` answers
+    every failure of the item itself; anything it lets through ends the process (the
+    daemon replaces it)."""
+
+    def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
+        write(replies, READY)
+        while (request := read(requests)) is not None:
+            head, items = request
+            for item in items:
+                write(replies, handle(head, item))
+                if after is not None:
+                    after(item)
+
+    serve_stdio(serve)

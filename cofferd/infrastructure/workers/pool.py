@@ -1,60 +1,61 @@
-"""A pool of worker processes that do the daemon's work on content, on every core, off the
-serving loop.
+"""The one way Coffer runs work in another process: a pool of worker processes (preparing
+documents, converting them, the local model), off the serving loop.
+
+Every pool starts its workers the same way (`python -m <entry point>`, cofferd/surfaces/
+processes/, at a niceness, with an environment), speaks frames (workers.frames) and holds
+every job to the same budgets.
 
 Work comes as jobs of units (a unit is a few items, sent to one worker at once); each item
 is answered by one reply, and each reply must come within that item's time. A worker over
 its time is killed and replaced: its item fails (`WorkFailed`), the rest of its unit goes
-to the next worker. A worker that dies is replaced too, and its item tried once more
-before it fails (the death may not be the item's doing: the OOM killer, a kill by hand).
+to the next worker. A worker that dies, or sends what is not a frame of ours, is replaced
+too, and its item tried `tries` times in all before it fails (the death may not be the
+item's doing: the OOM killer, a kill by hand). Anything else that goes wrong in a slot
+fails its unit's items with a reason; a job always ends, and so does every job still
+running when the pool closes (with EngineUnavailable).
 
 Interactive jobs (a save, an API write) are served before bulk jobs (a full reconcile),
 and one more worker, started with the pool and kept, serves interactive jobs only: a save
-never waits for a worker busy with a reconcile. Jobs of one kind take turns. A job has a
-few units in flight at a time, so its consumer (the index writer) sets the pace and memory
-stays bounded. The `size` bulk workers start when there is work for them and stop after a
-while without any.
+never waits for a worker busy with a reconcile (a pool may have none: `express=False`).
+Jobs of one kind take turns. A job has a few units in flight at a time, so its consumer
+(the index writer) sets the pace and memory stays bounded. The `size` bulk workers start
+when there is work for them and stop after `idle_s` without any; the express worker is
+kept (`keep_express`) or stops the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
-import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.infrastructure.workers import frames
+from cofferd.infrastructure.workers.process import READY, Worker, WorkerGone
+
+__all__ = ["BULK_NICE", "READY", "WorkFailed", "Worker", "WorkerGone", "WorkerPool"]
 
 log = logging.getLogger(__name__)
 
 Item = TypeVar("Item")
 
 IDLE_S = 30.0  # a worker beyond the first stops after this long without work
-START_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 5.0
 RESTART_S = 1.0  # after a worker could not start
-LARGE_REPLY = 1024 * 1024  # replies larger than this are unpickled off the serving loop
-READ_BLOCK = 256 * 1024
 WINDOW = 2  # units per worker a job may have in flight or waiting for its consumer
 EXPRESS = 0  # the slot that serves interactive jobs only
 BULK_NICE = 10  # bulk workers yield the CPU to serving, writing and the express worker
-READY = "ready"
 
 
 @dataclass(frozen=True)
 class WorkFailed:
-    """An item that got no reply of its own: `reason` says why."""
+    """An item that got no reply of its own: `reason` says why, `cause` in one word
+    (over its time; its worker died or spoke out of turn; anything else)."""
 
     reason: str
-
-
-class WorkerGone(Exception):
-    pass
+    cause: Literal["time", "death", "error"] = "error"
 
 
 @dataclass
@@ -81,112 +82,6 @@ class _Job(Generic[Item]):
         return bool(self.pending or self.in_flight or not self.out.empty())
 
 
-class Worker:
-    """One worker process and its pipes."""
-
-    def __init__(
-        self, transport: asyncio.SubprocessTransport, proc: asyncio.subprocess.Process
-    ) -> None:
-        self.transport = transport  # closed with the process, so no pipe outlives it
-        self.proc = proc
-        assert proc.stdin is not None and proc.stdout is not None
-        self.stdin = proc.stdin
-        self.stdout = proc.stdout
-        self._buffer = bytearray()  # what has arrived of the next replies
-
-    @classmethod
-    async def start(cls, module: str, nice: int = 0) -> Worker:
-        loop = asyncio.get_running_loop()
-        transport, protocol = await loop.subprocess_exec(
-            lambda: asyncio.subprocess.SubprocessStreamProtocol(limit=2**16, loop=loop),
-            sys.executable, "-m", module,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None,
-        )  # fmt: skip
-        worker = cls(transport, asyncio.subprocess.Process(transport, protocol, loop))
-        if nice:
-            with contextlib.suppress(OSError, AttributeError):  # a lower priority: always allowed
-                os.setpriority(os.PRIO_PROCESS, worker.pid, nice)
-        try:
-            ready = (await worker.receive(START_TIMEOUT_S))[0]
-        except BaseException as exc:  # the pool closing, too: never leave a process behind
-            await worker.kill()
-            if isinstance(exc, TimeoutError | WorkerGone | frames.BrokenStream):
-                raise EngineUnavailable(
-                    f"a worker process ({module}) could not start: {type(exc).__name__}",
-                    engine="workers",
-                ) from None
-            raise
-        if ready != READY:
-            await worker.kill()
-            raise EngineUnavailable(f"a worker process ({module}) answered {ready!r}")
-        return worker
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    async def send(self, message: Any) -> None:
-        try:
-            self.stdin.write(frames.encode(message))
-            await self.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError) as exc:
-            raise WorkerGone from exc
-
-    async def receive(self, timeout: float) -> list[Any]:
-        """The replies that have arrived, at least one, within `timeout`. Replies are read
-        in bulk (a unit's small ones arrive together): one wake of the loop for many."""
-        try:
-            async with asyncio.timeout(timeout):
-                while not (complete := self._complete()):
-                    block = await self.stdout.read(READ_BLOCK)
-                    if not block:
-                        raise WorkerGone
-                    self._buffer += block
-        except ConnectionResetError as exc:
-            raise WorkerGone from exc
-        if sum(map(len, complete)) > LARGE_REPLY:
-            return await asyncio.to_thread(lambda: [frames.decode(f) for f in complete])
-        return [frames.decode(f) for f in complete]
-
-    def _complete(self) -> list[bytes]:
-        """The whole frames in the buffer, taken out of it."""
-        found, at = [], 0
-        buffer = self._buffer
-        while len(buffer) - at >= frames.HEADER.size:
-            length = frames.frame_length(bytes(buffer[at : at + frames.HEADER.size]))
-            end = at + frames.HEADER.size + length
-            if len(buffer) < end:
-                break
-            found.append(bytes(buffer[at + frames.HEADER.size : end]))
-            at = end
-        if at:
-            del buffer[:at]
-        return found
-
-    async def stop(self) -> None:
-        """Let it finish and exit (end of its input), or kill it."""
-        with contextlib.suppress(OSError):
-            self.stdin.close()
-        try:
-            async with asyncio.timeout(STOP_TIMEOUT_S):
-                await self.proc.wait()
-        except TimeoutError:
-            await self.kill()
-        self.transport.close()
-
-    async def kill(self) -> int | None:
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
-        try:  # a process stuck in the kernel (a dead network mount) dies when it returns
-            async with asyncio.timeout(STOP_TIMEOUT_S):
-                code = await self.proc.wait()
-        except TimeoutError:
-            log.warning("worker %d does not exit; left to the kernel", self.pid)
-            return None
-        self.transport.close()
-        return code
-
-
 @dataclass
 class PoolState:
     started: int = 0
@@ -197,14 +92,40 @@ class PoolState:
 
 
 class WorkerPool:
-    """`size` workers running `python -m module`, plus the express worker."""
+    """`size` workers running `python -m module *args`, plus the express worker.
 
-    def __init__(self, module: str, size: int, *, idle_s: float = IDLE_S) -> None:
+    `nice`: the bulk workers' niceness (the express worker's is 0); `environment`: called
+    in a thread before each start, the worker's environment (None: the daemon's; raising
+    EngineUnavailable: no worker can start); `tries`: how many workers an item may see
+    die before it fails; `interactive_on_bulk`: whether bulk workers serve interactive
+    jobs too (when the express worker is busy), or bulk jobs only."""
+
+    def __init__(
+        self,
+        module: str,
+        size: int,
+        *,
+        idle_s: float = IDLE_S,
+        express: bool = True,
+        keep_express: bool = True,
+        nice: int = BULK_NICE,
+        args: Sequence[str] = (),
+        environment: Callable[[], Mapping[str, str] | None] | None = None,
+        tries: int = 2,
+        interactive_on_bulk: bool = True,
+    ) -> None:
         if size < 1:
             raise ValueError("a pool needs at least one worker")
         self.module = module
         self.size = size
         self.idle_s = idle_s
+        self.express = express
+        self.keep_express = keep_express
+        self.nice = nice
+        self.args = tuple(args)
+        self.environment = environment
+        self.tries = max(1, tries)
+        self.interactive_on_bulk = interactive_on_bulk or not express
         self.state = PoolState()
         self._jobs: list[_Job[Any]] = []
         self._wake = asyncio.Event()
@@ -212,13 +133,22 @@ class WorkerPool:
         self._slots: list[asyncio.Task[None]] = []
         self._closing = False
 
+    @property
+    def started(self) -> bool:
+        return bool(self._slots)
+
     def start(self) -> None:
+        if self._slots or self._closing:
+            return
+        first = EXPRESS if self.express else EXPRESS + 1
         self._slots = [
             asyncio.create_task(self._slot(i), name=f"worker-slot-{i}")
-            for i in range(self.size + 1)
+            for i in range(first, self.size + 1)
         ]
 
     async def close(self) -> None:
+        """Stop every worker at once; every job still running ends (EngineUnavailable).
+        Closing twice is closing once."""
         self._closing = True
         self._wake.set()
         for task in self._slots:
@@ -227,6 +157,10 @@ class WorkerPool:
         # nothing of value is in a worker: what it was preparing is prepared again next time
         await asyncio.gather(*(w.kill() for w in self._workers.values()))
         self._workers.clear()
+        stopping = EngineUnavailable("cofferd is stopping", engine="workers")
+        for job in self._jobs:
+            job.pending.clear()
+            job.out.put_nowait(stopping)
 
     def status(self) -> dict[str, Any]:
         return {
@@ -249,22 +183,31 @@ class WorkerPool:
         """Each item with its reply (or a WorkFailed), in the order they are ready."""
         if self._closing:
             raise EngineUnavailable("cofferd is stopping", engine="workers")
+        self.start()  # (a pool that starts with its first job)
         job: _Job[Item] = _Job(head, 0 if interactive else 1, timeout_of)
         job.pending.extend(_Unit(job, unit) for unit in units if unit)
         self._jobs.append(job)
         self._wake.set()
         try:
-            while job.busy():
+            while job.busy() and not self._closing:
                 done = await job.out.get()
                 self._wake.set()  # room in its window: the next unit may go
                 if isinstance(done, BaseException):
                     raise done
                 for pair in done:
                     yield pair
+            if self._closing and job.busy():  # closed while this job waited for nothing
+                raise EngineUnavailable("cofferd is stopping", engine="workers")
         finally:
             job.closed = True
             job.pending.clear()
             self._jobs.remove(job)
+
+    async def ask(self, head: Any, item: Any, *, interactive: bool, timeout_s: float) -> Any:
+        """The reply to one item, or its WorkFailed."""
+        pairs = self.run(head, [[item]], interactive=interactive, timeout_of=lambda _: timeout_s)
+        (reply,) = [reply async for _item, reply in pairs]  # every item is answered once
+        return reply
 
     # -- the slots: one task per worker it may run ----------------------------------------
 
@@ -276,7 +219,7 @@ class WorkerPool:
             if job.pending
             and not job.closed
             and job.in_flight + job.out.qsize() < window
-            and (job.priority == 0 or not express)
+            and (job.priority == 0 if express else self.interactive_on_bulk or job.priority)
         ]
         if not ready:
             return None
@@ -300,11 +243,12 @@ class WorkerPool:
         return None
 
     async def _slot(self, index: int) -> None:
-        express = index == EXPRESS  # kept running, so that a save never waits for a start
+        express = index == EXPRESS
+        kept = express and self.keep_express  # kept running: a save never waits for a start
         while not self._closing:
-            if express and index not in self._workers:
+            if kept and index not in self._workers:
                 await self._start(index)
-            unit = await self._next(express, None if express else self.idle_s)
+            unit = await self._next(express, None if kept else self.idle_s)
             if unit is None:
                 worker = self._workers.get(index)
                 if worker is not None:
@@ -319,8 +263,9 @@ class WorkerPool:
 
     async def _start(self, index: int, job: _Job[Any] | None = None) -> bool:
         try:
+            env = await asyncio.to_thread(self.environment) if self.environment else None
             self._workers[index] = await Worker.start(
-                self.module, 0 if index == EXPRESS else BULK_NICE
+                self.module, 0 if index == EXPRESS else self.nice, self.args, env
             )
         except (EngineUnavailable, OSError) as exc:  # OSError: no process to be had (EMFILE)
             if not isinstance(exc, EngineUnavailable):
@@ -352,24 +297,29 @@ class WorkerPool:
                 except TimeoutError:
                     self.state.replaced_over_time += 1
                     item = unit.items[position]
-                    done.append((item, WorkFailed(f"took longer than {limit:g} s to prepare")))
+                    done.append((item, WorkFailed(f"took longer than {limit:g} s", "time")))
                     self._again(job, unit.items[position + 1 :])
                     await self._drop(index)
                     return
-                except (WorkerGone, frames.BrokenStream):
+                except WorkerGone:
                     await self._died(index, unit, position, done)
                     return
+                except frames.BrokenStream as exc:
+                    await self._died(index, unit, position, done, f"sent {exc}")
+                    return
                 if position + len(replies) > len(unit.items):  # more than it was asked
-                    await self._died(index, unit, position, done)
+                    await self._died(index, unit, position, done, "answered out of turn")
                     return
                 done += zip(unit.items[position : position + len(replies)], replies, strict=True)
                 position += len(replies)
         except WorkerGone:
             await self._died(index, unit, 0, done)
-        except Exception:  # unforeseen (a message that cannot be sent, a bug): the unit's
-            # items are answered all the same, as if its worker had died, and the slot goes on
+        except Exception as exc:  # unforeseen (a message that cannot be sent, a bug): the
+            # unit's items are answered all the same, with the reason, and the slot goes on
             log.exception("a worker slot failed on a unit of %d items", len(unit.items))
-            await self._died(index, unit, len(done), done)
+            await self._drop(index)
+            reason = f"its worker could not be used: {type(exc).__name__}"
+            done += [(item, WorkFailed(reason)) for item in unit.items[len(done) :]]
         finally:
             job.in_flight -= 1
             self.state.busy -= 1
@@ -378,19 +328,26 @@ class WorkerPool:
             self._wake.set()
 
     async def _died(
-        self, index: int, unit: _Unit[Any], position: int, done: list[tuple[Any, Any]]
+        self,
+        index: int,
+        unit: _Unit[Any],
+        position: int,
+        done: list[tuple[Any, Any]],
+        how: str = "",
     ) -> None:
         """The worker died (or spoke out of turn) on the item at `position`: that item is
-        tried once more in a new worker, then fails; the rest are done again."""
+        tried in a new worker until it has seen `tries` die, then fails; the rest are done
+        again."""
         code = await self._drop(index)
         self.state.replaced_after_death += 1
         rest = unit.items[position:]
         deaths = unit.deaths + 1 if position == 0 else 1
-        if deaths < 2:
+        if deaths < self.tries:
             unit.job.pending.appendleft(_Unit(unit.job, rest, deaths))
             return
-        log.warning("a worker died twice on the same item (exit %s); skipping it", code)
-        done.append((rest[0], WorkFailed(f"its worker process died (exit {code})")))
+        reason = f"its worker process {how or 'died'} (exit {code})"
+        log.warning("%s on the same item %d times; skipping it", reason, deaths)
+        done.append((rest[0], WorkFailed(reason, "death")))
         self._again(unit.job, rest[1:])
 
     def _again(self, job: _Job[Any], items: Sequence[Any]) -> None:

@@ -1,5 +1,5 @@
 """The Preparer port over worker processes: documents prepared on every core, each within
-its time, off the serving loop (the worker is surfaces/prepare_worker)."""
+its time, off the serving loop (its process is surfaces/processes/prepare_main)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from cofferd.domain.prepare_jobs import (
 from cofferd.infrastructure.files.confinement import Boundary
 from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
 
-WORKER_MODULE = "cofferd.surfaces.prepare_worker"
+WORKER_MODULE = "cofferd.surfaces.processes.prepare_main"
 # A unit (what one worker gets at once) ends at whichever comes first: small units keep
 # every worker busy and let a save in between.
 UNIT_FILES = 128
@@ -62,7 +62,10 @@ class ProcessPreparer:
             head, units, interactive=interactive, timeout_of=lambda _: budget
         ):
             if isinstance(reply, WorkFailed):
-                yield Failed(item.path, reply.reason)
+                yield Failed(
+                    item.path,
+                    f"{reply.reason} to prepare" if reply.cause == "time" else reply.reason,
+                )
             elif isinstance(reply, OUTCOMES) and reply.path == item.path:
                 yield reply
             else:

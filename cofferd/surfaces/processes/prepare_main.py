@@ -1,9 +1,10 @@
-"""A worker process that prepares documents for the index (the composition root of one).
+"""The process that prepares documents for the index (the composition root of one).
 
-The daemon starts a few of these (infrastructure.worker_pool) and sends each a batch at a
-time: a KB's docs folder, its settings and the files to prepare. For every file, in order,
-the worker answers one outcome (domain.preparation): it reads the file (confined to the
-folder), and prepares it (application.preparation), text for FTS5 included. Files are
+The daemon starts a few of these (infrastructure.workers.prepare_pool, over the one worker
+pool) and sends each a batch at a time: a KB's docs folder, its settings and the files to
+prepare. For every file, in order, the worker answers one outcome (domain.prepare_jobs):
+it reads the file (confined to the folder), and prepares it (application.preparation),
+text for FTS5 included. Files are
 hostile input: if one makes this process slow or kills it, the daemon replaces the
 process and skips that file; nothing else is held up.
 
@@ -19,7 +20,7 @@ import resource
 import sys
 import traceback
 from pathlib import Path
-from typing import IO
+from typing import Any
 
 from cofferd.application import preparation
 from cofferd.domain.file_records import FileContent
@@ -37,12 +38,11 @@ from cofferd.infrastructure import memory
 from cofferd.infrastructure.conversion import derived_texts
 from cofferd.infrastructure.files.confined_read import TreeReader
 from cofferd.infrastructure.storage import fts_text
-from cofferd.infrastructure.workers.frames import read, serve_stdio, write
+from cofferd.infrastructure.workers.frames import serve_items
 
-log = logging.getLogger("cofferd.prepare_worker")
+log = logging.getLogger("cofferd.processes.prepare")
 
 MEMORY_MB = 2048  # address space: a document that needs more fails with MemoryError
-READY = "ready"
 LARGE_ITEM = 1024 * 1024
 
 
@@ -95,21 +95,23 @@ def _prepare_converted(
     return preparation.prepare(item, text, settings, fts_text.index_text, fmt)
 
 
-def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
-    write(replies, READY)
-    while (request := read(requests)) is not None:
-        (docs, settings), items = request
-        reader = TreeReader(Path(docs))
-        for item in items:
-            try:
-                outcome = prepare_one(reader, item, settings)
-            except Exception as exc:  # noqa: BLE001 - a bug must cost one file, not the batch
-                traceback.print_exc(file=sys.stderr)
-                outcome = Skipped(item.path, None, f"cannot be prepared: {type(exc).__name__}")
-            write(replies, outcome)
-            if item.size >= LARGE_ITEM:
-                del outcome
-                memory.trim()  # a waiting worker holds no more than it needs
+_batch: list[Any] = [None, None]  # the request's head and its reader (one a batch)
+
+
+def handle(head: tuple[str, PrepareSettings], item: PrepareItem) -> Outcome:
+    docs, settings = head
+    if _batch[0] is not head:
+        _batch[:] = [head, TreeReader(Path(docs))]
+    try:
+        return prepare_one(_batch[1], item, settings)
+    except Exception as exc:  # noqa: BLE001 - a bug must cost one file, not the batch
+        traceback.print_exc(file=sys.stderr)
+        return Skipped(item.path, None, f"cannot be prepared: {type(exc).__name__}")
+
+
+def after(item: Any) -> None:
+    if item.size >= LARGE_ITEM:
+        memory.trim()  # a waiting worker holds no more than it needs
 
 
 def limit_resources() -> None:
@@ -120,7 +122,7 @@ def limit_resources() -> None:
 
 def main() -> None:
     limit_resources()
-    serve_stdio(serve)
+    serve_items(handle, after)
 
 
 if __name__ == "__main__":
