@@ -28,6 +28,7 @@ class StalledDaemon(socketserver.ThreadingUnixStreamServer):
     """A daemon that holds every request until `release` is set, then answers it."""
 
     daemon_threads = True
+    request_queue_size = 128  # a loaded machine accepts late: no request refused meanwhile
 
     def __init__(self, path: Path) -> None:
         self.release = threading.Event()
