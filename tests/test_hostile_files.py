@@ -224,3 +224,55 @@ def test_workers_killed_mid_work_are_replaced_and_nothing_is_lost(tmp_path: Path
         assert d.client.get(d.client.kb("notes", "/skipped"))["items"] == []
     finally:
         cleanup(d)
+
+
+def hostile_documents() -> dict[str, bytes]:
+    """Documents in other formats built to hold a converter (issue 33): a zip named as a
+    PDF, a PDF whose title refers to itself, 40 zips inside each other as a Word file, an
+    archive bomb, text in UTF-16."""
+    from bench.hostile_seams import nested_zips, self_titled_pdf, zip_named_pdf
+    from tests.samples import zip_bomb_docx
+
+    return {
+        "zip.pdf": zip_named_pdf(40),
+        "loop.pdf": self_titled_pdf(),
+        "nested.docx": nested_zips(),
+        "bomb.docx": zip_bomb_docx(200),
+        "wide.txt": "\ufeffwidetoken, a file saved by Notepad\r\n".encode("utf-16-le"),
+    }
+
+
+def test_hostile_documents_never_hold_the_daemon_up(tmp_path: Path) -> None:
+    d = new_daemon(tmp_path).start()
+    try:
+        d.client.post(
+            "/api/v1/knowledge_bases",
+            {"name": "mixed", "config": {"index_formats": ["pdf", "docx", "txt"]}},
+        )
+        docs = d.docs("mixed")
+        files = hostile_documents()
+        with Prober(d.socket) as prober:
+            for name, data in files.items():
+                write(docs / name, data)
+
+            def settled() -> bool:
+                indexed, left_out = documents(d, "mixed"), skipped(d, "mixed")
+                return all(name in indexed or name in left_out for name in files)
+
+            wait_for(settled, timeout=180, interval=0.2)
+        assert max(prober.latencies) < 1.0, sorted(prober.latencies)[-5:]
+        indexed, left_out = documents(d, "mixed"), skipped(d, "mixed")
+        assert "wide.txt" in indexed  # text, whatever its encoding says
+        assert left_out["bomb.docx"]["reason"].startswith("too large")
+        assert left_out["zip.pdf"]["reason"].startswith("too large")
+        # what the daemon holds is what a rebuild from the files holds
+        held = d.dump("mixed")
+        d.stop()
+        (d.home / "coffer.db").unlink()
+        for extra in ("coffer.db-wal", "coffer.db-shm"):
+            (d.home / extra).unlink(missing_ok=True)
+        d.start()
+        wait_for(lambda: d.settled("mixed") and documents(d, "mixed").keys() == indexed.keys())
+        assert d.dump("mixed")["documents"] == held["documents"]
+    finally:
+        cleanup(d)
