@@ -40,6 +40,9 @@ class Worker:
         self.stdin = proc.stdin
         self.stdout = proc.stdout
         self._buffer = bytearray()  # what has arrived of the next replies
+        # a frame that could not be read after good ones of the same read: raised at the
+        # next receive, so that the replies before it keep their items
+        self._broken: frames.BrokenStream | None = None
 
     @classmethod
     async def start(
@@ -89,6 +92,9 @@ class Worker:
     async def receive(self, timeout: float) -> list[Any]:
         """The replies that have arrived, at least one, within `timeout`. Replies are read
         in bulk (a unit's small ones arrive together): one wake of the loop for many."""
+        if self._broken is not None:
+            broken, self._broken = self._broken, None
+            raise broken
         try:
             async with asyncio.timeout(timeout):
                 while not (complete := self._complete()):
@@ -99,15 +105,35 @@ class Worker:
         except ConnectionResetError as exc:
             raise WorkerGone from exc
         if sum(map(len, complete)) > LARGE_REPLY:
-            return await asyncio.to_thread(lambda: [frames.decode(f) for f in complete])
-        return [frames.decode(f) for f in complete]
+            return await asyncio.to_thread(self._decoded, complete)
+        return self._decoded(complete)
+
+    def _decoded(self, complete: list[bytes]) -> list[Any]:
+        """The replies of these frames, up to the first that cannot be read: that one is
+        raised now when it is the first, else at the next receive."""
+        replies: list[Any] = []
+        for frame in complete:
+            try:
+                replies.append(frames.decode(frame))
+            except frames.BrokenStream as exc:
+                if not replies:
+                    raise
+                self._broken = exc
+                break
+        return replies
 
     def _complete(self) -> list[bytes]:
         """The whole frames in the buffer, taken out of it."""
-        found, at = [], 0
+        found: list[bytes] = []
+        at = 0
         buffer = self._buffer
         while len(buffer) - at >= frames.HEADER.size:
-            length = frames.frame_length(bytes(buffer[at : at + frames.HEADER.size]))
+            try:
+                length = frames.frame_length(bytes(buffer[at : at + frames.HEADER.size]))
+            except frames.BrokenStream:
+                if not found:
+                    raise
+                break  # the frames before it are replies; it is raised at the next receive
             end = at + frames.HEADER.size + length
             if len(buffer) < end:
                 break
