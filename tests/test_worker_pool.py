@@ -236,3 +236,18 @@ def test_every_process_coffer_starts_has_its_entry_point_in_one_place() -> None:
     for module in modules:
         assert module.startswith("cofferd.surfaces.processes."), module
         assert importlib.util.find_spec(module) is not None
+
+
+async def test_a_worker_that_cannot_start_ends_its_job_with_the_reason() -> None:
+    """Whatever stops a start (here its environment cannot be made) ends the job that
+    waits for it, with why; the pool still closes."""
+
+    def environment() -> dict[str, str]:
+        raise RuntimeError("no scratch folder")
+
+    pool = WorkerPool(MODULE, 1, express=False, environment=environment)
+    try:
+        with pytest.raises(EngineUnavailable, match="RuntimeError: no scratch folder"):
+            await asyncio.wait_for(run(pool, [[("echo", 1)]]), 30)
+    finally:
+        await pool.close()

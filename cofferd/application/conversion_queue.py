@@ -2,8 +2,9 @@
 the Markdown text that is indexed of them.
 
 The Reindexer meets such a document's bytes with no text kept for them (`Unconverted`) and
-hands it here. Conversions run off the index's way, one at a time, in the converter's own
-process at a low priority, so a note saved meanwhile is indexed as fast as ever. Each
+hands it here. Conversions run off the index's way, one at a time, in a converter process
+of their own at a low priority (an `add` never waits behind them), so a note saved
+meanwhile is indexed as fast as ever; the process goes when there is nothing to convert. Each
 original is copied out of the folder first (confined, never through a link) and converted
 from the copy; its text (or why there is none: encrypted, damaged, scanned, too slow) is
 kept by the digest of the bytes converted, and the document is then indexed again from it.
@@ -13,7 +14,6 @@ The folder is never written.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import re
@@ -46,7 +46,6 @@ from cofferd.domain.ports import (
 log = logging.getLogger(__name__)
 
 MAX_CONVERTED_CHARS = 32_000_000  # a longer converted text is a bomb, not a document
-IDLE_RELEASE_S = 30.0  # the converter's process ends after this long with nothing to do
 # A file that could not be converted is tried again once its bytes change, or after this
 # long (its failure is forgotten; no digest of a skipped file is kept to tell it is there).
 # A conversion stopped for its time or a crash (which load may cause) is tried again at
@@ -133,14 +132,9 @@ class Conversions:
         breaks something unforeseen costs that document, logged, never the queue."""
         await asyncio.to_thread(self.scratch.clear)  # copies a kill left
         while True:
-            if not self._queue:
+            if not self._queue:  # (the converter lets its process go by itself when idle)
                 self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(IDLE_RELEASE_S):
-                        await self._wake.wait()
-                if not self._queue:
-                    await self.converter.release()
-                    await self._wake.wait()
+                await self._wake.wait()
                 continue
             key = next(iter(self._queue))
             del self._queue[key]

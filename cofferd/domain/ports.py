@@ -239,10 +239,6 @@ class MarkdownConverter(Protocol):
 
     async def convert(self, path: Path, fmt: str) -> Converted: ...
 
-    async def release(self) -> None:
-        """Give back what converting holds while there is nothing to convert."""
-        ...
-
     async def interrupt(self) -> None:
         """Stop the conversion in flight at once (the daemon is stopping)."""
         ...

@@ -206,9 +206,6 @@ class PoolConverter:
     async def convert(self, path: Path, fmt: str) -> Converted:
         return await self._pool.convert(path, fmt, interactive=self._interactive)
 
-    async def release(self) -> None:
-        """Nothing to do: the pool lets its idle processes go by itself."""
-
     async def interrupt(self) -> None:
         """Stop the conversions in flight at once (the daemon is stopping)."""
         await self._pool.close()

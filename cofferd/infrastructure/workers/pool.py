@@ -243,23 +243,32 @@ class WorkerPool:
         return None
 
     async def _slot(self, index: int) -> None:
+        """Serve units for as long as the pool runs: nothing that goes wrong in one ends
+        the slot (its pool would lose a worker, and a job waiting on it would never end)."""
+        while not self._closing:
+            try:
+                await self._turn(index)
+            except Exception:  # a bug: logged, the worker dropped, the slot goes on
+                log.exception("worker slot %d failed; it goes on", index)
+                await self._drop(index)
+                await asyncio.sleep(RESTART_S)
+
+    async def _turn(self, index: int) -> None:
         express = index == EXPRESS
         kept = express and self.keep_express  # kept running: a save never waits for a start
-        while not self._closing:
-            if kept and index not in self._workers:
-                await self._start(index)
-            unit = await self._next(express, None if kept else self.idle_s)
-            if unit is None:
-                worker = self._workers.get(index)
-                if worker is not None:
-                    await worker.stop()  # (if the pool closes meanwhile, close() kills it)
-                    del self._workers[index]
-                continue
-            if index not in self._workers and not await self._start(index, unit.job):
-                unit.job.in_flight -= 1
-                unit.job.pending.appendleft(unit)
-                continue
-            await self._work(index, unit)
+        if kept and index not in self._workers:
+            await self._start(index)
+        unit = await self._next(express, None if kept else self.idle_s)
+        if unit is None:
+            worker = self._workers.pop(index, None)
+            if worker is not None:
+                await worker.stop()  # (if the pool closes meanwhile, close() kills it)
+            return
+        if index not in self._workers and not await self._start(index, unit.job):
+            unit.job.in_flight -= 1
+            unit.job.pending.appendleft(unit)
+            return
+        await self._work(index, unit)
 
     async def _start(self, index: int, job: _Job[Any] | None = None) -> bool:
         try:
@@ -267,9 +276,10 @@ class WorkerPool:
             self._workers[index] = await Worker.start(
                 self.module, 0 if index == EXPRESS else self.nice, self.args, env
             )
-        except (EngineUnavailable, OSError) as exc:  # OSError: no process to be had (EMFILE)
+        except Exception as exc:  # noqa: BLE001 - OSError (EMFILE), its environment, any
             if not isinstance(exc, EngineUnavailable):
-                exc = EngineUnavailable(f"a worker process cannot start: {exc}", engine="workers")
+                reason = f"a worker process cannot start: {type(exc).__name__}: {exc}"
+                exc = EngineUnavailable(reason[:300], engine="workers")
             if exc.message != self.state.start_error:  # once, not every second
                 log.error("%s", exc.message)
             self.state.start_error = exc.message
