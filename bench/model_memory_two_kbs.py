@@ -13,7 +13,7 @@ checkout too, in the same run, rounds alternated) on a scratch data home with tw
 4. idle for `--settle` s (the model is unloaded only after 5 minutes without use, so it
    stays loaded; bulk workers beyond the first stop after 30 s), then /proc is read for
    the daemon and every process below it: RSS, PSS, and which of them are model
-   processes (`processes.model_main` in the command line).
+   processes (`model_main`, or `model_process` before issue 32 §2, in the command line).
 
     .venv/bin/python -m bench.model_memory_two_kbs [--old DIR] [--rounds 1] [--settle 40]
         [--notes 100] [--searches 200] [--repo DIR]
@@ -69,7 +69,8 @@ class Process:
 
     @property
     def model(self) -> bool:
-        return "model_main" in self.command
+        # model_process: the entry point before issue 32 §2 (fca49cf, 8eeab84)
+        return "model_main" in self.command or "model_process" in self.command
 
 
 @dataclass
