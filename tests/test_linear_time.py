@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pathspec
 import pytest
-from hypothesis import given, reject, settings
+from hypothesis import example, given, reject, settings
 from hypothesis import strategies as st
 
 from cofferd.domain.conflicts import conflict_copy, has_merge_markers
@@ -158,6 +158,7 @@ def test_case_keys_meet_for_every_pair_that_re_matches() -> None:
     st.lists(st.sampled_from(["a", "b", "ab", "ba", "*", "[a]", "!"]), min_size=1, max_size=4),
     st.booleans(),
 )
+@example(["!*", "??"], ["ab"], True)  # a name's own `!*` outranks `??` matching it as a folder
 def test_re2_matches_ignore_patterns_as_python_re_did(
     lines: list[str], parts: list[str], trailing_slash: bool
 ) -> None:

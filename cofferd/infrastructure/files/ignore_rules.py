@@ -221,7 +221,7 @@ _QUANTIFIERS = "*+?{"
 
 class IgnoreMatcher:
     """Patterns of one folder's ignore files, with pathspec's GitIgnoreSpec semantics (the
-    last matching pattern wins, a directory pattern's `!` takes back), matched at a cost
+    last matching pattern wins, a name's own match before its folder's), matched at a cost
     that does not grow with the number of patterns.
 
     Every pattern that holds a literal run of text (`build`, `.log.md`, the `3f2a` of
@@ -291,11 +291,11 @@ class IgnoreMatcher:
             match = self._regex(index).search(path)
             if match is None:
                 continue
-            include = bool(self._patterns[index].include)
-            dir_mark = bool(match.groupdict().get("ps_d"))
-            level = 1 if dir_mark else 2
-            if (include and dir_mark) or level >= priority:  # as pathspec's GitIgnoreSpec
-                out, priority = include, level
+            # as pathspec's GitIgnoreSpec: a match of the whole name outranks a match of a
+            # folder above it; among equals, the last pattern wins
+            level = 1 if match.groupdict().get("ps_d") else 2
+            if level >= priority:
+                out, priority = bool(self._patterns[index].include), level
         return out
 
     def _regex(self, index: int) -> Any:
