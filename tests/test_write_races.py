@@ -21,6 +21,7 @@ import pytest
 from cofferctl.client import ApiError
 from cofferd.domain.errors import CofferError
 from cofferd.domain.file_records import TrashEntry
+from cofferd.infrastructure.files.confinement import remove_home_file, write_home_file
 from cofferd.infrastructure.files.document_policy import DocumentPolicy
 from cofferd.infrastructure.files.trash_bin import FileTrash
 from cofferd.infrastructure.files.tree_scan import FileDocsTree
@@ -124,6 +125,30 @@ def test_writes_creations_and_removals_never_land_outside(
                     docs.remove("notes", "sub/plan.md")
                 written += 1
             except (CofferError, OSError):
+                refused += 1
+            assert not any(outside.iterdir()), f"written outside at try {n}"
+    assert swapper.swaps > 100, "the folder was hardly swapped: the race was not run"
+    assert written > 100 and refused > 100, (written, refused)
+
+
+def test_the_data_homes_own_files_never_land_outside(tmp_path: Path) -> None:
+    """local/ (a KB's machine settings, attachment record, tracked sources) swapped for a
+    link while Coffer writes and removes its files there."""
+    locations = Locations(tmp_path / "home", tmp_path / "cofferd.sock")
+    locations.local_dir.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    settings = locations.local_settings_path("notes")
+    written = refused = 0
+    with Swapper(locations.local_dir, outside) as swapper:
+        for n in range(TRIES):
+            try:
+                if n % 2:
+                    write_home_file(locations.home, settings, b"config: {}\n")
+                else:
+                    remove_home_file(locations.home, settings)
+                written += 1
+            except OSError:  # FolderRefused: local/ was the link at that moment
                 refused += 1
             assert not any(outside.iterdir()), f"written outside at try {n}"
     assert swapper.swaps > 100, "the folder was hardly swapped: the race was not run"

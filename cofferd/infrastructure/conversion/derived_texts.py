@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cofferd.infrastructure.files import dir_handles
+from cofferd.infrastructure.files import dir_handles, durable
 from cofferd.infrastructure.files.confinement import (
     ControlFileRefused,
     FolderRefused,
@@ -109,9 +109,9 @@ class DerivedTexts:
         data = text.encode("utf-8", "replace")  # a converter's lone surrogate is no text
         path = entry(self.folder_of(kb), digest, TEXT)
         with home_folder(self.home, path.parent, make=True) as shard:
-            dir_handles.replace(shard, path.name, data, 0o600)
+            durable.replace(shard, path.name, data, 0o600)
             own = hashlib.sha256(data).hexdigest().encode()
-            dir_handles.replace(shard, path.with_suffix(TEXT_SUM).name, own, 0o600)
+            durable.replace(shard, path.with_suffix(TEXT_SUM).name, own, 0o600)
             for kind in (FAILED, RETRY):
                 dir_handles.unlink(shard, path.with_suffix(kind).name)
         return len(data)
@@ -119,7 +119,7 @@ class DerivedTexts:
     def put_failure(self, kb: str, digest: str, reason: str, *, transient: bool = False) -> None:
         path = entry(self.folder_of(kb), digest, RETRY if transient else FAILED)
         with home_folder(self.home, path.parent, make=True) as shard:
-            dir_handles.replace(shard, path.name, reason.encode("utf-8", "replace"), 0o600)
+            durable.replace(shard, path.name, reason.encode("utf-8", "replace"), 0o600)
 
     def failure(self, kb: str, digest: str) -> str | None:
         found = failure(self.home, self.folder_of(kb), digest)

@@ -44,8 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cofferd.domain.errors import KBUnavailable, PathRefused, StorageError
+from cofferd.infrastructure.files import durable
 from cofferd.infrastructure.files.confined_read import disk_path, inside
-from cofferd.infrastructure.files.durable import atomic_write, make_folder
+from cofferd.infrastructure.files.durable import make_folder
 from cofferd.locations import Locations, check_relpath
 
 log = logging.getLogger(__name__)
@@ -68,10 +69,9 @@ def read_control_file(
 ) -> ControlFile | None:
     """The file's first `limit` bytes, or None when there is no file. ControlFileRefused
     when it is not a regular file; OSError when it cannot be read. With `home`, the file is
-    one of the data home's own (local/): FolderRefused when a folder on the way from the
-    home is a link."""
+    one of the data home's own (local/), read as read_home_file reads it."""
     if home is not None:
-        home_file(home, path)
+        return read_home_file(home, path, limit)
     try:
         before = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -148,11 +148,11 @@ class Boundary:
     def record(self, kb: str, folder: Path) -> None:
         """Remember that this machine attached `folder` (resolved) as the KB's docs."""
         found = Attachment.of(folder)
-        path = home_file(self.locations.home, self.locations.attachment_path(kb))
-        atomic_write(path, json.dumps(found.__dict__).encode(), mode=0o600)
+        data = json.dumps(found.__dict__).encode()
+        write_home_file(self.locations.home, self.locations.attachment_path(kb), data)
 
     def forget(self, kb: str) -> None:
-        self.locations.attachment_path(kb).unlink(missing_ok=True)
+        remove_home_file(self.locations.home, self.locations.attachment_path(kb))
         self._roots.pop(kb, None)
         self.refusals.pop(kb, None)
 
@@ -383,13 +383,35 @@ def _home_step(parent: int, name: str, path: Path, *, make: bool) -> int:
         raise
 
 
-def home_file(home: Path, path: Path) -> Path:
-    """`path`, a file in a folder Coffer owns below the data home, once no folder on the
-    way from the home to it is a link, checked now (FolderRefused)."""
-    problem = home_folder_problem(home, path.parent)
-    if problem is not None:
-        raise FolderRefused(errno.ELOOP, problem)
-    return path
+def read_home_file(home: Path, path: Path, limit: int) -> ControlFile | None:
+    """The first `limit` bytes of a file of the data home's own (local/), reached from the
+    home through no link and opened without blocking; None when there is none.
+    FolderRefused when a folder on the way is a link or a file, ControlFileRefused when
+    the file is not a regular one."""
+    try:
+        with home_folder(home, path.parent) as folder:
+            fd = open_home_file(folder, path.name)
+    except FileNotFoundError:
+        return None
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(limit + 1)
+    return ControlFile(data[:limit], len(data) > limit)
+
+
+def write_home_file(home: Path, path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Replace (or make) a file of the data home's own, durably, in its folder reached from
+    the home through no link (FolderRefused when one is a link or a file)."""
+    with home_folder(home, path.parent, make=True) as folder:
+        durable.replace(folder, path.name, data, mode)
+
+
+def remove_home_file(home: Path, path: Path) -> None:
+    """Remove a file of the data home's own (nothing when it or its folder is gone)."""
+    with contextlib.suppress(FileNotFoundError), home_folder(home, path.parent) as folder:
+        os.unlink(path.name, dir_fd=folder)
+        os.fsync(folder)
 
 
 def home_folder_problem(home: Path, folder: Path) -> str | None:

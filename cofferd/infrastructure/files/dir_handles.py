@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import shutil
 import stat
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from cofferd.domain.errors import KBUnavailable, PathRefused
 from cofferd.infrastructure.files.confined_read import disk_path
 from cofferd.infrastructure.files.confinement import Boundary
-from cofferd.infrastructure.files.durable import NO_LINKS
+from cofferd.infrastructure.files.durable import NO_LINKS, discard, link_new, temporary
 from cofferd.locations import check_relpath
 
 FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -126,85 +125,12 @@ def folder_mode(folder: int) -> int:
     return stat.S_IMODE(os.fstat(folder).st_mode) & 0o666
 
 
-def replace(folder: int, name: str, data: bytes, mode: int) -> None:
-    """Replace (or make) the file `name` in `folder` with `data`, durably: a private
-    temporary file beside it, fsync, rename, fsync the folder."""
-    tmp = _written(folder, name, data, mode)
-    try:
-        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
-    except BaseException:
-        _discard(folder, tmp)
-        raise
-    os.fsync(folder)
-
-
-def create(folder: int, name: str, data: bytes, mode: int) -> None:
-    """Make the new file `name` in `folder`, whole and durable, never over a file there (in
-    any case or form the filesystem takes for the same name): FileExistsError."""
-    tmp = _written(folder, name, data, mode)
-    try:
-        link_new(folder, tmp, folder, name)
-    finally:
-        _discard(folder, tmp)
-    os.fsync(folder)
-
-
-def link_new(src_folder: int, src: str, dst_folder: int, dst: str) -> None:
-    """Give the file `src` the name `dst` too, never over a file there (FileExistsError): a
-    hard link, or a rename where the filesystem has none."""
-    try:
-        os.link(src, dst, src_dir_fd=src_folder, dst_dir_fd=dst_folder, follow_symlinks=False)
-    except FileExistsError:
-        raise
-    except OSError as exc:
-        if exc.errno not in NO_LINKS:
-            raise
-        with contextlib.suppress(FileNotFoundError):
-            os.stat(dst, dir_fd=dst_folder, follow_symlinks=False)
-            raise FileExistsError(errno.EEXIST, "file exists", dst) from None
-        os.rename(src, dst, src_dir_fd=src_folder, dst_dir_fd=dst_folder)
-
-
 def unlink(folder: int, name: str) -> None:
     """Remove the regular file `name` from `folder` (nothing when it is gone already)."""
     with contextlib.suppress(FileNotFoundError):
         file_mode(folder, name)
         os.unlink(name, dir_fd=folder)
         os.fsync(folder)
-
-
-def _written(folder: int, name: str, data: bytes, mode: int) -> str:
-    """A hidden temporary file in `folder`, of an unpredictable name, holding `data`, synced,
-    with `mode`."""
-    fd, tmp = _temporary(folder, name)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fchmod(fh.fileno(), mode)
-            os.fsync(fh.fileno())
-    except BaseException:
-        _discard(folder, tmp)
-        raise
-    return tmp
-
-
-def _temporary(folder: int, name: str) -> tuple[int, str]:
-    """A new private file in `folder` named after `name` and an unguessable part: its
-    handle, open for writing, and its name."""
-    for _ in range(100):
-        tmp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            return os.open(tmp, flags, 0o600, dir_fd=folder), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, "no free temporary name", name)
-
-
-def _discard(folder: int, name: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(name, dir_fd=folder)
 
 
 def on_disk(boundary: Boundary, kb: str, relpath: str) -> tuple[str, str]:
@@ -255,7 +181,7 @@ def move(src_folder: int, src: str, dst_folder: int, dst: str) -> None:
 
 
 def _copy(src_folder: int, src: str, dst_folder: int, dst: str, st: os.stat_result) -> None:
-    fd, tmp = _temporary(dst_folder, dst)
+    fd, tmp = temporary(dst_folder, dst)
     try:
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         with (
@@ -269,4 +195,4 @@ def _copy(src_folder: int, src: str, dst_folder: int, dst: str, st: os.stat_resu
             os.fsync(out.fileno())
         link_new(dst_folder, tmp, dst_folder, dst)
     finally:
-        _discard(dst_folder, tmp)
+        discard(dst_folder, tmp)

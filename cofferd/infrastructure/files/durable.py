@@ -1,82 +1,93 @@
-"""Durable file writes: a private temp file in the same folder, fsync, rename, fsync the folder;
-and the permissions of what is made in a folder of the user's."""
+"""Durable file writes in an open folder: a private temporary file of an unguessable name
+beside the file, fsync, rename (or link, never over a file), fsync the folder; and the
+permissions of what is made in a folder of the user's. Callers reach the folder through
+no link first (dir_handles for a KB's folders, confinement.home_folder for the data
+home's)."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 
 # a filesystem that cannot hard-link (FAT, exFAT, some network shares) says one of these
 NO_LINKS = {errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK}
 
 
-def atomic_write(
-    path: Path, data: bytes, mode: int | None = None, *, new_mode: int | None = None
-) -> None:
-    """Replace `path` with `data`. It gets `mode` when given; else an existing file keeps its
-    permissions, and a new one gets `new_mode` (default: what the umask allows)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if mode is None:
-        try:
-            mode = stat.S_IMODE(path.stat().st_mode)
-        except FileNotFoundError:
-            mode = umask_mode() if new_mode is None else new_mode
-    tmp = _written_beside(path, data, mode)
+def replace(folder: int, name: str, data: bytes, mode: int) -> None:
+    """Replace (or make) the file `name` in `folder` with `data`, durably: a private
+    temporary file beside it, fsync, rename, fsync the folder."""
+    tmp = written(folder, name, data, mode)
     try:
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        discard(folder, tmp)
         raise
-    fsync_dir(path.parent)
+    os.fsync(folder)
 
 
-def create_new(path: Path, data: bytes, mode: int) -> None:
-    """Write a new file at `path`, whole and durable, never over one that is there: a file
-    there, in any case or Unicode form the filesystem takes for the same name, raises
-    FileExistsError."""
-    tmp = _written_beside(path, data, mode)
+def create(folder: int, name: str, data: bytes, mode: int) -> None:
+    """Make the new file `name` in `folder`, whole and durable, never over a file there (in
+    any case or form the filesystem takes for the same name): FileExistsError."""
+    tmp = written(folder, name, data, mode)
     try:
-        link_new(tmp, path)
+        link_new(folder, tmp, folder, name)
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-    fsync_dir(path.parent)
+        discard(folder, tmp)
+    os.fsync(folder)
 
 
-def link_new(tmp: str, path: Path) -> None:
-    """Give the file written at `tmp` the name `path` too, never over a file there
-    (FileExistsError): a hard link, or a rename where the filesystem has no links."""
+def link_new(src_folder: int, src: str, dst_folder: int, dst: str) -> None:
+    """Give the file `src` the name `dst` too, never over a file there (FileExistsError): a
+    hard link, or a rename where the filesystem has none."""
     try:
-        os.link(tmp, path, follow_symlinks=False)
+        os.link(src, dst, src_dir_fd=src_folder, dst_dir_fd=dst_folder, follow_symlinks=False)
     except FileExistsError:
         raise
     except OSError as exc:
         if exc.errno not in NO_LINKS:
             raise
-        if os.path.lexists(path):
-            raise FileExistsError(errno.EEXIST, "file exists", str(path)) from None
-        os.rename(tmp, path)
+        with contextlib.suppress(FileNotFoundError):
+            os.stat(dst, dir_fd=dst_folder, follow_symlinks=False)
+            raise FileExistsError(errno.EEXIST, "file exists", dst) from None
+        os.rename(src, dst, src_dir_fd=src_folder, dst_dir_fd=dst_folder)
 
 
-def _written_beside(path: Path, data: bytes, mode: int) -> str:
-    """A hidden temporary file in `path`'s folder holding `data`, synced, with `mode`."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def written(folder: int, name: str, data: bytes, mode: int) -> str:
+    """A hidden temporary file in `folder`, of an unpredictable name, holding `data`, synced,
+    with `mode`."""
+    fd, tmp = temporary(folder, name)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        discard(folder, tmp)
         raise
     return tmp
+
+
+def temporary(folder: int, name: str) -> tuple[int, str]:
+    """A new private file in `folder` named after `name` and an unguessable part: its
+    handle, open for writing, and its name."""
+    for _ in range(100):
+        tmp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            return os.open(tmp, flags, 0o600, dir_fd=folder), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", name)
+
+
+def discard(folder: int, name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=folder)
 
 
 def umask_mode() -> int:

@@ -37,12 +37,13 @@ from cofferd.infrastructure.files.confinement import (
     Boundary,
     ControlFileRefused,
     FolderRefused,
-    home_file,
     printable,
     read_control_file,
+    remove_home_file,
     remove_home_folder,
+    write_home_file,
 )
-from cofferd.infrastructure.files.durable import atomic_write
+from cofferd.infrastructure.files.durable import umask_mode
 from cofferd.locations import Locations
 
 log = logging.getLogger(__name__)
@@ -193,13 +194,14 @@ class KBFiles:
             "config": portable,
         }
         text = HEADER + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-        atomic_write(self.locations.kb_config_path(kb.name), text.encode())
+        path = self.locations.kb_config_path(kb.name)
+        write_home_file(self.locations.home, path, text.encode(), umask_mode())
         local_path = self.locations.local_settings_path(kb.name)
         if local:
             mine = LOCAL_HEADER + yaml.safe_dump({"config": local}, sort_keys=False)
-            atomic_write(home_file(self.locations.home, local_path), mine.encode(), mode=0o600)
+            write_home_file(self.locations.home, local_path, mine.encode())
         else:
-            local_path.unlink(missing_ok=True)
+            remove_home_file(self.locations.home, local_path)
 
     def create_folders(self, name: str) -> None:
         docs = self.locations.docs_dir(name)
@@ -294,7 +296,7 @@ class KBFiles:
             except (ValidationFailed, OSError) as exc:
                 message = exc.message if isinstance(exc, ValidationFailed) else str(exc)
                 log.warning("%s: its attached folder is not trusted: %s", name, message)
-        atomic_write(self._links_recorded, b"", mode=0o600)
+        write_home_file(self.locations.home, self._links_recorded, b"")
 
     @property
     def _links_recorded(self) -> Path:
@@ -305,8 +307,8 @@ class KBFiles:
         remove_home_folder(self.locations.home, self.locations.kb_dir(name))
         with contextlib.suppress(FolderRefused):  # trash/ is a link: what it leads to stays
             remove_home_folder(self.locations.home, self.locations.trash_dir(name))
-        self.locations.local_settings_path(name).unlink(missing_ok=True)
-        self.locations.tracked_sources_path(name).unlink(missing_ok=True)
+        remove_home_file(self.locations.home, self.locations.local_settings_path(name))
+        remove_home_file(self.locations.home, self.locations.tracked_sources_path(name))
         self.boundary.forget(name)
 
     def originals_bytes(self, name: str) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 
 from cofferd.domain.errors import CofferError, PathOccupied, StorageError
 from cofferd.domain.file_records import TrashEntry
-from cofferd.infrastructure.files import dir_handles
+from cofferd.infrastructure.files import dir_handles, durable
 from cofferd.infrastructure.files.confinement import (
     Boundary,
     ControlFileRefused,
@@ -62,7 +62,7 @@ class FileTrash:
                 dir_handles.kb_folder(self.boundary, kb, folder, make=False) as source,
                 home_folder(self.locations.home, files.folder) as kept,
             ):
-                dir_handles.replace(kept, files.manifest.name, manifest, 0o600)
+                durable.replace(kept, files.manifest.name, manifest, 0o600)
                 dir_handles.move(source, name, kept, files.document.name)
         except OSError as exc:
             self._remove(files.folder)

@@ -17,10 +17,10 @@ from cofferd.domain.conflicts import ConflictCopy, conflict_copy
 from cofferd.domain.errors import KBUnavailable, PathRefused, StorageError, ValidationFailed
 from cofferd.domain.file_names import numbered, same_name
 from cofferd.domain.file_records import FileContent, FileStat, TreeScan
-from cofferd.infrastructure.files import dir_handles
+from cofferd.infrastructure.files import dir_handles, durable
 from cofferd.infrastructure.files.confined_read import TreeReader, disk_path, stat_of
+from cofferd.infrastructure.files.confinement import write_home_file
 from cofferd.infrastructure.files.document_policy import DocumentPolicy, FolderNames, Kind
-from cofferd.infrastructure.files.durable import atomic_write
 from cofferd.infrastructure.files.ignore_rules import IGNORE_FILES, IgnoreRules
 from cofferd.locations import Locations, normalize_relpath
 
@@ -223,9 +223,7 @@ class FileDocsTree:
         folder, name = dir_handles.on_disk(self.boundary, kb, relpath)
         with dir_handles.kb_folder(self.boundary, kb, folder, make=True) as fd:
             mode = dir_handles.file_mode(fd, name)
-            dir_handles.replace(
-                fd, name, data, self._new_file_mode(kb, fd) if mode is None else mode
-            )
+            durable.replace(fd, name, data, self._new_file_mode(kb, fd) if mode is None else mode)
 
     def create(self, kb: str, folder: str, stem: str, data: bytes) -> str:
         """Write a new document in `folder` (relative; "" the top), named `stem.md`, or
@@ -242,7 +240,7 @@ class FileDocsTree:
                 if same_name(name) in taken or not self._indexed_as_document(kb, relpath):
                     continue
                 try:
-                    dir_handles.create(fd, name, data, mode)
+                    durable.create(fd, name, data, mode)
                 except FileExistsError:  # made meanwhile, by an editor or a sync
                     taken.add(same_name(name))
                     continue
@@ -302,7 +300,7 @@ class FileDocsTree:
             self.boundary.raw_folder(kb)
             if target.exists() and target.samefile(source):
                 return  # reconverting from the kept original itself
-            atomic_write(target, source.read_bytes(), mode=0o600)
+            write_home_file(self.locations.home, target, source.read_bytes())
             for older in self._originals(kb, doc_id):
                 if older != target:
                     older.unlink(missing_ok=True)

@@ -12,10 +12,9 @@ from functools import partial
 
 from cofferd.infrastructure.files.confinement import (
     ControlFileRefused,
-    home_file,
     read_control_file,
+    write_home_file,
 )
-from cofferd.infrastructure.files.durable import atomic_write
 from cofferd.infrastructure.storage.database import Database
 from cofferd.infrastructure.storage.sqlite import Connection
 from cofferd.locations import Locations
@@ -67,7 +66,7 @@ class SqliteTrackedSources:
         tracked = await self.tracked_sources(kb)
         path = self.locations.tracked_sources_path(kb)
         data = json.dumps(tracked, indent=1, sort_keys=True).encode()
-        await asyncio.to_thread(atomic_write, home_file(self.locations.home, path), data, 0o600)
+        await asyncio.to_thread(write_home_file, self.locations.home, path, data)
 
     async def restore(self, kbs: Sequence[str]) -> None:
         """Tracked sources from the data home into the index (after it was rebuilt)."""
