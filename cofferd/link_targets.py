@@ -1,17 +1,26 @@
-"""Which document a link leads to, by Obsidian's rules: the one place that says it, shared by
-the daemon (`cofferd.domain.links` reads links and resolves them with it) and the language
-server (a rename computes what each link it writes will lead to). Standard library only;
-it imports nothing else of cofferd but the grammar.
+"""Which file a link leads to, and which heading or block in it, by Obsidian's rules: the one
+place that says it, shared by the daemon (`cofferd.domain.links` reads links and resolves
+them with it; `links --broken` checks their fragments) and the language server (a rename
+computes what each link it writes will lead to; diagnostics, definition and hover).
+Standard library only; it imports nothing else of cofferd but the grammar.
 
-A link names a document by a *key*: its path inside the knowledge base, in lower case, NFC,
-without `.md`/`.markdown` and without `#heading`. A wiki link's key may be a bare name or
-any trailing part of a path; a Markdown link's is the path it leads to, from the linking
-file's folder (or from the KB root when it starts with `/`), percent-decoded.
+Every file of a knowledge base is a possible target: its documents, and the other files
+its scan lists (images, PDFs, canvases: any extension). A link names a file by a *key*:
+its path inside the knowledge base, in lower case, NFC, without `.md`/`.markdown` (a note
+answers with or without its extension, any other file only with it) and without
+`#fragment`. A wiki link's key may be a bare name or any trailing part of a path; a
+Markdown link's is the path it leads to, from the linking file's folder (or from the KB
+root when it starts with `/`), percent-decoded.
 
-Resolving a key: the document whose whole path matches; else, for a wiki link, the
-documents whose path ends in `/<key>`. When several do, the one with the shortest path
-(fewest folders, then fewest characters, then alphabetical) is taken, and the link is
-marked `ambiguous` so that callers can say so. No match: the link is broken.
+Resolving a key: the file whose whole path matches (a document before another file);
+else, for a wiki link, the files whose path ends in `/<key>`. When several do, the one
+with the shortest path (fewest folders, then fewest characters, then alphabetical) is
+taken, and the link is marked `ambiguous` so that callers can say so. No match: the link
+is broken.
+
+A fragment (`#Heading`, `#A#B` nested, `#^block-id`) is looked for only in a Markdown
+note: a heading in any case, the second of `#A#B` within the first's section, a block
+whose last line ends in ` ^block-id`. A missing one is named with the nearest heading.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote
 
-from cofferd.markdown_grammar import MARKDOWN_SUFFIX
+from cofferd.markdown_grammar import MARKDOWN_SUFFIX, headings
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -44,12 +53,12 @@ def wiki_key(target: str) -> str | None:
 
 def markdown_key(target: str, folder: str) -> str | None:
     """The key of a Markdown link's target written in a note in `folder`; None for a web
-    link, a heading of the note itself, a file that is no note, or a path leading out."""
+    link, a heading of the note itself, a folder, or a path leading out."""
     if _SCHEME.match(target) or target.startswith(("#", "//")):
         return None  # a web link, mailto:, or a heading of this document
     path = unquote(target.split("#", 1)[0].split("?", 1)[0])
-    if not MARKDOWN_SUFFIX.search(path):
-        return None  # an image, a PDF, a folder: not a document
+    if not path.strip() or path.endswith("/"):
+        return None  # a folder
     joined = path.lstrip("/") if path.startswith("/") else posixpath.join(folder, path)
     normal = posixpath.normpath(joined)
     if normal.startswith("../") or normal == "..":
@@ -71,19 +80,29 @@ class Keyed(Protocol):
 class Resolution:
     path: str | None
     ambiguous: bool = False
-    candidates: tuple[str, ...] = ()  # when ambiguous: every document it may name, best first
+    candidates: tuple[str, ...] = ()  # when ambiguous: every file it may name, best first
+    document: bool = True  # False: a file that is not a document (an image, a canvas)
 
 
 class DocumentIndexOfPaths:
-    """The documents of a KB by key, to resolve links against."""
+    """The files of a KB by key, to resolve links against: its documents, and `files`,
+    the others (which only a link naming them with their extension leads to)."""
 
-    def __init__(self, paths: Iterable[str]) -> None:
+    def __init__(self, paths: Iterable[str], files: Iterable[str] = ()) -> None:
         self.by_key: dict[str, str] = {}
         self.by_name: dict[str, list[str]] = {}
         for path in paths:
-            key = key_of(path)
-            self.by_key.setdefault(key, path)
-            self.by_name.setdefault(key.rsplit("/", 1)[-1], []).append(path)
+            self._add(path)
+        self.files: set[str] = set()
+        for path in files:
+            if key_of(path) not in self.by_key:  # a document of that key goes first
+                self.files.add(path)
+                self._add(path)
+
+    def _add(self, path: str) -> None:
+        key = key_of(path)
+        self.by_key.setdefault(key, path)
+        self.by_name.setdefault(key.rsplit("/", 1)[-1], []).append(path)
 
     def resolve(self, link: Keyed) -> Resolution:
         return self.resolve_key(link.type, link.key)
@@ -92,13 +111,111 @@ class DocumentIndexOfPaths:
         """Where a link of `kind` ("wiki" or "markdown") naming `key` leads."""
         exact = self.by_key.get(key)
         if exact is not None or kind == "markdown":
-            return Resolution(exact)
+            return Resolution(exact, document=exact not in self.files)
         suffix = "/" + key
         named = self.by_name.get(key.rsplit("/", 1)[-1], ())
         found = [p for p in named if key_of(p).endswith(suffix)]
         if not found:
             return Resolution(None)
         found.sort(key=lambda p: (p.count("/"), len(p), p))
+        document = found[0] not in self.files
         if len(found) == 1:
-            return Resolution(found[0])
-        return Resolution(found[0], ambiguous=True, candidates=tuple(found))
+            return Resolution(found[0], document=document)
+        return Resolution(found[0], ambiguous=True, candidates=tuple(found), document=document)
+
+
+# -- fragments ---------------------------------------------------------------------------
+
+BLOCK_ID = re.compile(r"[A-Za-z0-9-]+")
+
+
+def fragment_of(kind: str, target: str) -> str | None:
+    """The fragment a link's target names after its first `#` (decoded when Markdown);
+    None when it names none."""
+    _, hash_, fragment = target.partition("#")
+    if not hash_ or not fragment.strip():
+        return None
+    return unquote(fragment) if kind == "markdown" else fragment
+
+
+def has_fragments(path: str) -> bool:
+    """Whether a file's headings and blocks are looked for: a Markdown note's only (an
+    image's `#interface`, a PDF's `#page=3` are the viewer's to read)."""
+    return MARKDOWN_SUFFIX.search(path) is not None
+
+
+def span_of(content: str, fragment: str) -> tuple[int, int] | None:
+    """(first line, line after the last) of the section or block `fragment` names in
+    `content`, lines from 0; None when there is none so named."""
+    if fragment.startswith("^"):
+        return _block(content, fragment[1:].strip())
+    found = list(headings(content))
+    wanted = [part.strip().casefold() for part in fragment.split("#") if part.strip()]
+    start, end, level = 0, len(found), 0
+    at = -1
+    for part in wanted:
+        at = next(
+            (
+                i
+                for i in range(start, end)
+                if found[i][2].casefold() == part and found[i][1] > level
+            ),
+            -1,
+        )
+        if at < 0:
+            return None
+        level = found[at][1]
+        start = at + 1
+        end = next((i for i in range(start, end) if found[i][1] <= level), end)
+    if at < 0:
+        return None
+    last = found[end][0] if end < len(found) else content.count("\n") + 1
+    return found[at][0], last
+
+
+def _block(content: str, block_id: str) -> tuple[int, int] | None:
+    if not BLOCK_ID.fullmatch(block_id):
+        return None
+    marker = " ^" + block_id
+    lines = content.split("\n")
+    for number, line in enumerate(lines):
+        stripped = line.rstrip()
+        if stripped.endswith(marker) or stripped == marker[1:]:
+            first = number
+            while first > 0 and lines[first - 1].strip():
+                first -= 1
+            return first, number + 1
+    return None
+
+
+def nearest_heading(content: str, fragment: str) -> str | None:
+    """The heading of `content` closest in spelling to `fragment` (its last part): what is
+    suggested for a heading that does not exist."""
+    import difflib  # only when a heading is missing
+
+    names = [name for _, _, name in headings(content)]
+    wanted = fragment.rsplit("#", 1)[-1].strip()
+    folded = {name.casefold(): name for name in names}
+    close = difflib.get_close_matches(wanted.casefold(), list(folded), n=1, cutoff=0.5)
+    return folded[close[0]] if close else None
+
+
+@dataclass(frozen=True)
+class MissingFragment:
+    what: str  # "heading" or "block"
+    fragment: str
+    nearest: str | None  # the heading suggested
+
+    def message(self, path: str) -> str:
+        said = f"{path} has no {self.what} {self.fragment!r}"
+        return f"{said}: did you mean {self.nearest!r}?" if self.nearest else said
+
+
+def missing_fragment(content: str, fragment: str) -> MissingFragment | None:
+    """What is missing when `content` has no heading or block `fragment` names (the one
+    rule for the language server's diagnostics and `links --broken`); None when it has."""
+    if span_of(content, fragment) is not None:
+        return None
+    if fragment.startswith("^"):
+        return MissingFragment("block", fragment, None)
+    return MissingFragment("heading", fragment, nearest_heading(content, fragment))

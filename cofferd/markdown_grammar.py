@@ -178,9 +178,9 @@ def wiki_links(line: str) -> Iterator[tuple[int, int, str]]:
 
 
 def markdown_links(line: str) -> Iterator[tuple[int, int, str]]:
-    r"""(start, end, target) of the `[text](target "title")` links of one line, the target
-    as written (`<...>` included), as
-    ``(?<!!)\[[^\]\n]*\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+["'(][^)\n]*)?\s*\)``
+    r"""(start, end, target) of the `[text](target "title")` links and `![alt](target)`
+    embeds of one line (an embed from its `!`), the target as written (`<...>` included), as
+    ``!?\[[^\]\n]*\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+["'(][^)\n]*)?\s*\)``
     finds them, in one pass over the line (that pattern reads the rest of the line again
     from every `[`).
 
@@ -194,8 +194,7 @@ def markdown_links(line: str) -> Iterator[tuple[int, int, str]]:
     at = 0
     while (opening := line.find("[", at)) >= 0:
         at = opening + 1
-        if opening and line[opening - 1] == "!":
-            continue  # an image
+        begin = opening - 1 if opening and line[opening - 1] == "!" else opening  # an embed
         closing = line.find("]", at)
         if closing < 0:
             return
@@ -208,14 +207,14 @@ def markdown_links(line: str) -> Iterator[tuple[int, int, str]]:
         if line[start] == "<" and start + 1 < (close := angle_close(start + 1)) < end:
             link_end = rest_after_angle(close + 1)
             if link_end >= 0:
-                yield opening, link_end, line[start : close + 1]
+                yield begin, link_end, line[start : close + 1]
                 at = link_end
                 continue
         if line[start] != ")":
             stop = bare_end(start)
             link_end = rest_after_bare(stop)
             if link_end >= 0:
-                yield opening, link_end, line[start:stop]
+                yield begin, link_end, line[start:stop]
                 at = link_end
 
 

@@ -23,9 +23,7 @@ from cofferd.infrastructure.files.ignore_rules import IgnoreRules, linear_spec
 from cofferd.markdown_grammar import blank_code_spans, heading, markdown_links
 from tests.adversarial import CASES, GROWTH_LIMIT, LARGE, SMALL, Case, best_time
 
-OLD_MARKDOWN_LINK = re.compile(
-    r"(?<!!)\[[^\]\n]*\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+[\"'(][^)\n]*)?\s*\)"
-)
+OLD_MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+[\"'(][^)\n]*)?\s*\)")
 OLD_CODE_SPAN = re.compile(r"(`+).+?\1")
 OLD_MARKERS = re.compile(r"^<{7}(?: .*)?\n(?:.*\n)*?={7}\n(?:.*\n)*?>{7}(?: .*)?$", re.MULTILINE)
 OLD_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")

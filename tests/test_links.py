@@ -37,8 +37,10 @@ from tests.test_mcp import params as mcp_params
           ("markdown", "with space.md", "notes/with space")]),
         ("[a](%C3%A9t%C3%A9.md) [b](/root.MD)", [("markdown", "%C3%A9t%C3%A9.md", "notes/été"),
                                                  ("markdown", "/root.MD", "root")]),
-        ("[w](https://x.org/a.md) [m](mailto:a@b) [i](pic.png) ![img](p.md) [o](../../out.md)",
-         []),
+        ("[w](https://x.org/a.md) [m](mailto:a@b) [o](../../out.md) [d](sub/) [q](?x)", []),
+        ("[i](pic.png) ![img](p.md) ![[x.png#interface]] [[manual.pdf]]",
+         [("wiki", "x.png#interface", "x.png"), ("wiki", "manual.pdf", "manual.pdf"),
+          ("markdown", "pic.png", "notes/pic.png"), ("markdown", "p.md", "notes/p")]),
         ("`[[in code]]`\n```\n[[fenced]]\n```\n    [[indented]]", []),
     ],
 )  # fmt: skip
@@ -89,7 +91,7 @@ async def test_links_both_ways_renames_and_the_rebuild(
     ]
     budget = await coffer.graph.links("notes", "projects/budget.md")
     assert {b["relative_path"] for b in budget["backlinks"]} == {"hub.md", "projects/plan.md"}
-    broken = await coffer.graph.broken("notes")
+    broken = (await coffer.graph.broken("notes"))["links"]
     assert [(b["relative_path"], b["target"]) for b in broken] == [("hub.md", "Missing")]
     assert await coffer.graph.tags("notes") == [
         {"tag": "money", "count": 1},

@@ -16,8 +16,8 @@ from tests.test_mcp import params
 
 READ_ONLY = {
     "search", "search_all", "grep", "list_knowledge_bases", "list_documents",
-    "get_document", "get_links", "list_tags", "list_conflicts", "list_skipped", "status",
-    "metrics", "list_trash",
+    "get_document", "get_links", "get_broken_links", "list_tags", "list_conflicts",
+    "list_skipped", "status", "metrics", "list_trash",
 }  # fmt: skip
 DESTRUCTIVE = {"edit_document", "delete_document"}
 WRITES = {

@@ -114,8 +114,17 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
         if out.as_json:
             return data
         for link in data["links"]:
-            out.line(f"{link['relative_path']}:{link['line']}: {link['target']}  (broken)")
+            why = "broken" if link.get("problem", "missing-file") == "missing-file" else None
+            said = why or link["message"]
+            out.line(f"{link['relative_path']}:{link['line']}: {link['target']}  ({said})")
         out.line(f"{len(data['links'])} broken links")
+        if data.get("fragments_unchecked"):
+            out.line(f"{data['fragments_unchecked']} links to headings or blocks not checked")
+        if data.get("files_not_held"):
+            out.line(
+                f"{data['files_not_held']} files beyond the {a.kb} scan's bound are not link "
+                "targets: links to them are counted broken"
+            )
         return None
     data = c.get(c.document(a.kb, a.doc, "/links"))
     if out.as_json:
@@ -123,6 +132,8 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
     out.line(out.style(f"links from {a.doc}", "1"))
     for link in data["outgoing"]:
         to = link["relative_path"] or out.style("broken", "31")
+        if link.get("kind") == "file":
+            to += "  (a file)"
         note = "  (ambiguous: the shortest path is taken)" if link["ambiguous"] else ""
         out.line(f"  line {link['line']}: {link['target']} -> {to}{note}")
     out.line(out.style("backlinks", "1"))

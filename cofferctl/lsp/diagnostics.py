@@ -183,21 +183,19 @@ class Diagnostics:
         for link in links:
             relpath = link["relative_path"]
             fragment = fragments.fragment_of(link["type"], link["target"])
-            if relpath is None or fragment is None:
+            if relpath is None or fragment is None or link.get("kind") == "file":
                 continue
+            if not fragments.has_fragments(relpath):
+                continue  # a PDF's #page=3: the viewer's to read
             if relpath not in read:
                 if len(read) >= FRAGMENT_NOTES:
                     continue
                 read[relpath] = files.read_start(note.folder, relpath, FRAGMENT_READ_BYTES)
             content = read[relpath]
-            if not content or fragments.span_of(content, fragment) is not None:
-                continue
-            what = "block" if fragment.startswith("^") else "heading"
-            message = f"{relpath} has no {what} {fragment!r}"
-            nearest = fragments.nearest_heading(content, fragment) if what == "heading" else None
-            if nearest:
-                message += f": did you mean {nearest!r}?"
-            out.append(self._diagnostic(lines, link, WARNING, message, f"missing-{what}"))
+            missing = fragments.missing_fragment(content, fragment) if content else None
+            if missing is not None:
+                message, code = missing.message(relpath), f"missing-{missing.what}"
+                out.append(self._diagnostic(lines, link, WARNING, message, code))
         return out
 
     def _diagnostic(

@@ -1,10 +1,13 @@
-"""Navigation: go to the note (and heading or block: `fragments`) a link leads to, hover a
-link to see that section or block (else the note's first lines), and the notes that link
-to this one (references: its backlinks).
-What is shown of another note is read through `files`: inside its KB's root only."""
+"""Navigation: go to the note or file (and heading or block: `fragments`) a link leads to,
+hover a link to see that section or block (else the note's first lines; of any other file,
+an image or a PDF, what it is and its size), and the notes that link to this one
+(references: its backlinks).
+What is shown of another file is read through `files`: inside its KB's root only."""
 
 from __future__ import annotations
 
+import mimetypes
+import posixpath
 from typing import Any
 
 from cofferctl.lsp import files, fragments, text
@@ -31,12 +34,14 @@ class Navigation:
 
     def hover(self, params: dict[str, Any]) -> dict[str, Any] | None:
         """On a link: the note it leads to, its path, and the section or block it names
-        (else its first lines)."""
+        (else its first lines); on a link to another file, what it is and its size."""
         found = self.link_at(params)
         relpath = found[1].relative_path if found else None
         if found is None or relpath is None:
             return None
         note, link = found
+        if not fragments.has_fragments(relpath):
+            return {"contents": {"kind": "markdown", "value": about_file(note, relpath)}}
         fragment = fragments.fragment_of(link.type, link.target)
         limit = HEADING_READ_BYTES if fragment else HOVER_READ_BYTES
         content = files.read_start(note.folder, relpath, limit)
@@ -86,10 +91,50 @@ def target(note: Note, link: HeldLink) -> dict[str, Any] | None:
         return None
     line = 0
     fragment = fragments.fragment_of(link.type, link.target)
-    if fragment:
+    if fragment and fragments.has_fragments(link.relative_path):
         content = files.read_start(note.folder, link.relative_path, HEADING_READ_BYTES)
         span = fragments.span_of(content, fragment)
         line = span[0] if span else 0
     start = {"line": line, "character": 0}
     uri = text.uri_of(note.root / link.relative_path)
     return {"uri": uri, "range": {"start": start, "end": start}}
+
+
+KINDS = {".canvas": "Obsidian canvas", ".pdf": "PDF document", ".base": "Obsidian base"}
+IMAGE_SHOWN_BYTES = 20 * 1024 * 1024  # an image larger is described, not shown
+
+
+def about_file(note: Note, relpath: str) -> str:
+    """What a hover says of a file that is not a note: its path, what it is, its size (and
+    the image itself, for an editor that shows one)."""
+    st = files.file_stat(note.folder, relpath)
+    kind = kind_of(relpath)
+    size = f"{human_size(st.st_size)}" if st else "not readable"
+    said = f"**{relpath}**\n\n{kind}, {size}"
+    if st and kind.endswith(" image") and note.root and st.st_size <= IMAGE_SHOWN_BYTES:
+        said += f"\n\n![{posixpath.basename(relpath)}]({text.uri_of(note.root / relpath)})"
+    return said
+
+
+def kind_of(relpath: str) -> str:
+    """What a file is, by its extension: "PNG image", "PDF document", "MP3 audio"."""
+    ext = posixpath.splitext(relpath)[1].lower()
+    if ext in KINDS:
+        return KINDS[ext]
+    mime = mimetypes.guess_type("x" + ext, strict=False)[0] if ext else None
+    major = mime.split("/", 1)[0] if mime else ""
+    if major in ("image", "audio", "video", "text"):
+        return f"{ext[1:].upper()} {major}"
+    return f"{ext[1:].upper()} file" if ext else "a file"
+
+
+def human_size(size: int) -> str:
+    """`512 bytes`, `12.3 KiB`, `4.0 MiB`."""
+    if size < 1024:
+        return f"{size} bytes"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:.1f} {unit}"

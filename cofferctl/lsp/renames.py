@@ -119,7 +119,10 @@ class Renames:
         if not isinstance(answer, dict):
             return {}
         paths: list[str] = answer["paths"]
-        after = DocumentIndexOfPaths(moved.get(p, p) for p in paths)
+        others: list[str] = answer.get("files", [])  # images...: links lead to them too
+        after = DocumentIndexOfPaths(
+            (moved.get(p, p) for p in paths), (moved.get(f, f) for f in others)
+        )
         sources = {old for old in moved if old in set(paths)}
         new_names = {key_of(new).rsplit("/", 1)[-1] for new in moved.values()}
         rivals = [p for p in paths if p not in moved and key_of(p).rsplit("/", 1)[-1] in new_names]

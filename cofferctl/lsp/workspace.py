@@ -46,14 +46,15 @@ class HeldLink:
     type: str
     target: str
     relative_path: str | None  # where it leads; None: broken
+    document: bool = True  # False: a file that is not a document (an image, a canvas)
 
 
 class HeldLinks:
     """The links of an open note from its last inspection, held compactly (three numbers
-    in an array and two shared strings each; cofferd's answer, a dict per link, is let go
-    once the diagnostics are made): a `HeldLink` is made for each as they are read."""
+    in an array, two shared strings and a byte each; cofferd's answer, a dict per link, is
+    let go once the diagnostics are made): a `HeldLink` is made for each as they are read."""
 
-    __slots__ = ("_kinds", "_paths", "_spans", "_targets")
+    __slots__ = ("_files", "_kinds", "_paths", "_spans", "_targets")
 
     def __init__(self, found: Iterable[dict[str, Any]] = ()) -> None:
         intern = sys.intern  # the same few types, targets and paths, once each
@@ -61,12 +62,14 @@ class HeldLinks:
         self._kinds: list[str] = []
         self._targets: list[str] = []
         self._paths: list[str | None] = []
+        self._files = bytearray()  # 1: the link leads to a file that is not a document
         for link in found:
             self._spans.extend((link["line"], link["start"], link["end"]))
             self._kinds.append(intern(link["type"]))
             self._targets.append(intern(link["target"]))
             path = link["relative_path"]
             self._paths.append(intern(path) if path is not None else None)
+            self._files.append(link.get("kind") == "file")
 
     def __len__(self) -> int:
         return len(self._kinds)
@@ -76,7 +79,8 @@ class HeldLinks:
         for n, (kind, target, path) in enumerate(
             zip(self._kinds, self._targets, self._paths, strict=True)
         ):
-            yield HeldLink(spans[3 * n], spans[3 * n + 1], spans[3 * n + 2], kind, target, path)
+            line, start, end = spans[3 * n], spans[3 * n + 1], spans[3 * n + 2]
+            yield HeldLink(line, start, end, kind, target, path, not self._files[n])
 
 
 @dataclass

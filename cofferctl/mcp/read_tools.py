@@ -270,8 +270,9 @@ def get_document(client: Client, args: JSON) -> JSON:
 @READ.tool(
     "get_links",
     "Links and backlinks",
-    "A document's links: what it links to (`outgoing`; document_id null for a broken link) "
-    "and which documents link to it (`backlinks`, with the line).",
+    "A document's links: what it links to (`outgoing`: any file of the KB, a document or "
+    "another file such as an image (`kind`); relative_path null for a broken link) and "
+    "which documents link to it (`backlinks`, with the line).",
     arguments({"kb": kb(), "document_id": DOCUMENT_REF}, ["kb", "document_id"]),
     obj(
         {
@@ -284,6 +285,7 @@ def get_document(client: Client, args: JSON) -> JSON:
                         "line": INT,
                         "document_id": OPT_STR,
                         "relative_path": OPT_STR,
+                        "kind": {"enum": ["document", "file", None]},
                         "ambiguous": BOOL,
                     }
                 )
@@ -306,6 +308,41 @@ def get_document(client: Client, args: JSON) -> JSON:
 def get_links(client: Client, args: JSON) -> JSON:
     body = client.get(doc_path(client, args, "/links"))
     return {k: body[k] for k in ("document_id", "outgoing", "backlinks")}
+
+
+@READ.tool(
+    "get_broken_links",
+    "Broken links",
+    "Every link of a knowledge base that leads nowhere: to no file (`missing-file`; images, "
+    "PDFs and other files are targets too), or to a note without the heading or block it "
+    "names (`missing-heading` with the nearest heading as `suggestion`, `missing-block`).",
+    arguments({"kb": kb()}, ["kb"]),
+    obj(
+        {
+            "links": items(
+                obj(
+                    {
+                        "relative_path": STR,
+                        "line": INT,
+                        "target": STR,
+                        "type": {"enum": ["wiki", "markdown"]},
+                        "problem": {"enum": ["missing-file", "missing-heading", "missing-block"]},
+                        "message": STR,
+                        "suggestion": OPT_STR,
+                    }
+                )
+            ),
+        }
+    ),
+    READS,
+)
+def get_broken_links(client: Client, args: JSON) -> JSON:
+    found = client.get(kb_path(client, args, "/links/broken"))["links"]
+    fields = ("relative_path", "line", "target", "type", "problem", "message")
+    return {
+        "links": [{**{f: link[f] for f in fields}, "suggestion": link.get("suggestion")}
+                  for link in found]
+    }  # fmt: skip
 
 
 @READ.tool(

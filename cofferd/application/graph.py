@@ -1,16 +1,22 @@
 """Links and tags of a knowledge base: outgoing links, backlinks, broken links, tag counts,
 and what an editor shows of a note being written (its links resolved, merge markers).
 
-Links are resolved when asked, against the documents there are then (domain.links), so a
-rename or a new document is reflected at once, and a backlink survives its target's move
-when the link's name still fits.
+Links are resolved when asked, against the files there are then (domain.links): the
+documents, and the other files the Reindexer's scans list (images, canvases: `other_files`,
+at most `OTHER_FILES_LISTED` a KB), so a rename or a new file is reflected at once, and a
+backlink survives its target's move when the link's name still fits. A broken link is one
+that leads to no file, or to a note without the heading or block it names (`links
+--broken` reads each note linked so, once, at most `FRAGMENT_NOTES` of them a call).
+
+A KB's count of changes (what an editor polls) counts its documents' changes and its
+other files' together.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from cofferd.application.documents import Documents, place
@@ -18,12 +24,14 @@ from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.note_names import LinkStyle, NameIndex
 from cofferd.domain.conflicts import merge_marker_lines
 from cofferd.domain.index_records import LinkRow
-from cofferd.domain.links import DocumentIndexOfPaths, key_of, links_of
+from cofferd.domain.links import DocumentIndexOfPaths, Link, key_of, links_of
 from cofferd.domain.ports import DocsTree, GraphStore
+from cofferd.link_targets import fragment_of, has_fragments, missing_fragment
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 LINK_STYLE_SAMPLE = 2000  # links read to learn how a KB writes them
+FRAGMENT_NOTES = 5000  # notes read by one `broken` to check the headings and blocks named
 
 
 class Graph:
@@ -34,9 +42,21 @@ class Graph:
         self.documents = documents
         self.store = store
         self.tree = tree
+        self.other_files = documents.reindexer.other_files
         live = lambda: {kb.name for kb in kbs.list()}  # noqa: E731
-        self._keys = _PerChange(store.document_changes, self._read_keys, live)
+        self._keys = _PerChange(self.changes, self._read_keys, live)
         self._names = _PerChange(store.document_changes, self._read_names, live)
+
+    async def changes(self) -> dict[str, int]:
+        """Each KB's count of changes of its documents' names and of its other files."""
+        counts = await self.store.document_changes()
+        for kb in self.kbs.list():
+            counts[kb.name] = counts.get(kb.name, 0) + self.other_files.of(kb.name).changes
+        return counts
+
+    def _index(self, kb: str, paths: Iterable[str]) -> DocumentIndexOfPaths:
+        """What links of `kb` resolve against: its documents at `paths`, its other files."""
+        return DocumentIndexOfPaths(paths, self.other_files.of(kb).paths)
 
     async def links(self, kb: str, ref: str) -> dict[str, Any]:
         """What a document links to (resolved, or None when broken) and what links to it."""
@@ -56,7 +76,7 @@ class Graph:
         outgoing: list[LinkRow],
         incoming: list[LinkRow],
     ) -> dict[str, Any]:
-        index = DocumentIndexOfPaths(ids)
+        index = self._index(kb, ids)
         links = []
         for _, _, link in outgoing:
             found = index.resolve(link)
@@ -65,8 +85,9 @@ class Graph:
                     "target": link.target,
                     "type": link.type,
                     "line": link.line,
-                    "document_id": ids[found.path] if found.path else None,
+                    "document_id": ids.get(found.path) if found.path else None,
                     "relative_path": found.path,
+                    "kind": _kind(found.path, found.document),
                     "ambiguous": found.ambiguous,
                 }
             )
@@ -79,34 +100,72 @@ class Graph:
         ]  # fmt: skip
         return {"document_id": doc_id, "outgoing": links, "backlinks": backlinks}
 
-    async def broken(self, kb: str) -> list[dict[str, Any]]:
-        """Every link that leads to no document."""
+    async def broken(self, kb: str) -> dict[str, Any]:
+        """Every link that leads to no file, or to a note without the heading or block it
+        names (with the nearest heading suggested)."""
         self.kbs.get(kb)
         ids = await self.store.document_paths(kb)
         rows = await self.store.all_links(kb)
         return await asyncio.to_thread(self._broken, kb, ids, rows)
 
-    def _broken(self, kb: str, ids: dict[str, str], rows: list[LinkRow]) -> list[dict[str, Any]]:
-        index = DocumentIndexOfPaths(ids)
-        broken = [row for row in rows if index.resolve(row[2]).path is None]
-        where = self.tree.places(kb, [path for _, path, _ in broken])
-        return [
+    def _broken(self, kb: str, ids: dict[str, str], rows: list[LinkRow]) -> dict[str, Any]:
+        index = self._index(kb, ids)
+        broken: list[tuple[str, str, Link, dict[str, Any]]] = []
+        read: dict[str, str] = {}
+        unchecked = 0
+        for source_id, source_path, link in rows:
+            found = index.resolve(link)
+            if found.path is None:
+                what = "note" if link.type == "wiki" else "file"
+                problem: dict[str, Any] = {
+                    "problem": "missing-file",
+                    "message": f"no {what} is named so",
+                }
+                broken.append((source_id, source_path, link, problem))
+                continue
+            fragment = fragment_of(link.type, link.target)
+            if fragment is None or not found.document or not has_fragments(found.path):
+                continue
+            if found.path not in read:
+                if len(read) >= FRAGMENT_NOTES:
+                    unchecked += 1
+                    continue
+                content = self.tree.read(kb, found.path)
+                read[found.path] = content.data.decode("utf-8", "replace") if content else ""
+            missing = missing_fragment(read[found.path], fragment) if read[found.path] else None
+            if missing is not None:
+                problem = {
+                    "problem": f"missing-{missing.what}",
+                    "message": missing.message(found.path),
+                    "leads_to": found.path,
+                    "suggestion": missing.nearest,
+                }
+                broken.append((source_id, source_path, link, problem))
+        where = self.tree.places(kb, [path for _, path, _, _ in broken])
+        links = [
             {"document_id": source_id, **place(where, source_path), "line": link.line,
-             "target": link.target, "type": link.type}
-            for source_id, source_path, link in broken
+             "target": link.target, "type": link.type, **problem}
+            for source_id, source_path, link, problem in broken
         ]  # fmt: skip
+        return {
+            "links": links,
+            "fragments_unchecked": unchecked,
+            "files_not_held": self.other_files.of(kb).left_out,
+        }
 
     async def tags(self, kb: str) -> list[dict[str, Any]]:
         self.kbs.get(kb)
         return [{"tag": tag, "count": count} for tag, count in await self.store.tag_counts(kb)]
 
     async def paths(self, kb: str) -> dict[str, Any]:
-        """Every document's path, what links resolve against (an editor computes what the
-        links a rename writes will lead to), and the KB's count of document changes."""
+        """Every document's path and every other file's, what links resolve against (an
+        editor computes what the links a rename writes will lead to), and the KB's count
+        of changes."""
         self.kbs.get(kb)
-        changes = (await self.store.document_changes()).get(kb, 0)
+        changes = (await self.changes()).get(kb, 0)
         paths = await self.store.document_paths(kb)
-        return {"paths": sorted(paths), "document_changes": changes}
+        files = sorted(self.other_files.of(kb).paths)
+        return {"paths": sorted(paths), "files": files, "document_changes": changes}
 
     async def inspect(self, kb: str, relpath: str, text: str) -> dict[str, Any]:
         """What an editor shows of the note at `relpath` as it is being written (`text`,
@@ -138,7 +197,7 @@ class Graph:
 
     async def _read_keys(self, kb: str) -> DocumentIndexOfPaths:
         paths = await self.store.document_paths(kb)
-        return await asyncio.to_thread(DocumentIndexOfPaths, paths)
+        return await asyncio.to_thread(self._index, kb, paths)
 
     async def _read_names(self, kb: str) -> NameIndex:
         rows = await self.store.names(kb)
@@ -215,8 +274,14 @@ def _inspect(index: DocumentIndexOfPaths, relpath: str, text: str) -> dict[str, 
                 "start": link.start,
                 "end": link.end,
                 "relative_path": found.path,
+                "kind": _kind(found.path, found.document),
                 "ambiguous": found.ambiguous,
                 "candidates": list(found.candidates),
             }
         )
     return {"links": links, "merge_markers": merge_marker_lines(text)}
+
+
+def _kind(path: str | None, document: bool) -> str | None:
+    """What a link leads to: a "document", another "file", or nothing (None)."""
+    return None if path is None else "document" if document else "file"

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cofferd.application.other_files import OtherFiles
 from cofferd.application.progress import Progress, ProgressBoard
 from cofferd.application.registry import KBRegistry
 from cofferd.domain.budgets import DEFAULT, Budget
@@ -119,6 +120,8 @@ class Reindexer:
         self._skipped: dict[tuple[str, str], tuple[FileStat, str]] = {}
         # Sync tools' conflict copies each KB held at its last full scan.
         self._conflicts: dict[str, Mapping[str, ConflictCopy]] = {}
+        # The files that are not documents (images...), as scanned: links lead to them too.
+        self.other_files = OtherFiles()
         # KBs whose pass in flight is to stop at its next document (a settings change
         # waits for the lock it holds; the pass the change asks for follows).
         self._halted: set[str] = set()
@@ -212,6 +215,8 @@ class Reindexer:
             del self._skipped[key]  # unreadable files and unusable names: seen afresh
         result = await self._sync(kb, scan, indexed, actor, interactive=False)
         self._conflicts[kb.name] = scan.conflicts
+        others = (kb.name, scan.other_files, scan.other_files_left_out)
+        await asyncio.to_thread(self.other_files.replace, *others)
         self._forget_gone(kb.name, scan, lambda path: True)
         self._note_unusable(kb.name, scan, result)
         # An entry per file in each: freed in a thread, not in a pause of the serving loop.
@@ -238,6 +243,7 @@ class Reindexer:
         indexed = await self.store.indexed_files(kb.name, kb.config.chunking_key(), paths)
         scan = await asyncio.to_thread(self._observe, kb.name, paths)
         result = await self._sync(kb, scan, indexed, actor, interactive=True)
+        await asyncio.to_thread(self.other_files.update, kb.name, paths, scan.other_files)
         self._forget_gone(kb.name, scan, lambda path: _under(path, paths))
         self._note_unusable(kb.name, scan, result)
         return await self._finish(kb.name, result)
@@ -269,6 +275,7 @@ class Reindexer:
         files: dict[str, tuple[int, int]] = {}
         failed: list[str] = []
         unusable: dict[str, str] = {}
+        others: list[str] = []
         for path in paths:
             stat = self.tree.stat(kb, path)
             if stat is not None:
@@ -278,7 +285,8 @@ class Reindexer:
             files.update(sub.files)
             failed.extend(sub.failed_dirs)
             unusable.update(sub.unusable)
-        return TreeScan(files=files, failed_dirs=failed, unusable=unusable)
+            others += sub.other_files
+        return TreeScan(files=files, failed_dirs=failed, unusable=unusable, other_files=others)
 
     async def _sync(
         self,

@@ -35,7 +35,7 @@ _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])")
 
 
 # Raised when the way text is indexed changes: every document is indexed again, once.
-INDEX_FORMAT = "v7"  # v7: a note's title is its first top-level heading, never a section
+INDEX_FORMAT = "v8"  # v8: Markdown images and links to any file are links (issue 34 §2)
 LOCAL_DEFAULT_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DEFAULT_DIMENSIONS = 384
 # Cosine similarity below which the bundled model's nearest chunk is not relevant

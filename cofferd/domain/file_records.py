@@ -18,6 +18,9 @@ class FileStat(NamedTuple):
     mtime_ns: int
 
 
+OTHER_FILES_LISTED = 100_000  # per KB: ~100 bytes each held as link targets (graph.py)
+
+
 @dataclass(frozen=True)
 class TreeScan:
     """Markdown files under a docs tree by relative POSIX path, and the folders that failed.
@@ -31,6 +34,10 @@ class TreeScan:
     failed_dirs: Sequence[str]
     unusable: Mapping[str, str] = field(default_factory=dict)  # path -> why it is skipped
     conflicts: Mapping[str, ConflictCopy] = field(default_factory=dict)  # sync tools' copies
+    # the other files (images, canvases: not documents), links' targets; at most
+    # OTHER_FILES_LISTED of them, those beyond counted in `other_files_left_out`
+    other_files: Sequence[str] = ()
+    other_files_left_out: int = 0
 
     def covers(self, relpath: str) -> bool:
         """False when the file's folder could not be read: its absence proves nothing."""
@@ -67,5 +74,7 @@ class TrashEntry:
 @dataclass(frozen=True)
 class RawHit:
     path: str  # relative to the KB's docs/
-    line_number: int
+    line_number: int  # in a converted document's page (slide, sheet): the line within it
     line: str
+    page: int | None = None  # that page's ordinal from 1, and where it is ("page iv")
+    location: str | None = None

@@ -140,9 +140,10 @@ async def health(request: web.Request) -> web.Response:
 @routes.get("/api/v1/document_changes")
 async def document_changes(request: web.Request) -> web.Response:
     """Each KB's docs folder and its count of document changes: what an editor polls to
-    place the notes it opens and to know when to look at them again."""
+    place the notes it opens and to know when to look at them again (its other files, the
+    images links lead to, counted in)."""
     coffer = request.app[COFFER]
-    changes = await coffer.graph.store.document_changes()
+    changes = await coffer.graph.changes()
     kbs = [
         {
             "name": kb.name,
@@ -203,6 +204,7 @@ async def update_kb(request: web.Request) -> web.Response:
             "rechunked": update.rechunked,
             "reindexing": update.reindexing,
             "warnings": update.warnings,
+            "model_languages": await coffer.embeddings.coverage(update.kb),
         }
     )
 
@@ -256,9 +258,7 @@ async def document_links(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/knowledge_bases/{name}/links/broken")
 async def broken_links(request: web.Request) -> web.Response:
-    return json_response(
-        {"links": await request.app[COFFER].graph.broken(request.match_info["name"])}
-    )
+    return json_response(await request.app[COFFER].graph.broken(request.match_info["name"]))
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/inspect")
@@ -485,6 +485,7 @@ async def grep(request: web.Request) -> web.Response:
                     "relative_path": h.path,
                     "line_number": h.line_number,
                     "line": h.line,
+                    **({"page": h.page, "location": h.location} if h.page is not None else {}),
                 }
                 for h in result.hits
             ],

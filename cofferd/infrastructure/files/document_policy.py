@@ -43,7 +43,8 @@ class Kind(enum.Enum):
     CONFLICT_COPY = "conflict_copy"  # a sync tool's copy of a document: listed, not indexed
     IGNORE_FILE = "ignore_file"  # changes which files are documents
     FOLDER = "folder"  # a folder (or, when it is not known, a path that may be one) to look in
-    OTHER = "other"  # noise, ignored, or not Markdown
+    FILE = "file"  # any other file of the tree (an image, a canvas): not indexed, a link target
+    OTHER = "other"  # noise or ignored
 
 
 class DocumentPolicy:
@@ -203,5 +204,5 @@ class FolderNames:
         if is_dir:
             return Kind.FOLDER
         if not self.has_document_suffix(name):
-            return Kind.OTHER
+            return Kind.FILE
         return Kind.DOCUMENT if conflict_copy(relpath) is None else Kind.CONFLICT_COPY

@@ -16,7 +16,7 @@ from typing import BinaryIO
 from cofferd.domain.conflicts import ConflictCopy, conflict_copy
 from cofferd.domain.errors import KBUnavailable, PathRefused, StorageError, ValidationFailed
 from cofferd.domain.file_names import numbered, same_name
-from cofferd.domain.file_records import FileContent, FileStat, TreeScan
+from cofferd.domain.file_records import OTHER_FILES_LISTED, FileContent, FileStat, TreeScan
 from cofferd.infrastructure.files import dir_handles, durable
 from cofferd.infrastructure.files.confined_read import TreeReader, disk_path, stat_of
 from cofferd.infrastructure.files.confinement import write_home_file
@@ -37,6 +37,8 @@ class _Found:
     failed: list[str] = field(default_factory=list)
     unusable: dict[str, str] = field(default_factory=dict)  # path -> why it is skipped
     conflicts: dict[str, ConflictCopy] = field(default_factory=dict)
+    others: list[str] = field(default_factory=list)  # files that are not documents
+    others_left_out: int = 0
 
 
 class FileDocsTree:
@@ -48,7 +50,8 @@ class FileDocsTree:
         self.boundary = policy.boundary
 
     def scan(self, kb: str, under: str = "") -> TreeScan:
-        """Every Markdown file in the docs tree, or in its folder `under` (relative).
+        """Every Markdown file in the docs tree, or in its folder `under` (relative), and
+        the other files beside them (`under` may be one of those).
 
         A folder that cannot be listed, or whose ignore files cannot be read, is reported
         in `failed_dirs`, never taken as empty. A full scan reads the ignore files afresh.
@@ -63,7 +66,8 @@ class FileDocsTree:
                 return TreeScan(files={}, failed_dirs=[])  # a linked, noise or ignored folder
             if not start.is_dir():
                 start.stat()  # raises FileNotFoundError when gone
-                return TreeScan(files={}, failed_dirs=[])
+                other = start.is_file() and self.policy.classify(kb, under) is Kind.FILE
+                return TreeScan(files={}, failed_dirs=[], other_files=[under] if other else [])
         except OSError as exc:
             if under:
                 gone = isinstance(exc, FileNotFoundError | NotADirectoryError)
@@ -87,6 +91,8 @@ class FileDocsTree:
             failed_dirs=found.failed,
             unusable={**rules.problems, **found.unusable},
             conflicts=found.conflicts,
+            other_files=found.others,
+            other_files_left_out=found.others_left_out,
         )
 
     def _unreadable(self, kb: str, exc: OSError) -> StorageError:
@@ -144,6 +150,11 @@ class FileDocsTree:
                         files[relpath] = (st.st_size, st.st_mtime_ns)
                     elif kind is Kind.FOLDER:
                         stack.append((relpath + "/", f"{folder}{os.sep}{entry.name}"))
+                    elif kind is Kind.FILE and entry.is_file():
+                        if len(found.others) < OTHER_FILES_LISTED:
+                            found.others.append(relpath)
+                        else:
+                            found.others_left_out += 1
                     elif kind is Kind.CONFLICT_COPY and entry.is_file():
                         copy = conflict_copy(relpath)
                         if copy is not None:
