@@ -13,7 +13,10 @@ Markdown link's is the path it leads to, from the linking file's folder (or from
 root when it starts with `/`), percent-decoded.
 
 Resolving a key: the file whose whole path matches (a document before another file);
-else, for a wiki link, the files whose path ends in `/<key>`. When several do, the one
+else, for a wiki link, the files whose path ends in `/<key>`; a Markdown link that leads
+to no file from its note's folder is read as Obsidian reads one written by the shortest
+path (`![alt](image.png)`): as a wiki link naming what it wrote (unless it starts with
+`/`, `./` or `../`, which say where it is). When several do, the one
 with the shortest path (fewest folders, then fewest characters, then alphabetical) is
 taken, and the link is marked `ambiguous` so that callers can say so. No match: the link
 is broken.
@@ -66,11 +69,22 @@ def markdown_key(target: str, folder: str) -> str | None:
     return key_of(normal)
 
 
+def markdown_name_key(target: str) -> str | None:
+    """The key a Markdown link's target has as a wiki link (what Obsidian finds it by when no
+    file is at its path from the note's folder); None when its path says where it is."""
+    if _SCHEME.match(target) or target.startswith(("#", "/", "./", "../")):
+        return None
+    return wiki_key(unquote(target.split("#", 1)[0].split("?", 1)[0]))
+
+
 class Keyed(Protocol):
     """A link, as resolving reads it."""
 
     @property
     def type(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
 
     @property
     def key(self) -> str: ...
@@ -105,7 +119,16 @@ class DocumentIndexOfPaths:
         self.by_name.setdefault(key.rsplit("/", 1)[-1], []).append(path)
 
     def resolve(self, link: Keyed) -> Resolution:
-        return self.resolve_key(link.type, link.key)
+        return self.resolve_written(link.type, link.key, link.target)
+
+    def resolve_written(self, kind: str, key: str | None, target: str) -> Resolution:
+        """Where a link of `kind` written `target` (its key `key`) leads."""
+        found = self.resolve_key(kind, key) if key is not None else Resolution(None)
+        if found.path is None and kind == "markdown":
+            by_name = markdown_name_key(target)
+            if by_name is not None:
+                return self.resolve_key("wiki", by_name)
+        return found
 
     def resolve_key(self, kind: str, key: str) -> Resolution:
         """Where a link of `kind` ("wiki" or "markdown") naming `key` leads."""
@@ -144,22 +167,28 @@ def has_fragments(path: str) -> bool:
     return MARKDOWN_SUFFIX.search(path) is not None
 
 
+_HEADING_PUNCTUATION = re.compile(r"[!\"#$%&()*+,.:;<=>?@^`{|}~/\[\]\\\s]+")
+
+
+def heading_key(heading: str) -> str:
+    """What a heading is matched by, as Obsidian matches a link's `#heading`: its
+    punctuation and runs of blanks one space, trimmed, in any case (`How large is it?`
+    answers to `#How large is it`, `` `hasTag()` `` to `#hasTag`)."""
+    return _HEADING_PUNCTUATION.sub(" ", heading).strip().casefold()
+
+
 def span_of(content: str, fragment: str) -> tuple[int, int] | None:
     """(first line, line after the last) of the section or block `fragment` names in
     `content`, lines from 0; None when there is none so named."""
     if fragment.startswith("^"):
         return _block(content, fragment[1:].strip())
-    found = list(headings(content))
-    wanted = [part.strip().casefold() for part in fragment.split("#") if part.strip()]
+    found = [(line, level, heading_key(name)) for line, level, name in headings(content)]
+    wanted = [heading_key(part) for part in fragment.split("#") if part.strip()]
     start, end, level = 0, len(found), 0
     at = -1
     for part in wanted:
         at = next(
-            (
-                i
-                for i in range(start, end)
-                if found[i][2].casefold() == part and found[i][1] > level
-            ),
+            (i for i in range(start, end) if found[i][2] == part and found[i][1] > level),
             -1,
         )
         if at < 0:

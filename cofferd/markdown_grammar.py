@@ -172,9 +172,13 @@ def blank_code_spans(line: str) -> str:
 
 
 def wiki_links(line: str) -> Iterator[tuple[int, int, str]]:
-    """(start, end, target without its alias, stripped) of the wiki links of one line."""
+    """(start, end, target without its alias, stripped) of the wiki links of one line; in a
+    table the alias's bar is escaped (`[[Note#Part\\|alias]]`), its `\\` is not the target's."""
     for m in WIKI_LINK.finditer(line):
-        yield m.start(), m.end(), m.group(1).split("|", 1)[0].strip()
+        target, bar, _ = m.group(1).partition("|")
+        if bar and target.endswith("\\"):
+            target = target[:-1]
+        yield m.start(), m.end(), target.strip()
 
 
 def markdown_links(line: str) -> Iterator[tuple[int, int, str]]:

@@ -72,7 +72,39 @@ def test_resolution_follows_obsidian() -> None:
     assert resolve("deep/notes") == ("projects/deep/Notes.md", False)
     assert resolve("only") == ("one/only.markdown", False)
     assert resolve("nowhere") == (None, False)
-    assert resolve("notes", "markdown") == (None, False)  # a Markdown link is a path
+    assert resolve("./notes", "markdown") == (None, False)  # a Markdown link's path says where
+    # ...and one that leads nowhere from its folder is found as Obsidian finds a shortest path
+    assert resolve("deep/notes", "markdown") == ("projects/deep/Notes.md", False)
+
+
+def test_every_file_is_a_target_and_a_markdown_link_falls_back_to_its_name() -> None:
+    index = DocumentIndexOfPaths(
+        ["Plan.md", "a/pic.png.md"],
+        ["Attachments/pic.png", "Attachments/Plan", "b/pic.png", "Boards/x.canvas", "a/pic.png"],
+    )
+
+    def resolve(kind: str, written: str, folder: str = "notes") -> tuple[str | None, bool, bool]:
+        (link,) = links_of(f"[[{written}]]" if kind == "wiki" else f"![x]({written})",
+                           f"{folder}/here.md")  # fmt: skip
+        found = index.resolve(link)
+        return found.path, found.ambiguous, found.document
+
+    assert resolve("wiki", "PIC.PNG#interface") == ("b/pic.png", True, False)  # the shortest
+    assert resolve("wiki", "b/pic.png") == ("b/pic.png", False, False)
+    assert resolve("wiki", "x.canvas") == ("Boards/x.canvas", False, False)
+    assert resolve("wiki", "x") == (None, False, True)  # a file answers with its extension
+    assert resolve("wiki", "plan") == ("Plan.md", False, True)  # a note before a file
+    assert resolve("wiki", "a/pic.png") == ("a/pic.png.md", False, True)  # a note first
+    assert resolve("markdown", "pic.png") == ("b/pic.png", True, False)
+    assert resolve("markdown", "pic.png", "Attachments") == ("Attachments/pic.png", False, False)
+    assert resolve("markdown", "../Boards/x.canvas") == ("Boards/x.canvas", False, False)
+    assert resolve("markdown", "../pic.png") == (None, False, True)  # the path says where
+    assert resolve("markdown", "%2E%2E/Boards/x.canvas") == ("Boards/x.canvas", False, False)
+
+
+def test_a_tables_escaped_bar_is_not_part_of_the_target() -> None:
+    (link,) = links_of("| [[Basic syntax#Lists\\|lists]] | x |", "here.md")
+    assert (link.target, link.key) == ("Basic syntax#Lists", "basic syntax")
 
 
 async def test_links_both_ways_renames_and_the_rebuild(
@@ -165,3 +197,15 @@ async def test_links_tags_and_paths_through_the_api_cofferctl_and_mcp(
         # a reference is one path segment: it cannot climb to another endpoint
         message = await error_of(client, "get_document", kb=kb, document_id="../../../x")
         assert "DOCUMENT_NOT_FOUND" in message
+
+
+def test_a_heading_is_matched_as_obsidian_matches_it() -> None:
+    from cofferd.link_targets import missing_fragment, span_of
+
+    note = "# FAQ\n\n## How large can a vault be?\n\nbig\n\n## `hasTag()`\n\nx\n"
+    assert span_of(note, "How large can a vault be") == (2, 6)  # punctuation aside
+    assert span_of(note, "hastag") == (6, 10)
+    assert span_of(note, "FAQ#How large can a VAULT be?") == (2, 6)
+    missing = missing_fragment(note, "How big")
+    assert missing is not None and missing.message("FAQ.md") == ("FAQ.md has no heading 'How big'")
+    assert missing_fragment(note, "^nope") is not None

@@ -147,7 +147,7 @@ class Renames:
                 key = wiki_key(link["target"])
             else:
                 key = markdown_key(link["target"], posixpath.dirname(where))
-            if key is not None and after.resolve_key(link["type"], key).path == meant:
+            if after.resolve_written(link["type"], key, link["target"]).path == meant:
                 return None  # it leads there as it is (a path leading out: rewritten)
             name = None
             if link["type"] == "wiki":

@@ -1,0 +1,333 @@
+"""A real Obsidian vault through Coffer (issue 34): Obsidian's public help vault attached as a
+knowledge base of a daemon in a scratch data home, and measured as a user of it would:
+
+* every link of every note as `GET .../documents/{doc}/links` resolves it: to a note, to
+  another file (an image, a PDF, a canvas), ambiguous, broken; and `links --broken`
+  (`GET .../links/broken`) by problem (no file, a heading or block the note lacks);
+* every note's title against what the vault says (frontmatter `title`, else the first H1,
+  else the file name);
+* the editor's diagnostics on every note (a real `cofferctl lsp`, each note opened);
+* for the `--renames` most-linked notes, `workspace/willRenameFiles` (into another folder,
+  or onto the name of another much-linked note): its edits applied, every link of the vault
+  resolved before and after by the daemon's own rules (`cofferd.domain.links`, the code the
+  language server uses): each must lead to the same file (the renamed one at its new place);
+* completion after `[[zzz` (nothing matches) and `[[sett`, p50/p95 over `--rounds`.
+
+The vault is never written: renames are applied to the notes' text in memory.
+
+    git --git-dir=$(fetched obsidianmd/obsidian-help) archive HEAD | tar -x -C /tmp/helpvault
+    .venv/bin/python -m bench.vault_links --vault /tmp/helpvault/en [--repo PATH]
+    .venv/bin/python -m bench.vault_links --vault /tmp/helpvault --whole   # every language
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import posixpath
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from bench.common import (
+    add_repo_argument,
+    code_env,
+    describe_code,
+    indexer_idle,
+    machine,
+    percentile,
+    run_in_repo,
+    scratch_home,
+    start_daemon,
+    stop_daemon,
+    wait,
+)
+from bench.lsp_latency import RawClient
+from cofferctl.client import Client
+
+KB = "vault"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--vault", type=Path, default=Path("/tmp/helpvault/en"))
+    parser.add_argument("--whole", action="store_true", help="counts and completion only")
+    parser.add_argument("--renames", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=30)
+    add_repo_argument(parser)
+    args = parser.parse_args()
+    run_in_repo(args.repo)
+    vault = args.vault.resolve()
+    home = scratch_home("vault")
+    socket_path = Path(f"/tmp/coffer-bench-vault-{os.getpid()}.sock")
+    env = code_env(args.repo, COFFER_HOME=str(home), COFFER_SOCKET=str(socket_path))
+    print(f"machine: {machine()}; load {Path('/proc/loadavg').read_text().split()[:3]}")
+    print(f"code: {describe_code(args.repo)}; vault: {vault}", flush=True)
+    api = Client(socket_path, timeout=120)
+    daemon = start_daemon(args.repo, home, socket_path)
+    try:
+        wait(lambda: api.get("/api/v1/status"), daemon, 60, 0.1)
+        started = time.perf_counter()
+        api.post("/api/v1/knowledge_bases", {"name": KB, "path": str(vault)})
+        wait(lambda: idle(api), daemon, 1800, 0.5)
+        count = api.get(api.kb(KB, "/metrics"))["documents"]
+        print(f"{count:,} notes indexed in {time.perf_counter() - started:.1f} s", flush=True)
+        listed = api.get(api.kb(KB, "/paths"))
+        paths, files = listed["paths"], listed.get("files", [])
+        print(f"{len(paths):,} documents, {len(files):,} other files held as link targets")
+        outgoing = links_of_every_note(api, paths)
+        count_links(outgoing)
+        count_broken(api)
+        if not args.whole:
+            count_titles(api, vault)
+        client = RawClient(env)
+        ready = client.send("initialize", {"capabilities": {}, "rootUri": vault.as_uri()})
+        assert ready is not None
+        client.until(ready)
+        client.send("initialized", {}, request=False)
+        if not args.whole:
+            count_diagnostics(client, vault, paths)
+            check_renames(client, vault, paths, files, outgoing, args.renames)
+        measure_completion(client, vault, paths, args.rounds)
+        client.close()
+    finally:
+        stop_daemon(daemon)
+        shutil.rmtree(home, ignore_errors=True)
+        socket_path.unlink(missing_ok=True)
+
+
+def idle(api: Client) -> bool:
+    status = api.get("/api/v1/status")
+    return indexer_idle(status) and api.get(api.kb(KB, "/metrics"))["documents"] > 0
+
+
+def links_of_every_note(api: Client, paths: list[str]) -> dict[str, list[dict[str, Any]]]:
+    return {path: api.get(api.document(KB, path, "/links"))["outgoing"] for path in paths}
+
+
+def count_links(outgoing: dict[str, list[dict[str, Any]]]) -> None:
+    counts: Counter[str] = Counter()
+    to_files: Counter[str] = Counter()
+    for links in outgoing.values():
+        for link in links:
+            counts["links"] += 1
+            if link["relative_path"] is None:
+                counts["broken"] += 1
+                continue
+            counts["resolve"] += 1
+            counts["ambiguous"] += link["ambiguous"]
+            if link.get("kind") == "file":
+                to_files[posixpath.splitext(link["relative_path"])[1].lower() or "(none)"] += 1
+    kinds = ", ".join(f"{ext} {n}" for ext, n in to_files.most_common())
+    print(
+        f"links: {counts['links']:,}; resolve {counts['resolve']:,} (to other files "
+        f"{sum(to_files.values()):,}: {kinds or 'none'}), ambiguous {counts['ambiguous']:,}, "
+        f"broken {counts['broken']:,}",
+        flush=True,
+    )
+
+
+def count_broken(api: Client) -> None:
+    answer = api.get(api.kb(KB, "/links/broken"))
+    problems = Counter(link.get("problem", "missing-file") for link in answer["links"])
+    print(f"links --broken: {len(answer['links']):,} ({dict(problems)})")
+    for link in answer["links"][:12]:
+        said = link.get("message", "")
+        print(f"  {link['relative_path']}:{link['line']}: {link['target']}  {said}")
+
+
+def expected_title(text: str, path: str) -> tuple[str, str]:
+    """(where the title comes from, the title) by the vault's own rules."""
+    import yaml
+
+    from cofferd.markdown_grammar import headings
+    from cofferd.safe_yaml import load
+
+    if text.startswith("---\n") and (end := text.find("\n---", 4)) > 0:
+        try:
+            meta = load(text[4:end], max_nodes=10_000, max_depth=20)
+        except (yaml.YAMLError, ValueError):  # a broken frontmatter: no title from it
+            meta = None
+        if isinstance(meta, dict) and isinstance(meta.get("title"), str) and meta["title"]:
+            return "frontmatter", meta["title"].strip()
+        text = text[end + 4 :]
+    for _, level, name in headings(text):
+        if level == 1:
+            return "H1", name
+    return "file name", posixpath.splitext(posixpath.basename(path))[0]
+
+
+def count_titles(api: Client, vault: Path) -> None:
+    found: Counter[str] = Counter()
+    wrong = []
+    offset = 0
+    while True:
+        page = api.get(api.kb(KB, "/documents"), limit=500, offset=offset)
+        for doc in page["documents"]:
+            path = doc["relative_path"]
+            source, title = expected_title((vault / path).read_text("utf-8", "replace"), path)
+            found[source] += 1
+            if doc["title"] != title:
+                wrong.append((path, doc["title"], title))
+        offset += len(page["documents"])
+        if not page["documents"] or offset >= page["total"]:
+            break
+    print(
+        f"titles: {sum(found.values()) - len(wrong)} of {sum(found.values())} as the vault "
+        f"says ({dict(found)}); different: {len(wrong)} {wrong[:5]}",
+        flush=True,
+    )
+
+
+def count_diagnostics(client: RawClient, vault: Path, paths: list[str]) -> None:
+    codes: Counter[str] = Counter()
+    for n, path in enumerate(paths):
+        uri = (vault / path).as_uri()
+        text = (vault / path).read_text("utf-8", "replace")
+        item = {"uri": uri, "languageId": "markdown", "version": 1, "text": text}
+        client.send("textDocument/didOpen", {"textDocument": item}, request=False)
+        while True:
+            message = client.until("textDocument/publishDiagnostics")
+            if message["params"]["uri"] == uri:
+                break
+        codes.update(d.get("code", "?") for d in message["params"]["diagnostics"])
+        client.send("textDocument/didClose", {"textDocument": {"uri": uri}}, request=False)
+        if n % 50 == 49:
+            print(f"  ... {n + 1} notes opened", flush=True)
+    print(f"editor diagnostics over {len(paths)} notes: {dict(codes)}", flush=True)
+
+
+def applied(body: str, edits: list[dict[str, Any]]) -> str:
+    """`body` with an editor's edits applied (positions in UTF-16 units)."""
+    lines = body.split("\n")
+    for edit in sorted(
+        edits,
+        key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
+        reverse=True,
+    ):
+        start, end = edit["range"]["start"], edit["range"]["end"]
+        assert start["line"] == end["line"]
+        line = lines[start["line"]].encode("utf-16-le")
+        head = line[: start["character"] * 2].decode("utf-16-le")
+        tail = line[end["character"] * 2 :].decode("utf-16-le")
+        lines[start["line"]] = head + edit["newText"] + tail
+    return "\n".join(lines)
+
+
+def targets(notes: dict[str, str], files: list[str]) -> dict[str, list[str | None]]:
+    """Where each link of each note leads, by the daemon's rules (the checkout's own)."""
+    from cofferd.domain.links import DocumentIndexOfPaths, links_of
+
+    try:
+        index = DocumentIndexOfPaths(notes, files)
+    except TypeError:  # a checkout where only documents are targets
+        index = DocumentIndexOfPaths(notes)
+    return {
+        path: [index.resolve(link).path for link in links_of(body, path)]
+        for path, body in notes.items()
+    }
+
+
+def check_renames(
+    client: RawClient,
+    vault: Path,
+    paths: list[str],
+    files: list[str],
+    outgoing: dict[str, list[dict[str, Any]]],
+    renames: int,
+) -> None:
+    incoming = Counter(
+        link["relative_path"]
+        for links in outgoing.values()
+        for link in links
+        if link["relative_path"] in outgoing
+    )
+    linked = [path for path, _ in incoming.most_common(renames)]
+    notes = {path: (vault / path).read_text("utf-8", "replace") for path in paths}
+    before = targets(notes, files)
+    total_links = total_edits = same = 0
+    wrong: list[str] = []
+    took = []
+    for n, old in enumerate(linked):
+        folder = posixpath.dirname(old)
+        if n % 2 == 0:  # into another folder, its name kept
+            new = posixpath.join("Renamed", old)
+        else:  # onto the name of another much-linked note, in a folder of its own
+            other = linked[(n + 1) % len(linked)]
+            new = posixpath.join(folder, "Core", posixpath.basename(other))
+        files_moved = [{"oldUri": (vault / old).as_uri(), "newUri": (vault / new).as_uri()}]
+        started = time.perf_counter()
+        asked = client.send("workspace/willRenameFiles", {"files": files_moved})
+        assert asked is not None
+        answer = client.until(asked)
+        took.append((time.perf_counter() - started) * 1000)
+        if "error" in answer:
+            wrong.append(f"{old} -> {new}: refused: {answer['error']['message']}")
+            continue
+        changes = (answer.get("result") or {}).get("changes", {})
+        after = dict(notes)
+        for uri, edits in changes.items():
+            relpath = Path(unquote(uri.removeprefix("file://"))).relative_to(vault).as_posix()
+            after[relpath] = applied(after[relpath], edits)
+            total_edits += len(edits)
+        after[new] = after.pop(old)
+        now = targets(after, files)
+        for path, led in before.items():
+            moved = new if path == old else path
+            expected = [new if t == old else t for t in led]
+            total_links += len(led)
+            if now[moved] == expected:
+                same += len(led)
+            else:
+                wrong.append(f"{old} -> {new}: {path}")
+    print(
+        f"renames of the {len(linked)} most-linked notes: {total_edits} edits; every link of "
+        f"the vault after each: {same:,} of {total_links:,} lead where they led; "
+        f"willRenameFiles p50 {percentile(took, 50):.0f} ms, max {max(took):.0f} ms",
+        flush=True,
+    )
+    for line in wrong[:10]:
+        print(f"  DIFFERENT: {line}")
+
+
+def measure_completion(client: RawClient, vault: Path, paths: list[str], rounds: int) -> None:
+    path = paths[0]
+    uri = (vault / path).as_uri()
+    text = (vault / path).read_text("utf-8", "replace")
+    item = {"uri": uri, "languageId": "markdown", "version": 1, "text": text}
+    client.send("textDocument/didOpen", {"textDocument": item}, request=False)
+    for typed in ("zzz", "sett"):
+        took, items = [], 0
+        for n in range(rounds):
+            edited = text + f"\nsee [[{typed}"
+            change = {
+                "textDocument": {"uri": uri, "version": n + 2},
+                "contentChanges": [{"text": edited}],
+            }
+            client.send("textDocument/didChange", change, request=False)
+            lines = edited.split("\n")
+            position = {
+                "line": len(lines) - 1,
+                "character": len(lines[-1].encode("utf-16-le")) // 2,
+            }
+            started = time.perf_counter()
+            asked = client.send(
+                "textDocument/completion", {"textDocument": {"uri": uri}, "position": position}
+            )
+            assert asked is not None
+            answer = client.until(asked)
+            took.append((time.perf_counter() - started) * 1000)
+            result = answer.get("result") or {}
+            items = len(result.get("items", result) if isinstance(result, dict) else result)
+        print(
+            f"completion after [[{typed}: {items} items; p50 {percentile(took, 50):.1f} ms, "
+            f"p95 {percentile(took, 95):.1f} ms over {rounds}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
