@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.watcher import Watcher
 from tests.daemon import Daemon, wait_for
 from tests.helpers import write
+from tests.test_hostile_files import Prober
 
 IGNORES = {
     ".gitignore": "build/\n*.log.md\n!keep.log.md\n/top-only.md\nPrivate\n!build/keep.md\n",
@@ -119,3 +121,52 @@ def test_lines_git_matches_nothing_with_leave_the_others_in_force() -> None:
     spec = linear_spec(["a[?-.]b", "\\", "!", "*.tmp", "!keep.tmp"])
     assert spec.include("x.tmp") is True and spec.include("keep.tmp") is False
     assert spec.include("a?b") is None
+
+
+def test_many_ignore_patterns_apply_at_once_while_the_daemon_answers(daemon: Daemon) -> None:
+    """Folders each with an ignore file of 20,000 wildcard patterns (310 KB, of which the
+    first 10,000 rules apply) are compiled in a fraction of a second each, without holding
+    the daemon up, and apply: an ignored note leaves search, a taken-back one stays; changed,
+    they apply again."""
+    d = daemon
+    docs = d.docs("notes")
+    folders = [f"f{n}" for n in range(6)]
+    for folder in folders:
+        for name in ("plain.md", "secret.md", "secret-kept.md"):
+            write(docs / folder / name, f"# {name}\n\nwombat in {folder}/{name}\n")
+
+    def found() -> set[str]:
+        reply = d.client.post(d.client.kb("notes", "/search"), {"query": "wombat", "top_k": 50})
+        return {p["relative_path"] for p in reply["passages"]}
+
+    everything = {
+        f"{f}/{name}" for f in folders for name in ("plain.md", "secret.md", "secret-kept.md")
+    }
+    wait_for(lambda: found() == everything, timeout=60)
+    with Prober(d.socket) as prober:
+        for taken, kept in (("secret.md", "secret-kept.md"), ("secret-kept.md", "secret.md")):
+            started = time.monotonic()
+            for folder in folders:
+                wildcards = "".join(f"*{folder}{n:x}{taken}*.tmp{n % 7}\n" for n in range(20_000))
+                write(docs / folder / ".gitignore", f"secret*.md\n!{kept}\n{wildcards}")
+            expected = everything - {f"{f}/{taken}" for f in folders}
+            wait_for(lambda: found() == expected, timeout=120)  # noqa: B023
+            applied = time.monotonic() - started
+            assert applied < 10, f"{applied:.1f} s"  # 17 s before, compiling each with Python's re
+    assert len(prober.latencies) > 10
+    assert max(prober.latencies) < 0.25, sorted(prober.latencies)[-5:]
+
+
+def test_an_unchanged_ignore_file_is_compiled_once(tmp_path: Path) -> None:
+    """Compiled rules are kept by their text's digest: the next full scan, or another folder
+    with the same file, takes them as they are; a changed file is compiled afresh."""
+    write(tmp_path / ".gitignore", "*.log.md\n")
+    write(tmp_path / "sub" / ".gitignore", "*.log.md\n")
+    first = IgnoreRules(lambda: tmp_path)
+    again = IgnoreRules(lambda: tmp_path)  # as the next full scan reads them
+    assert again.spec("") is first.spec("") is first.spec("sub") is not None
+    write(tmp_path / ".gitignore", "*.tmp.md\n")
+    changed = IgnoreRules(lambda: tmp_path)
+    assert changed.spec("") is not first.spec("")
+    assert changed.excluded("a.tmp.md") and not changed.excluded("a.log.md")
+    assert changed.excluded("sub/a.log.md")
