@@ -16,7 +16,6 @@ from cofferd.domain.scripts import CJK_RANGES
 from cofferd.markdown_grammar import CLOSES, OPENS, code_lines, heading
 
 _ONE_WORD = f"[{CJK_RANGES}]|[^\\s{CJK_RANGES}]+"
-_WORD = re.compile(_ONE_WORD)
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 _SPACED_WORD = re.compile(f"[^\\s{CJK_RANGES}]+")
 
@@ -68,9 +67,12 @@ def _blocks(body: str) -> Iterator[tuple[int, str, str, int]]:
         yield 0, "", "\n".join(para), start
 
 
-def _split_large(text: str, size: int, first: int | None = None) -> list[str]:
+def _split_large(
+    text: str, size: int, first: int | None = None, counted: int | None = None
+) -> list[str]:
     """Break one oversized block on lines, and a line that is still too big on words: the
-    first piece up to `first` words (default `size`), the others up to `size`."""
+    first piece up to `first` words (default `size`), the others up to `size`. `counted`:
+    the block's words, when the caller knows them."""
     pieces: list[str] = []
     current: list[str] = []
     words = 0
@@ -78,8 +80,9 @@ def _split_large(text: str, size: int, first: int | None = None) -> list[str]:
     def budget() -> int:
         return size if pieces or first is None else first
 
-    for line in text.split("\n"):
-        n = count_words(line)
+    lines = text.split("\n")
+    for line in lines:
+        n = counted if counted is not None and len(lines) == 1 else count_words(line)
         if current and words + n > budget():
             pieces.append("\n".join(current))
             current, words = [], 0
@@ -103,18 +106,23 @@ def _split_line(line: str, first: int, size: int) -> list[str]:
 
 
 def _tail(text: str, words: int) -> str:
-    """The last `words` words of `text`, read from a window at its end that grows until
-    it holds them (a chunk can be long; its tail is short)."""
+    """The last `words` words of `text`, read backwards from a window at its end that grows
+    until it holds them (a chunk can be long; its tail is short). A word reversed is a
+    word: the tail is the first `words` words of the window reversed, found in one match."""
     if words <= 0:
         return ""
-    window = words * 8
+    window = words * 2
     while True:
         start = max(0, len(text) - window)
-        starts = [m.start() for m in _WORD.finditer(text, start)]
+        backwards = text[start:][::-1]
+        found = _pieces_of(words).search(backwards)
+        taken = found.end() if found else 0
+        # a word beyond those taken: the last of them is whole, and there were `words`
+        beyond = bool(backwards[taken:].strip())
         if start == 0:
-            return text if len(starts) <= words else text[starts[-words] :]
-        if len(starts) > words:  # the window's first word may be cut: never that one
-            return text[starts[-words] :]
+            return text[len(text) - taken :] if beyond else text
+        if beyond:
+            return text[len(text) - taken :]
         window *= 4
 
 
@@ -152,7 +160,7 @@ class _Chunks:
         if self.words + n > self.room() and (is_heading or not self.only_headings):
             self.flush()  # (headings under way wait for the text they lead)
         if self.words + n > self.room():
-            self.split(block, start)
+            self.split(block, start, n)
             return
         self.only_headings = is_heading and (self.only_headings or not self.blocks)
         self.blocks.append((start, block))
@@ -162,12 +170,13 @@ class _Chunks:
         """Words the chunk under way may hold (its tail of the chunk before counts)."""
         return self.size - (self.overlap if self.parts else 0)
 
-    def split(self, block: str, start: int) -> None:
-        """A block too large for the chunk under way, in pieces; the headings under way
-        lead its first piece when there is room beside them."""
+    def split(self, block: str, start: int, words: int) -> None:
+        """A block of `words` words too large for the chunk under way, in pieces; the
+        headings under way lead its first piece when there is room beside them."""
         if not (self.only_headings and self.words < self.room()):
             self.flush()
-        pieces = _split_large(block, self.size - self.overlap, first=self.room() - self.words)
+        room = self.room() - self.words
+        pieces = _split_large(block, self.size - self.overlap, first=room, counted=words)
         cursor, line = 0, start
         for piece in pieces:
             at = block.find(piece, cursor)
