@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cofferd.infrastructure.storage import fts_index, schema, sqlite, vec_index
+from cofferd.infrastructure.storage import fts_index, fts_text, schema, sqlite, vec_index
 from cofferd.infrastructure.storage.database import Database
 from cofferd.infrastructure.storage.sqlite import atomic
 
@@ -120,6 +120,24 @@ def test_upgrading_keeps_keyword_rows_until_the_reindex(
     assert [r[0] for r in fts_index.ranked(conn, "notes", '"old"', 5)] == [7]
     columns = {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
     assert {"tags", "aliases"} <= columns
+
+
+def test_upgrading_makes_the_cjk_separator_one_byte(tmp_path: Path) -> None:
+    conn = sqlite.connect(tmp_path / "c.db")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:11])
+        schema.migrate(conn)
+    fts_index.ensure(conn, "notes")
+    z = fts_text.ZWSP
+    old = (f"{z}東{z}京{z}の{z}塔{z} tower", f"{z}塔{z}", f"{z}東{z}京{z}")  # as v11 indexed them
+    fts_index.insert(conn, "notes", [(7, *old)])
+    conn.commit()
+    schema.migrate(conn)
+    rebuilt = tuple(fts_text.index_text(t) for t in ("東京の塔 tower", "塔", "東京"))
+    assert fts_index.dump(conn, "notes") == {7: rebuilt}
+    assert rebuilt[0] == "\x1f東\x1f京\x1fの\x1f塔\x1f tower"
+    assert [r[0] for r in fts_index.ranked(conn, "notes", '"東 京"', 5)] == [7]
+    assert fts_index.texts(conn, "notes", [7]) == {7: "東京の塔 tower"}
 
 
 def test_upgrading_keeps_every_vector_in_int8(tmp_path: Path) -> None:

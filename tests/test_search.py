@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 from cofferd.domain.errors import KBDisabled, KBNotFound, ValidationFailed
 from cofferd.domain.models import KnowledgeBase
 from cofferd.domain.query_syntax import query_terms
-from cofferd.infrastructure.storage.fts_text import HIGHLIGHT_END, HIGHLIGHT_START
+from cofferd.infrastructure.storage.fts_text import (
+    HIGHLIGHT_END,
+    HIGHLIGHT_START,
+    SEPARATOR,
+    display_text,
+    index_text,
+)
 from cofferd.surfaces.core import Coffer
 from tests.helpers import write
 
@@ -63,6 +69,15 @@ async def test_finds_cjk_short_terms_and_identifiers(
     assert path in await paths(coffer, query)
 
 
+def test_cjk_characters_are_split_by_one_byte_separators() -> None:
+    # one byte a character: the index of a Chinese corpus stays under 3x its text
+    assert index_text("Python東京 tower") == "Python\x1f東\x1f京\x1f tower"
+    assert len(index_text("北京是中国的首都").encode()) == len("北京是中国的首都".encode()) + 9
+    for text in ("東京 tower", "plain", "서울은 한국", "a\x1fb"):
+        assert display_text(index_text(text)) == text.replace("\x1f", "")
+    assert display_text(index_text("a\u200bb")) == "ab"  # a ZWSP typed: a separator, unseen
+
+
 async def test_cjk_phrase_does_not_match_scattered_characters(
     coffer: Coffer, corpus: KnowledgeBase
 ) -> None:
@@ -75,7 +90,7 @@ async def test_passages_carry_ids_titles_snippets(coffer: Coffer, corpus: Knowle
     assert p.heading == ("Cluster",) and p.score > 0 and "kubectl" in p.text
     assert f"{HIGHLIGHT_START}kubectl{HIGHLIGHT_END}" in p.snippet
     cjk = (await coffer.retrieval.search("notes", "首都")).passages[0]
-    assert "\u200b" not in cjk.text + cjk.snippet
+    assert SEPARATOR not in cjk.text + cjk.snippet and "\u200b" not in cjk.text + cjk.snippet
     assert f"{HIGHLIGHT_START}首都{HIGHLIGHT_END}" in cjk.snippet
 
 

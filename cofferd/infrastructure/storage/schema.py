@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cofferd.infrastructure.storage import fts_index, vec_index
+from cofferd.infrastructure.storage import fts_index, fts_text, vec_index
 from cofferd.infrastructure.storage.sqlite import Connection, atomic
 
 # Every SQL object the index owns. Text is stored once, inside an FTS table; a chunk's
@@ -95,6 +95,22 @@ def _document_changes(conn: Connection) -> None:
     ):
         name = f"document_changes_{event.split()[0].lower()}"
         conn.execute(f"CREATE TRIGGER {name} AFTER {event} ON documents" + count.format(row=row))
+
+
+def _one_byte_cjk_separator(conn: Connection) -> None:
+    """12: the separator after each CJK character is the one-byte SEPARATOR, not a ZWSP
+    (fts_text): each FTS table is copied into a new one with its ZWSPs replaced. Both split
+    tokens alike, so rowids, chunks and vectors stay as they are."""
+    old, new = f"char({ord(fts_text.ZWSP)})", f"char({ord(fts_text.SEPARATOR)})"
+    for (name,) in conn.execute("SELECT table_name FROM fts_tables").fetchall():
+        fts_index.create(conn, f"{name}_v12")
+        conn.execute(
+            f"INSERT INTO {name}_v12 (rowid, text, heading, meta) SELECT rowid,"
+            f" replace(text, {old}, {new}), replace(heading, {old}, {new}),"
+            f" replace(meta, {old}, {new}) FROM {name}"
+        )
+        conn.execute(f"DROP TABLE {name}")
+        conn.execute(f"ALTER TABLE {name}_v12 RENAME TO {name}")
 
 
 MIGRATIONS: list[Migration] = [
@@ -202,6 +218,7 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE documents ADD COLUMN format TEXT NOT NULL DEFAULT 'md';
     CREATE INDEX idx_documents_format ON documents(kind, resource_name, format)
     """,
+    _one_byte_cjk_separator,
 ]
 
 
