@@ -595,7 +595,7 @@ class Remembered:
         self.misses = 0
         self.dimensions = vectors.embedder.dimensions
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
         missing = list(dict.fromkeys(t for t in texts if t not in self.known))
         if missing:
             self.misses += len(missing)

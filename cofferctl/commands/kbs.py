@@ -106,6 +106,8 @@ def cmd_kb_set(c: Client, a: argparse.Namespace, out: Output) -> Any:
     out.line(f"updated {kb['name']}")
     for warning in kb.get("warnings") or []:
         out.line(f"{out.style('warning', '33')}: {warning}")
+    if languages := kb.get("model_languages"):
+        out.line(model_languages_line(languages))
     if kb.get("reindexing"):
         out.line(
             f"{kb['reindexing']}: every document is indexed again in the background; "
@@ -113,6 +115,23 @@ def cmd_kb_set(c: Client, a: argparse.Namespace, out: Output) -> Any:
             f"incomplete meanwhile"
         )
     return None
+
+
+def model_languages_line(languages: dict[str, Any]) -> str:
+    """What the embedding model reads, and how much of the KB it does not."""
+    said = f"embedding model {languages['model']} reads {languages['languages']}"
+    share = float(languages.get("not_read_share") or 0)
+    if share == 0:
+        return f"{said}; all of this knowledge base's text is in scripts it reads"
+    return (
+        f"{said}; {share:.1%} of this knowledge base's text is in scripts it does not read: "
+        "that text gets no vectors (keyword search and grep find it)"
+        + (
+            "; for Chinese, Japanese or Korean choose embedding.model=multilingual-e5-small"
+            if "Chinese" not in languages["languages"]
+            else ""
+        )
+    )
 
 
 def cmd_kb_delete(c: Client, a: argparse.Namespace, out: Output) -> Any:

@@ -2,9 +2,11 @@
 (the indexing service runs the queue: `run_once` whenever there may be work).
 
 Documents written to a vector-enabled KB owe vectors (`embed_pending`); this queue embeds
-them in batches. A failure keeps the flag, records the error (the document is
-"degraded": keyword search and grep still find it) and retries with backoff, touching only
-vector rows. A change of model or width empties the KB's vectors and embeds it again.
+them in batches: only the chunks the model reads (`ModelCoverage.reads`); a chunk in a
+script it does not read gets no vector (keyword search and grep find it). A failure keeps
+the flag, records the error (the document is "degraded": keyword search and grep still
+find it) and retries with backoff, touching only vector rows. A change of model or width
+empties the KB's vectors and embeds it again.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cofferd.application.knowledge_bases import KnowledgeBases
@@ -22,6 +24,7 @@ from cofferd.application.progress import Progress, ProgressBoard
 from cofferd.domain.config import EmbeddingConfig, KnowledgeBaseConfig
 from cofferd.domain.errors import CofferError, EngineUnavailable
 from cofferd.domain.failures import EmbeddingFailed
+from cofferd.domain.index_records import EmbedJob
 from cofferd.domain.models import KnowledgeBase
 from cofferd.domain.ports import Embedder, VectorStore
 
@@ -31,6 +34,7 @@ BATCH_DOCUMENTS = 16
 BACKOFF_S = (15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 IDLE_RECHECK_S = 15.0
 QUERY_TIMEOUT_S = 10.0
+COVERAGE_SAMPLE = 2000  # chunks read to say how much of a KB a model cannot read
 
 
 @dataclass
@@ -158,6 +162,7 @@ class Embeddings:
             owed = (await self.kbs.counts(kb.name))["embed_pending"]
             progress = self._catching_up[kb.name] = self.progress.start(kb.name, "embedding", owed)
         state = self._state.setdefault(kb.name, KBEmbedState())
+        jobs = _readable_chunks(jobs, config)
         texts = [text for job in jobs for _, text in job.chunks]
         try:
             vectors = await self._embedder(kb).embed(texts) if texts else []
@@ -209,11 +214,31 @@ class Embeddings:
         assert kb.config.embedding is not None
         try:
             async with asyncio.timeout(min(QUERY_TIMEOUT_S, kb.config.embedding.timeout_s)):
-                (vector,) = await self._embedder(kb).embed([text])
+                (vector,) = await self._embedder(kb).embed([text], query=True)
         except (EmbeddingFailed, CofferError, TimeoutError) as exc:
             log.warning("%s: query embedding failed (%s); keyword search only", kb.name, exc)
             return None
         return vector
+
+    async def coverage(self, kb: KnowledgeBase) -> dict[str, Any] | None:
+        """What `kb set` says of the chosen model: the languages it reads, and the share of
+        the KB's text (in words, over a sample of its chunks) in scripts it does not read,
+        which is not embedded. None without vectors."""
+        config = kb.config.embedding
+        if not kb.config.vector_enabled or config is None:
+            return None
+        coverage = config.coverage()
+        unread = total = 0
+        sample = await self.store.text_sample(kb.name, COVERAGE_SAMPLE)
+        for text in sample:
+            words_unread, words = coverage.words(text)
+            unread, total = unread + words_unread, total + words
+        return {
+            "model": config.model,
+            "languages": coverage.languages,
+            "not_read_share": round(unread / total, 4) if total else 0.0,
+            "chunks_sampled": len(sample),
+        }
 
     def status(self, kb: str) -> dict[str, Any]:
         state = self._state.get(kb, KBEmbedState())
@@ -223,3 +248,9 @@ class Embeddings:
             "last_error": state.last_error,
             "unavailable": self.unavailable,
         }
+
+
+def _readable_chunks(jobs: list[EmbedJob], config: EmbeddingConfig) -> list[EmbedJob]:
+    """The jobs with only the chunks the model reads (a document may keep none)."""
+    coverage = config.coverage()
+    return [replace(job, chunks=[c for c in job.chunks if coverage.reads(c[1])]) for job in jobs]

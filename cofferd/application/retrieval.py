@@ -1,8 +1,9 @@
 """The retrieval facade: one query, one answer; the mode is decided here, never by callers.
 
 Hybrid is reciprocal rank fusion (K = 60) of the keyword and vector lists. A model that
-cannot read the query's script (the bundled MiniLM reads English) gets no vote: fused
-with such a model, results on Chinese fell from 0.82 to 0.53 nDCG@10 when measured.
+cannot read every word of the query (`ModelCoverage`: MiniLM reads Latin script, the
+multilingual e5 about 100 languages) gets no vote: fused with such a model, results on
+Chinese fell from 0.82 to 0.53 nDCG@10 when measured.
 A chunk only the model found must be similar enough to the query (the model's floor), or
 a query about nothing in the knowledge base would always get the nearest chunks; a query
 with no letter or digit (`#`, `"`, an emoji) is not embedded at all.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -29,6 +31,7 @@ from cofferd.domain.formats import PAGED_FORMATS, format_of
 from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, SearchResult
 from cofferd.domain.ports import DocsTree, DocumentCatalog, Grepper, KeywordSearch, VectorStore
 from cofferd.domain.query_syntax import parse_query
+from cofferd.domain.scripts import CJK_RANGES
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +45,11 @@ RRF_K = 60
 # keyword list was best at every vector depth (10: 0.722-0.726; 20: 0.716-0.722).
 KEYWORD_CANDIDATES = 10
 VECTOR_CANDIDATES = 30
+# The vector list's weight in the fusion, by the query's writing: see docs/benchmarks.md
+# (issue 36) for CJK, where keywords match characters, not words.
+VECTOR_WEIGHT = 1.0
+VECTOR_WEIGHT_CJK = 1.0
+_CJK = re.compile(f"[{CJK_RANGES}]")
 LATIN_END = 0x24F  # letters above Latin Extended-B are another script...
 GREEK = range(0x370, 0x400)  # ...except Greek, which science writes in English (TNF-alpha)
 
@@ -257,7 +265,7 @@ class Retrieval:
         # the model reads the query without its operators; what they say is applied to
         # the chunks it may return, as keyword search applies it
         syntax = parse_query(query)
-        if hybrid and beyond_latin(syntax.meaning) and not embedding.covers_all_languages():
+        if hybrid and not embedding.coverage().reads_all(syntax.meaning):
             return await self._keyword(kb, query, top_k, filters, "language_not_covered")
         floor = embedding.similarity_floor()
         if not has_words(syntax.meaning):  # nothing a model could mean: only keywords match
@@ -302,6 +310,7 @@ class Retrieval:
             for p in semantic
             if p.score < floor and (p.document_id, p.position) not in matched
         }
-        fused = fuse([(1.0, keyword), (1.0, semantic)], top_k + len(weak))
+        weight = VECTOR_WEIGHT_CJK if _CJK.search(syntax.meaning) else VECTOR_WEIGHT
+        fused = fuse([(1.0, keyword), (weight, semantic)], top_k + len(weak))
         passages = [p for p in fused if (p.document_id, p.position) not in weak][:top_k]
         return SearchResult(mode="hybrid", passages=passages)

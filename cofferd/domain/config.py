@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.file_names import folder_in_kb
 from cofferd.domain.formats import DEFAULT_INDEX_FORMATS, format_named
+from cofferd.domain.model_coverage import ENGLISH, EVERY_SCRIPT, XLMR, ModelCoverage
 from cofferd.domain.validation import validation_failed
 
 RetrievalMode = Literal["grep", "keyword", "vector", "hybrid"]
@@ -37,10 +38,16 @@ _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])")
 # Raised when the way text is indexed changes: every document is indexed again, once.
 INDEX_FORMAT = "v8"  # v8: Markdown images and links to any file are links (issue 34 §2)
 LOCAL_DEFAULT_MODEL = "all-MiniLM-L6-v2"
-LOCAL_DEFAULT_DIMENSIONS = 384
-# Cosine similarity below which the bundled model's nearest chunk is not relevant
-# (calibrated on SciFact and tldr-pages: docs/benchmarks.md, "A floor for vector hits").
+# The bundled multilingual model (multilingual-e5-small, 4-bit): about 100 languages, CJK
+# among them; slower than MiniLM (docs/benchmarks.md, issue 36), so chosen by `kb set`.
+LOCAL_MULTILINGUAL_MODEL = "multilingual-e5-small"
+BUNDLED_MODELS = (LOCAL_DEFAULT_MODEL, LOCAL_MULTILINGUAL_MODEL)
+LOCAL_DEFAULT_DIMENSIONS = 384  # both bundled models
+# Cosine similarity below which a bundled model's nearest chunk is not relevant
+# (calibrated on SciFact and tldr-pages: docs/benchmarks.md, "A floor for vector hits";
+# e5's similarities crowd near 1, so its floor is higher: issue 36).
 LOCAL_MIN_SIMILARITY = 0.3
+MULTILINGUAL_MIN_SIMILARITY = 0.75
 
 
 # The trust boundary: settings that name a URL, a credential, a local path, a provider to
@@ -70,7 +77,8 @@ class EmbeddingConfig(BaseModel):
     threads: int = Field(default=1, ge=1, le=64)  # local: 1 measured fastest on 2 cores
     batch_size: int = Field(default=32, ge=1, le=2048)
     timeout_s: float = Field(default=30.0, gt=0, le=600)
-    multilingual: bool | None = None  # None: remote models yes, the bundled local one no
+    # None: remote models and the bundled multilingual one yes, MiniLM and other local ones no
+    multilingual: bool | None = None
     # a vector hit that no keyword matched must be this similar to the query (cosine);
     # None: the bundled model's calibrated floor, none for other models
     min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
@@ -90,17 +98,33 @@ class EmbeddingConfig(BaseModel):
         where = self.model_path or self.base_url or ""
         return f"{self.provider}:{self.model}:{self.dimensions}:{where}"
 
+    def bundled(self) -> str | None:
+        """The bundled model this is (a name in BUNDLED_MODELS), if it is one."""
+        if self.provider == "local" and self.model in BUNDLED_MODELS and not self.model_path:
+            return self.model
+        return None
+
     def similarity_floor(self) -> float:
         if self.min_similarity is not None:
             return self.min_similarity
-        if self.provider == "local" and self.model == LOCAL_DEFAULT_MODEL and not self.model_path:
-            return LOCAL_MIN_SIMILARITY
-        return -1.0
+        bundled = self.bundled()
+        if bundled is None:
+            return -1.0
+        if bundled == LOCAL_MULTILINGUAL_MODEL:
+            return MULTILINGUAL_MIN_SIMILARITY
+        return LOCAL_MIN_SIMILARITY
+
+    def coverage(self) -> ModelCoverage:
+        """The scripts the model reads: `multilingual` says so when set; otherwise a remote
+        model reads every script, a bundled one its own, any other local model English."""
+        if self.multilingual is not None:
+            return EVERY_SCRIPT if self.multilingual else ENGLISH
+        if self.bundled() == LOCAL_MULTILINGUAL_MODEL:
+            return XLMR
+        return ENGLISH if self.provider == "local" else EVERY_SCRIPT
 
     def covers_all_languages(self) -> bool:
-        if self.multilingual is not None:
-            return self.multilingual
-        return self.provider != "local"
+        return self.coverage() is not ENGLISH
 
 
 class KnowledgeBaseConfig(BaseModel):

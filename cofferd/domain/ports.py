@@ -283,7 +283,10 @@ class ScratchFolder(Protocol):
 class Embedder(Protocol):
     dimensions: int
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        """The texts' vectors: passages to store, or (`query`) a search's words, which a
+        model such as e5 reads with another prefix."""
+        ...
 
     async def close(self) -> None: ...
 
@@ -292,6 +295,10 @@ class VectorStore(Protocol):
     async def vectors_available(self) -> bool: ...
 
     async def pending_embeds(self, kb: str, limit: int, now: float) -> list[EmbedJob]: ...
+
+    async def text_sample(self, kb: str, limit: int) -> list[str]:
+        """The text of up to `limit` of the KB's chunks, picked at random."""
+        ...
 
     async def store_vectors(
         self,

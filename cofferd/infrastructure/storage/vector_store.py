@@ -54,6 +54,14 @@ class SqliteVectors:
 
         return await self.db.read(run)
 
+    async def text_sample(self, kb: str, limit: int) -> list[str]:
+        """The text of up to `limit` of the KB's chunks, picked at random."""
+
+        def run(conn: Connection) -> list[str]:
+            return list(fts_index.texts(conn, kb, chunk_rows.sample(conn, kb, limit)).values())
+
+        return await self.db.read(run)
+
     async def store_vectors(
         self,
         kb: str,

