@@ -3,11 +3,11 @@ each case, how long the slowest `/health` answer took while it ran, what became 
 over the whole run, every file the daemon and its workers wrote outside the data home.
 
 Cases: a YAML alias bomb as a synced KB's kb.yaml and as a note's frontmatter; 20,000
-wildcard ignore patterns; a note that is one 12 MB line, then grep; a 2,000-character CJK
-query over every KB; a zip named x.pdf that inflates to 150 MB of text; a PDF whose
-/Title refers to itself; 40 nested zips; a UTF-16 text file; a derived text edited by
-hand and one replaced by a FIFO; derived/ and incoming/ as links; MCP lines with an
-object id and of 50 MB.
+wildcard ignore patterns (then changed) and 100,000 lines of them; a note that is one
+12 MB line, then grep; a 2,000-character CJK query over every KB; a zip named x.pdf that
+inflates to 150 MB of text; a PDF whose /Title refers to itself; 40 nested zips; a
+UTF-16 text file; a derived text edited by hand and one replaced by a FIFO; derived/ and
+incoming/ as links; MCP lines with an object id and of 50 MB.
 
 The daemon runs under `strace -f` (every process it starts too) when strace is there: each
 open for writing, creation, rename, link and removal is checked to be inside the data home
@@ -181,6 +181,10 @@ class Run:
         items = self.client.get(f"/api/v1/knowledge_bases/{kb}/skipped")["items"]
         return {i["relative_path"]: i["reason"] for i in items}
 
+    def documents(self, kb: str) -> set[str]:
+        reply = self.client.get(f"/api/v1/knowledge_bases/{kb}/documents", limit=500)
+        return {d["relative_path"] for d in reply["documents"]}
+
     def paths(self, kb: str, query: str) -> list[str]:
         reply = self.client.post(
             f"/api/v1/knowledge_bases/{kb}/search", {"query": query, "top_k": 50}
@@ -231,15 +235,33 @@ def cases(r: Run) -> None:
 
     r.case("frontmatter alias bomb", frontmatter_bomb)
 
-    def many_ignore_patterns() -> str:
-        rules = "".join(f"*zz{n}*q\n" for n in range(20_000))
-        (docs / ".gitignore").write_text(rules + "n1*.md\n")
-        r.until(lambda: "n1.md" not in r.paths("plain", "cedar"), 300)
-        started = time.monotonic()
-        r.client.post("/api/v1/knowledge_bases/plain/reindex")
-        return f"reindex with 20,000 patterns: {time.monotonic() - started:.1f} s"
+    (docs / "secret.md").write_text("# Secret\n\nmarmot hidden\n")
+    (docs / "secret-kept.md").write_text("# Kept\n\nmarmot kept\n")
+    r.until(lambda: r.paths("plain", "marmot") == ["secret-kept.md", "secret.md"])
 
-    r.case("20,000 ignore patterns", many_ignore_patterns)
+    def ignore_patterns(count: int, taken: str, kept: str) -> Callable[[], str]:
+        """An ignore file whose first rules ignore `taken` and take `kept` back, then
+        `count` wildcard lines; the time until search follows them, then a reindex."""
+
+        def run() -> str:
+            wildcards = "".join(f"*zz{n}{taken}*q\n" for n in range(count))
+            started = time.monotonic()
+            (docs / ".gitignore").write_text(f"secret*.md\n!{kept}\n{wildcards}")
+            r.until(lambda: r.paths("plain", "marmot") == [kept], 300)
+            applied = time.monotonic() - started
+            started = time.monotonic()
+            r.client.post("/api/v1/knowledge_bases/plain/reindex")
+            reindexed = time.monotonic() - started
+            said = r.skipped("plain").get(".gitignore", "nothing said")[:60]
+            return f"applied in {applied:.1f} s, reindex {reindexed:.1f} s; {said}"
+
+        return run
+
+    r.case("20,000 ignore patterns", ignore_patterns(20_000, "secret.md", "secret-kept.md"))
+    r.case(
+        "20,000 ignore patterns, changed", ignore_patterns(20_000, "secret-kept.md", "secret.md")
+    )
+    r.case("100,000 ignore lines", ignore_patterns(100_000, "secret.md", "secret-kept.md"))
     (docs / ".gitignore").unlink()
 
     def one_line_note() -> str:
@@ -264,13 +286,18 @@ def cases(r: Run) -> None:
     files = r.kb("files", ["pdf", "docx", "txt"])
 
     def converted(name: str, data: bytes, timeout: float = 180) -> Callable[[], str]:
+        """Writes the file and waits until it is indexed or skipped with a reason."""
+
         def run() -> str:
             (files / name).write_bytes(data)
-            reason = r.until(
-                lambda: r.skipped("files").get(name) or (r.paths("files", "words") and None),
-                timeout,
-            )
-            return str(reason)[:120]
+
+            def settled() -> str | None:
+                reason = r.skipped("files").get(name)
+                if reason:
+                    return f"skipped: {reason}"
+                return "indexed" if name in r.documents("files") else None
+
+            return str(r.until(settled, timeout))[:120]
 
         return run
 
