@@ -114,8 +114,9 @@ def _chunks() -> Callable[[str], object]:
 
 def _titles() -> Callable[[str], object]:
     from cofferd.application.converted_titles import converted_title
+    from cofferd.infrastructure.conversion.format_titles import usable_title
 
-    return lambda raw: converted_title(raw, raw, "file.pdf")
+    return lambda raw: converted_title(usable_title(raw), raw, "file.pdf")
 
 
 def _index_text() -> Callable[[str], object]:

@@ -159,9 +159,9 @@ async def test_a_pdf_whose_title_refers_to_itself_converts_at_once(tmp_path: Pat
     path = tmp_path / "loop.pdf"
     path.write_bytes(self_titled_pdf())
     converter = ConverterPool(timeout_s=20)
-    try:
-        converted = await asyncio.wait_for(converter.convert(path, "pdf"), 25)
-        assert converted.title is None
+    try:  # answered at once: it has no text either (a scan, to Coffer)
+        with pytest.raises(ConversionFailed, match="scanned PDF"):
+            await asyncio.wait_for(converter.convert(path, "pdf"), 25)
     finally:
         await converter.close()
 
@@ -246,19 +246,19 @@ async def test_closing_answers_the_conversion_in_flight(files: dict[str, Path]) 
 
 async def test_a_converted_text_over_its_cap_is_refused_in_the_worker(tmp_path: Path) -> None:
     """The cap applies where the text is made: the daemon never reads a text past it."""
-    from cofferd.infrastructure.conversion import markitdown_run
+    from cofferd.infrastructure.conversion import derived_markdown, markitdown_run
 
     page = tmp_path / "long.html"
     page.write_text("<html><body><p>" + "word " * 300_000 + "</p></body></html>")
     markitdown = markitdown_run.load()
     reply = markitdown_run.convert(markitdown, str(page), "html")
     assert not isinstance(reply, tuple)
-    original = markitdown_run.MAX_CHARS
-    markitdown_run.MAX_CHARS = 1_000_000
+    original = derived_markdown.MAX_CHARS
+    derived_markdown.MAX_CHARS = 1_000_000
     try:
         assert markitdown_run.convert(markitdown, str(page), "html") == (
-            "failed",
+            "refused",
             "too large: its text is over 1 million characters",
         )
     finally:
-        markitdown_run.MAX_CHARS = original
+        derived_markdown.MAX_CHARS = original

@@ -20,9 +20,9 @@ from fpdf import FPDF
 from PIL import Image
 
 from cofferctl.client import ApiError
-from cofferd.application.conversion_queue import page_starts
 from cofferd.domain.config import InPlaceFormat, KnowledgeBaseConfig
 from cofferd.domain.formats import IN_PLACE_FORMATS, format_of, suffixes
+from cofferd.domain.pages import page_starts
 from tests.daemon import Daemon, wait_for
 from tests.helpers import write
 from tests.samples import MAKERS, make_docx, make_pdf
@@ -347,7 +347,9 @@ def test_formats_and_their_suffixes() -> None:
 def test_page_starts_are_read_in_linear_time() -> None:
     assert page_starts("## Page " + "9" * 5000 + "\n") == []  # no page, and no int() of it
     text = "## Page 1\n\nintro\n\n## Page 2\n\nmore\n<!-- Slide number: 3 -->\n"
-    assert page_starts(text) == [(1, 1), (5, 2), (8, 3)]
+    assert [(s.line, s.ordinal, s.location) for s in page_starts(text)] == [
+        (1, 1, "page 1"), (5, 2, "page 2"), (8, 3, "slide 3"),
+    ]  # fmt: skip
     took = []
     for n in (20_000, 80_000):
         big = "".join(f"## Page {i}\n\nline\n" for i in range(n))
@@ -440,16 +442,13 @@ def test_grep_counts_only_the_converted_text_itself(shared_daemon: Daemon) -> No
 
 
 def test_an_ebook_keeps_its_authors_not_markitdowns_bookkeeping() -> None:
-    from cofferd.application.conversion_queue import derived_text
-    from cofferd.domain.index_records import Converted
+    from cofferd.infrastructure.conversion.derived_markdown import from_markitdown
 
-    made = derived_text(
-        Converted("**Title:** T\n**Authors:** Ada, Bo\n**Identifier:** x1\n\n# T\n\nText.", "T"),
-        "epub",
-        "markitdown",
-    )
+    made = from_markitdown(
+        "**Title:** T\n**Authors:** Ada, Bo\n**Identifier:** x1\n\n# T\n\nText.", "epub", "T", "m"
+    ).markdown
     assert "**Authors:** Ada, Bo\n\n# T\n\nText." in made and "Identifier" not in made
-    plain = derived_text(Converted("# T\n\n**Title:** in the text\n", None), "epub", "m")
+    plain = from_markitdown("# T\n\n**Title:** in the text\n", "epub", None, "m").markdown
     assert "**Title:** in the text" in plain
 
 
@@ -496,17 +495,14 @@ def test_hostile_page_marks_take_linear_time(line: str) -> None:
 
 
 def test_hostile_ebook_fields_take_linear_time() -> None:
-    from cofferd.application.conversion_queue import derived_text
-    from cofferd.domain.index_records import Converted
+    from cofferd.infrastructure.conversion.derived_markdown import from_markitdown
 
     took = []
     for n in (50_000, 100_000, 200_000):
         head = "**Title:** T\n" + "**A" + "a" * n + "\n" + "**Bb:** x\n" * (n // 10)
-        made = derived_text(Converted(head + "\nText.", None), "epub", "m")
+        made = from_markitdown(head + "\nText.", "epub", None, "m").markdown
         assert "**Title:** T" in made  # not a block of fields only: kept as it is
-        took.append(
-            fastest(lambda h=head: derived_text(Converted(h + "\nText.", None), "epub", "m"))
-        )
+        took.append(fastest(lambda h=head: from_markitdown(h + "\nText.", "epub", None, "m")))
     assert took[2] < 6 * took[0] + 0.05
 
 

@@ -391,7 +391,7 @@ def test_a_documents_own_title_comes_before_its_first_heading(
         ("pptx", "PowerPoint Presentation", "First slide"),
         ("html", "Document", "Introduction"),
         ("pdf", "Microsoft Word - draft.docx", "junk-pdf"),  # no heading: the file's name
-        ("xlsx", "Book1", "Sheet"),
+        ("xlsx", "Book1", "junk-xlsx"),  # a sheet's name is no heading of the text
     ],
 )
 def test_placeholder_titles_are_ignored(

@@ -84,11 +84,12 @@ def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def _place(p: dict[str, Any]) -> str:
-    """Where a passage is, to open: its file and line; a PDF's page (a converted file's
-    lines are those of its converted text, not of the file)."""
+    """Where a passage is, to open: its file and line; a PDF's page, a deck's slide, a
+    workbook's sheet (a converted file's lines are those of its converted text, not of
+    the file)."""
     path = str(p["path"])
     if p.get("page") is not None:
-        return f"{path} (page {p['page']})"
+        return f"{path} ({p.get('location') or 'page ' + str(p['page'])})"
     if not path.lower().endswith((".md", ".markdown", ".txt", ".text")):
         return path
     return f"{path}:{p['line_start']}"
@@ -127,7 +128,9 @@ def cmd_grep(c: Client, a: argparse.Namespace, out: Output) -> Any:
     current = None
     for h in data["hits"]:  # in the daemon's order: by path, then line
         path = out.link(out.style(h["relative_path"], "35"), h["path"])
-        number = out.style(str(h["line_number"]), "32")
+        # a converted document's hit: its page (slide, sheet), then the line within it
+        at = f"{h['location']}:" if h.get("location") else ""
+        number = out.style(f"{at}{h['line_number']}", "32")
         line = out.highlight_pattern(h["line"], pattern)
         if not out.color:  # grep's own form, for pipes
             out.line(f"{path}:{number}:{line}")

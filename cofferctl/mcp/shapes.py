@@ -72,7 +72,19 @@ _PASSAGE = {
     "heading": STRS,
 }
 PASSAGE = obj(
-    {**_PASSAGE, "page": {**INT, "description": "the page (slide) of a PDF (slide deck)"}},
+    {
+        **_PASSAGE,
+        "page": {
+            **INT,
+            "description": "of a PDF, a slide deck or a workbook: the page (slide, sheet) the "
+            "passage is on, counted from 1 (open `path` there: `file.pdf#page=3`)",
+        },
+        "location": {
+            **STR,
+            "description": "that page as the document names it: `page iv` (its own page "
+            "label), `slide 7`, `sheet Budget`",
+        },
+    },
     list(_PASSAGE),
 )
 SOURCE_STATE = obj(

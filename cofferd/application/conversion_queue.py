@@ -16,24 +16,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
-import sys
 import time
-from bisect import bisect_right
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from cofferd.application import markdown
-from cofferd.application.converted_titles import usable_title
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.progress import Progress, ProgressBoard
 from cofferd.application.reindexer import Reindexer
 from cofferd.domain.errors import CofferError
 from cofferd.domain.failures import ConversionFailed
 from cofferd.domain.formats import format_of
-from cofferd.domain.index_records import Converted
-from cofferd.domain.models import utc_now
+from cofferd.domain.pages import PageStart, page_of, page_starts
 from cofferd.domain.ports import (
     DerivedTextStore,
     DocsTree,
@@ -45,21 +39,13 @@ from cofferd.domain.ports import (
 
 log = logging.getLogger(__name__)
 
-MAX_CONVERTED_CHARS = 32_000_000  # a longer converted text is a bomb, not a document
 # A file that could not be converted is tried again once its bytes change, or after this
 # long (its failure is forgotten; no digest of a skipped file is kept to tell it is there).
 # A conversion stopped for its time or a crash (which load may cause) is tried again at
 # the first full pass a day later.
 FAILURES_KEPT_S = 30 * 24 * 3600.0
 TEXTS_GRACE_S = 3600.0  # a text this new is kept: its document may be on its way in
-PAGE_BREAK = "\x0c"  # pdfminer's, between pages
-# Each page of a PDF is a section of its converted text: passages never straddle two, and
-# each says its page. Slide decks come with their own marks (and a heading per slide).
-PAGE_MARK = "## Page {}"
-PAGE_MARKS = re.compile(r"^(?:## Page |<!-- Slide number: )(\d{1,6})(?: -->)?$", re.MULTILINE)
 PAGES_KEPT = 256  # converted texts whose page starts are kept
-EPUB_FIELD = re.compile(r"\*\*([A-Z][a-z]+):\*\* ")
-EPUB_NOISE = {"Title", "Language", "Identifier", "Date", "Cover"}
 PAGE_TEXT_LIMIT = 400 * 1024 * 1024  # read whole: the pages of the longest text
 
 Key = tuple[str, str]  # (kb, path)
@@ -190,12 +176,9 @@ class Conversions:
                 return True  # gone (or now a link): indexing again removes it
             if await asyncio.to_thread(self._kept, kb, content.digest):
                 return True  # a copy of it came first
-            try:
-                converted = await self.converter.convert(made_copy, fmt)
-                # counted and marked off the loop: a converted text may be tens of MB
-                made: str | ConversionFailed = await asyncio.to_thread(
-                    derived_text, converted, fmt, self.converter.engine
-                )
+            made: str | ConversionFailed
+            try:  # made final in the converter's process: kept here as it is
+                made = (await self.converter.convert(made_copy, fmt)).markdown
             except ConversionFailed as exc:
                 made = exc
             await asyncio.to_thread(self._keep, kb, path, content.digest, made)
@@ -242,80 +225,19 @@ class Conversions:
             self.progress.finish(progress)
 
 
-def derived_text(converted: Converted, fmt: str, engine: str) -> str:
-    """The Markdown kept for a converted document: what the converter made of it, its
-    pages marked where the format has pages, below frontmatter saying where it came from.
-    A PDF with (next to) no text is a scan: there is nothing to index without OCR. Its
-    title is its own, or its file's name (one text serves every copy, so it names none)."""
-    body = converted.markdown
-    if len(body) > MAX_CONVERTED_CHARS:
-        raise ConversionFailed(
-            f"too large: its text is over {MAX_CONVERTED_CHARS // 1_000_000} million characters"
-        )
-    if fmt == "pdf":
-        pages = body.split(PAGE_BREAK)
-        if pages and not pages[-1].strip():
-            pages.pop()
-        letters = sum(1 for ch in body if ch.isalnum())
-        if letters < len(pages) or not letters:  # not a letter a page: images of pages
-            raise ConversionFailed(
-                "a scanned PDF: it has no text layer to index (Coffer does not read images)"
-            )
-        body = "\n\n".join(
-            f"{PAGE_MARK.format(n)}\n\n{page.strip()}" for n, page in enumerate(pages, 1)
-        )
-    elif not body.strip():
-        raise ConversionFailed("no text in it")
-    elif fmt == "epub":
-        body = _without_bookkeeping(body)
-    head: dict[str, str] = {}
-    if title := usable_title(converted.title):  # never "untitled", "(anonymous)"...
-        head["title"] = title
-    head.update(source_format=fmt, converter=engine, converted_at=utc_now())
-    return markdown.compose(head, body.strip() + "\n")
-
-
-def _without_bookkeeping(body: str) -> str:
-    """An e-book's text without the lines markitdown writes above it that say nothing to
-    search (its title is the document's, its language, identifier, date and cover);
-    authors, publisher and description stay."""
-    head, sep, rest = body.partition("\n\n")
-    lines = head.split("\n")
-    fields = [EPUB_FIELD.match(line) for line in lines]
-    if not sep or not all(fields):
-        return body
-    kept = [
-        line for line, field in zip(lines, fields, strict=True)
-        if field and field.group(1) not in EPUB_NOISE
-    ]  # fmt: skip
-    return "\n".join(kept) + sep + rest if kept else rest
-
-
-def page_starts(text: str) -> list[tuple[int, int]]:
-    """(line, page) where each page (or slide) of a converted text starts, lines from 1."""
-    starts, lines, counted = [], 1, 0
-    for mark in PAGE_MARKS.finditer(text):
-        lines += text.count("\n", counted, mark.start())
-        counted = mark.start()
-        starts.append((lines, int(mark.group(1))))
-    return starts
-
-
 class Pages:
-    """The page a line of a converted document is on, its page starts read once per text
-    (the last few hundred texts asked about are kept; lru_cache is safe across the
-    threads searches ask from)."""
+    """The page (slide, sheet) a line of a converted document is on, its page starts read
+    once per text (the last few hundred texts asked about are kept; lru_cache is safe
+    across the threads searches ask from)."""
 
     def __init__(self, texts: DerivedTextStore, limit: int = PAGE_TEXT_LIMIT) -> None:
         self.texts = texts
         self.limit = limit
         self._starts = lru_cache(maxsize=PAGES_KEPT)(self._read_starts)
 
-    def page(self, kb: str, digest: str, line: int) -> int | None:
-        starts = self._starts(kb, digest)
-        at = bisect_right(starts, (line, sys.maxsize)) - 1
-        return starts[at][1] if at >= 0 else None
+    def page(self, kb: str, digest: str, line: int) -> PageStart | None:
+        return page_of(self._starts(kb, digest), line)
 
-    def _read_starts(self, kb: str, digest: str) -> list[tuple[int, int]]:
+    def _read_starts(self, kb: str, digest: str) -> list[PageStart]:
         text = self.texts.text(kb, digest, self.limit)
         return page_starts(text) if text else []

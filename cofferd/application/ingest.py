@@ -399,5 +399,8 @@ def _passthrough(source: Path, filename: str) -> tuple[dict[str, Any], str]:
 
 
 def _titled_conversion(converted: Converted, filename: str) -> tuple[dict[str, Any], str]:
-    body = converted.markdown.strip("\n") + "\n"
+    """The note made of a converted file: its text (pages marked) under its title; the
+    frontmatter the converter wrote for a text kept in the data home is not the note's."""
+    _, body, _ = markdown.split_frontmatter(converted.markdown)
+    body = body.strip("\n") + "\n"
     return {"title": converted_title(converted.title, body, filename)}, body

@@ -29,6 +29,7 @@ from cofferd.domain.errors import InvalidPattern, ModeDisabled, ValidationFailed
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.formats import PAGED_FORMATS, format_of
 from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, SearchResult
+from cofferd.domain.pages import PageStart
 from cofferd.domain.ports import DocsTree, DocumentCatalog, Grepper, KeywordSearch, VectorStore
 from cofferd.domain.query_syntax import parse_query
 from cofferd.domain.scripts import CJK_RANGES
@@ -89,6 +90,12 @@ def fuse(lists: list[tuple[float, list[Passage]]], top_k: int) -> list[Passage]:
     return [replace(first[key], score=scores[key]) for key in ranked]
 
 
+def _on_page(passage: Passage, start: PageStart | None) -> Passage:
+    if start is None:
+        return passage
+    return replace(passage, page=start.ordinal, location=start.location)
+
+
 class Retrieval:
     def __init__(
         self,
@@ -138,7 +145,12 @@ class Retrieval:
         raw, truncated = await self.grepper.grep(kb.name, pattern, max_matches, ignore_case)
         ids = await self.catalog.document_ids(kb.name, [h.path for h in raw])
         where = await places(self.tree, kb.name, [h.path for h in raw])
-        hits = [GrepHit(ids.get(h.path), h.path, h.line_number, h.line, where[h.path]) for h in raw]
+        hits = [
+            GrepHit(
+                ids.get(h.path), h.path, h.line_number, h.line, where[h.path], h.page, h.location
+            )
+            for h in raw
+        ]
         return GrepResult(hits=hits, truncated=truncated)
 
     async def search_all(
@@ -180,11 +192,9 @@ class Retrieval:
         where = await places(self.tree, kb_name, [p.path for p in result.passages])
         pages = await self._pages(kb_name, result.passages)
         passages = [
-            replace(
-                p,
-                knowledge_base=kb_name,
-                file=where[p.path],
-                page=pages.get(p.document_id, {}).get(p.line_start),
+            _on_page(
+                replace(p, knowledge_base=kb_name, file=where[p.path]),
+                pages.get(p.document_id, {}).get(p.line_start),
             )
             for p in result.passages
         ]
@@ -192,8 +202,9 @@ class Retrieval:
 
     async def _pages(
         self, kb: str, passages: Sequence[Passage]
-    ) -> dict[str, dict[int, int | None]]:
-        """The page each passage of a PDF or a slide deck is on, by document and line."""
+    ) -> dict[str, dict[int, PageStart | None]]:
+        """The page (slide, sheet) each passage of a PDF (slide deck, workbook) is on, by
+        document and line."""
         paged = {p.document_id for p in passages if format_of(p.path) in PAGED_FORMATS}
         if not paged or self.pages is None:
             return {}
@@ -204,8 +215,8 @@ class Retrieval:
             if found:
                 digests[doc_id] = found[0].content_sha256
 
-        def look() -> dict[str, dict[int, int | None]]:
-            out: dict[str, dict[int, int | None]] = {}
+        def look() -> dict[str, dict[int, PageStart | None]]:
+            out: dict[str, dict[int, PageStart | None]] = {}
             for p in passages:
                 if p.document_id in digests:
                     page = pages.page(kb, digests[p.document_id], p.line_start)

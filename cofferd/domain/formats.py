@@ -20,7 +20,7 @@ IN_PLACE_FORMATS = (*CONVERTED_FORMATS, *TEXT_FORMATS)  # what `index_formats` m
 # search with cells and keys; a folder's HTML is as often a site's templates or an export
 # of the notes themselves as a saved article. Each is one setting away.
 DEFAULT_INDEX_FORMATS = ("docx", "epub", "pdf", "pptx", "txt")
-PAGED_FORMATS = ("pdf", "pptx")  # the converted text marks where each page (slide) starts
+PAGED_FORMATS = ("pdf", "pptx", "xlsx")  # their converted text marks each page, slide, sheet
 # Formats whose converted text starts with no heading that names the document (a PDF's
 # pages, a sheet's `## Sheet1`): without a title of its own, one is named by its file.
 NAMED_BY_FILE = ("pdf", "xlsx", "csv", "json", "xml")

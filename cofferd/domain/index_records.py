@@ -104,8 +104,13 @@ class WriteFailure:
 
 @dataclass(frozen=True)
 class Converted:
+    """A converted document as the converter's process made it: the Markdown kept of it
+    (frontmatter, then its text, each page, slide or sheet under its mark), its own title
+    when that is a real one, and how many pages (slides, sheets) were marked."""
+
     markdown: str
     title: str | None
+    pages: int = 0
 
 
 @dataclass(frozen=True)

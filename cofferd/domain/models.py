@@ -91,7 +91,10 @@ class Passage:
     line_start: int = 0
     line_end: int = 0
     file: str = ""  # the absolute path of the file, when known
-    page: int | None = None  # of a PDF or a slide deck: the page (slide) the passage is on
+    # of a PDF, a slide deck or a workbook: the page (slide, sheet) the passage is on, its
+    # ordinal from 1, and where it is as the document names it ("page iv", "sheet Budget")
+    page: int | None = None
+    location: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,9 +113,11 @@ class SearchResult:
 class GrepHit:
     document_id: str | None
     path: str  # relative to the docs folder
-    line_number: int
+    line_number: int  # in a converted document's page (slide, sheet): the line within it
     line: str
     file: str = ""  # the absolute path
+    page: int | None = None  # as Passage.page and Passage.location
+    location: str | None = None
 
 
 @dataclass(frozen=True)

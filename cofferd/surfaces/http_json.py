@@ -192,7 +192,7 @@ def passage_json(p: Passage) -> dict[str, Any]:
         "heading": list(p.heading),
         "snippet": snippet,
         "highlights": highlights,
-        **({"page": p.page} if p.page is not None else {}),
+        **({"page": p.page, "location": p.location} if p.page is not None else {}),
     }
 
 

@@ -157,6 +157,8 @@ class ConverterPool:
         match reply:
             case Converted():
                 return reply
+            case ("refused", str(why)):  # a sentence of ours: a scan, a bomb, no text
+                raise ConversionFailed(_sentence(why))
             case ("failed", str(error)):
                 raise ConversionFailed(_explained(error, fmt))
             case WorkFailed(cause="time"):

@@ -2,8 +2,9 @@
 surfaces/processes/convert_main; the daemon's side is conversion.converter).
 
 Documents are untrusted input: every failure of a conversion is its reply, a sentence
-saying why, and a text past its caps (characters, then bytes) is refused here, in the
-worker, so that the daemon never holds or reads more than the caps allow.
+saying why. The text is made final here (derived_markdown: pages marked, frontmatter
+written, caps in characters and bytes), so that the daemon only stores and indexes it and
+never holds or reads more than the caps allow.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from typing import Any
 from cofferd.domain.index_records import Converted
 
 MiB = 1024 * 1024
-MAX_CHARS = 32_000_000  # a longer converted text is a bomb, not a document
-MAX_BYTES = 96 * MiB  # its UTF-8 (32 million CJK characters fit)
+ENGINE = "markitdown"
 TOO_MUCH_MEMORY = "too large: the document needs more memory than allowed"
 
 
@@ -35,24 +35,26 @@ def load() -> Any:
 
 
 def convert(markitdown: Any, path: str, fmt: str) -> Converted | tuple[str, str]:
-    """The file's Markdown and title (its format's own title property where it has one,
-    else what markitdown found: HTML <title>), or ("failed", why)."""
+    """The Markdown kept of the file (derived_markdown: its pages marked, its frontmatter
+    written), or ("refused", why) for a document with nothing to index or too much, or
+    ("failed", the library's exception) for one that cannot be read. A PDF is read page
+    by page (pdf_pages); any other format by markitdown."""
+    from cofferd.infrastructure.conversion import derived_markdown, pdf_pages
     from cofferd.infrastructure.conversion.format_titles import own_title
 
     try:
+        title = _plain(own_title(Path(path), fmt))
+        if fmt == "pdf":
+            return derived_markdown.from_pdf(pdf_pages.read_pages(Path(path)), title, ENGINE)
         result = markitdown.convert_local(path, file_extension="." + fmt)
         markdown = _plain(result.markdown) or ""
-        if len(markdown) > MAX_CHARS:
-            return (
-                "failed",
-                f"too large: its text is over {MAX_CHARS // 1_000_000} million characters",
-            )
-        if len(markdown.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-            return ("failed", f"too large: its text is over {MAX_BYTES // MiB} MiB")
-        title = _plain(own_title(Path(path), fmt) or result.title)
-        return Converted(markdown=markdown, title=title)
+        return derived_markdown.from_markitdown(
+            markdown, fmt, title or _plain(result.title), ENGINE
+        )
+    except derived_markdown.Refused as refused:
+        return ("refused", str(refused))
     except MemoryError:
-        return ("failed", TOO_MUCH_MEMORY)
+        return ("refused", TOO_MUCH_MEMORY)
     except Exception as exc:  # noqa: BLE001 - any converter failure is the document's
         return ("failed", f"{type(exc).__name__}: {exc}"[:500])
 

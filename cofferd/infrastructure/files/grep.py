@@ -1,5 +1,6 @@
 """Grep over one knowledge base's docs/ with ripgrep (no index), and over the text converted
-from its documents in other formats: bounded in matches and time.
+from its documents in other formats: bounded in matches and time. A hit in a converted
+PDF (slide deck, workbook) says its page (slide, sheet) and its line within that page.
 
 Hits come in a stable order, by relative path and then line: rg walks the tree sorted
 (`--sort path`, so that a truncated answer is the same first matches every time), and the
@@ -9,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import mmap
 import os
 import shutil
 import sysconfig
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 from cofferd.domain.errors import EngineUnavailable, InvalidPattern, StorageError
 from cofferd.domain.file_records import RawHit
+from cofferd.domain.pages import PageStart, line_in_page, page_of, page_starts_in
 from cofferd.infrastructure.files.confinement import home_folder_problem
 from cofferd.infrastructure.files.document_policy import DocumentPolicy
 from cofferd.locations import Locations, normalize_relpath
@@ -93,10 +97,11 @@ class Ripgrep:
                     truncated = await self._run(
                         derived, ["--iglob", "*.md", *flags], found, max_matches, texts.accept
                     )
-                    hits += self._as_documents(kb, files, found, max_matches)
+                    placed = [texts.place(hit) for hit in found]
+                    hits += self._as_documents(kb, files, placed, max_matches)
         except TimeoutError:
             truncated = True
-        hits.sort(key=lambda hit: (hit.path, hit.line_number))
+        hits.sort(key=lambda hit: (hit.path, hit.page or 0, hit.line_number))
         if len(hits) > max_matches:
             del hits[max_matches:]
             truncated = True
@@ -148,7 +153,7 @@ class Ripgrep:
         for hit in found:
             for path in files[_digest(hit.path)]:
                 if self.policy.is_document(kb, path):
-                    out.append(RawHit(path, hit.line_number, hit.line))
+                    out.append(replace(hit, path=path))
                     if len(out) > limit:
                         return out
         return out
@@ -156,12 +161,14 @@ class Ripgrep:
 
 class _Texts:
     """Which hits in converted texts count: in the text of a document there is now, below
-    the frontmatter Coffer wrote above it (its lines read once per text)."""
+    the frontmatter Coffer wrote above it, not on a page's mark; and where each is, in its
+    page (slide, sheet) when the text has pages (its lines read once per text)."""
 
     def __init__(self, folder: Path, files: dict[str, list[str]]) -> None:
         self.folder = folder
         self.files = files
         self.heads: dict[str, int] = {}
+        self.pages: dict[str, list[PageStart]] = {}
 
     def accept(self, path: str, line: int) -> bool:
         if not path.endswith(".md") or _digest(path) not in self.files:
@@ -169,11 +176,34 @@ class _Texts:
         head = self.heads.get(path)
         if head is None:
             head = self.heads[path] = _frontmatter_lines(self.folder / path)
-        return line > head
+            self.pages[path] = _page_starts(self.folder / path)
+        start = page_of(self.pages[path], line)
+        return line > head and (start is None or start.line != line)
+
+    def place(self, hit: RawHit) -> RawHit:
+        """The hit as its page (slide, sheet) and its line within it, when it has pages."""
+        start = page_of(self.pages.get(hit.path, []), hit.line_number)
+        if start is None:
+            return hit
+        line = line_in_page(start, hit.line_number)
+        return RawHit(hit.path, line, hit.line, start.ordinal, start.location)
 
 
 def _digest(path: str) -> str:
     return path.rpartition("/")[2].removesuffix(".md")
+
+
+def _page_starts(path: Path) -> list[PageStart]:
+    """Where the pages of a converted text start, read through a map of the file (never
+    decoded whole); none when it cannot be read."""
+    try:
+        with path.open("rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return []
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                return page_starts_in(mapped)
+    except (OSError, ValueError):
+        return []
 
 
 def _frontmatter_lines(path: Path) -> int:

@@ -1,8 +1,9 @@
 """The converter's process: markitdown loaded once, then files converted on request under
 a memory cap (`python -m cofferd.surfaces.processes.convert_main <memory MB>`).
 
-Requests are (None, [(path, format)]); each is answered by a Converted or ("failed",
-why) (infrastructure.conversion.markitdown_run). A document that crashes or exhausts this
+Requests are (None, [(path, format)]); each is answered by a Converted, the final
+Markdown kept of the file (its pages marked, its frontmatter written), or ("refused" or
+"failed", why) (infrastructure.conversion.markitdown_run). A document that crashes or exhausts this
 process costs the daemon one failed conversion: the pool starts another process.
 """
 

@@ -1,0 +1,115 @@
+"""Pages, slides and sheets in a converted text: the one grammar of their marks.
+
+The converter's worker writes a line `## Page iv` (the document's own page label, else
+its number), `## Slide 3` or `## Sheet Budget` where each starts, and escapes any line of
+the document's own text that would read as one (`\\## Page 3`): every mark in a converted
+text is Coffer's. The chunker cuts passages at these headings, so a passage is on one page;
+search, grep and `show` read the marks back to say where a line is. Texts converted before
+these marks (`<!-- Slide number: 3 -->`, markitdown's) are read too.
+"""
+
+from __future__ import annotations
+
+import mmap
+import re
+from dataclasses import dataclass
+
+KIND_OF_FORMAT = {"pdf": "page", "pptx": "slide", "xlsx": "sheet"}  # formats.PAGED_FORMATS
+LABEL_MAX_CHARS = 64
+_KINDS = "Page|Slide|Sheet"
+_OLD_SLIDE = "<!-- Slide number: "
+# a label is at most LABEL_MAX_CHARS characters: at most 4 bytes each in UTF-8
+_MARK = r"^(?:## ({kinds}) ([^\n]{{1,{n}}})|{old}(\d{{1,6}}) -->)$"
+MARKS = re.compile(_MARK.format(kinds=_KINDS, n=LABEL_MAX_CHARS, old=_OLD_SLIDE), re.M)
+MARKS_IN_BYTES = re.compile(
+    _MARK.format(kinds=_KINDS, n=4 * LABEL_MAX_CHARS, old=_OLD_SLIDE).encode(), re.M
+)
+_LOOKS_LIKE_A_MARK = re.compile(rf"^(?=## (?:{_KINDS}) |{_OLD_SLIDE})", re.M)
+_NOT_IN_A_LABEL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+@dataclass(frozen=True, slots=True)
+class PageStart:
+    """Where a page (slide, sheet) starts: the line of its mark (lines from 1), its
+    ordinal in the document (from 1), its kind and its label."""
+
+    line: int
+    ordinal: int
+    kind: str
+    label: str
+
+    @property
+    def location(self) -> str:
+        """As a person says it: "page iv", "slide 3", "sheet Budget"."""
+        return f"{self.kind} {self.label}"
+
+
+def label(raw: object, ordinal: int) -> str:
+    """A page's label as a mark may hold it: one line of at most LABEL_MAX_CHARS printable
+    characters; its ordinal when the document gives none (or nothing printable)."""
+    text = (
+        " ".join(_NOT_IN_A_LABEL.sub(" ", raw[: 4 * LABEL_MAX_CHARS]).split())
+        if isinstance(raw, str)
+        else ""
+    )
+    return text[:LABEL_MAX_CHARS].rstrip() or str(ordinal)
+
+
+def is_mark_heading(level: int, text: str) -> bool:
+    """Whether a heading (its level, its text) is a mark."""
+    return level == 2 and MARKS.fullmatch(f"## {text}") is not None
+
+
+def mark(kind: str, page_label: str) -> str:
+    """The line that starts a page of this kind (`page`, `slide`, `sheet`)."""
+    return f"## {kind.capitalize()} {page_label}"
+
+
+def escaped(text: str) -> str:
+    """The document's own text with every line that would read as a mark escaped."""
+    return _LOOKS_LIKE_A_MARK.sub("\\\\", text)
+
+
+def page_starts(text: str) -> list[PageStart]:
+    """Where each page (slide, sheet) of a converted text starts, in linear time."""
+    starts: list[PageStart] = []
+    lines, counted = 1, 0
+    for found in MARKS.finditer(text):
+        lines += text.count("\n", counted, found.start())
+        counted = found.start()
+        kind, page_label, old = found.groups()
+        starts.append(
+            PageStart(lines, len(starts) + 1, (kind or "slide").lower(), page_label or old)
+        )
+    return starts
+
+
+def page_starts_in(data: bytes | bytearray | mmap.mmap) -> list[PageStart]:
+    """page_starts of a converted text's UTF-8 bytes (a file mapped, never decoded whole)."""
+    starts: list[PageStart] = []
+    lines, counted = 1, 0
+    view = memoryview(data)
+    for found in MARKS_IN_BYTES.finditer(data):
+        lines += bytes(view[counted : found.start()]).count(b"\n")
+        counted = found.start()
+        kind, page_label, old = found.groups()
+        name = (page_label or old).decode("utf-8", "replace")
+        starts.append(PageStart(lines, len(starts) + 1, (kind or b"slide").decode().lower(), name))
+    return starts
+
+
+def line_in_page(start: PageStart, line: int) -> int:
+    """A line's number within its page: 1 for the first line below the mark's blank line."""
+    return max(1, line - start.line - 1)
+
+
+def page_of(starts: list[PageStart], line: int) -> PageStart | None:
+    """The page `line` is on (None before the first page), by bisection."""
+    low, high = 0, len(starts)
+    while low < high:
+        middle = (low + high) // 2
+        if starts[middle].line <= line:
+            low = middle + 1
+        else:
+            high = middle
+    return starts[low - 1] if low else None
