@@ -159,9 +159,20 @@ def search_all(client: Client, args: JSON) -> JSON:
                         "document_id": OPT_STR,
                         "path": STR,
                         "relative_path": STR,
-                        "line_number": INT,
+                        "line_number": {
+                            **INT,
+                            "description": "from 1; in a converted PDF, slide deck or "
+                            "workbook, the line within its page (slide, sheet)",
+                        },
                         "line": STR,
-                    }
+                        "page": {**INT, "description": "that page (slide, sheet), from 1"},
+                        "location": {
+                            **STR,
+                            "description": "as the document names it: `page iv`, `slide 7`, "
+                            "`sheet Budget`",
+                        },
+                    },
+                    ["document_id", "path", "relative_path", "line_number", "line"],
                 )
             ),
             "truncated": {
