@@ -9,10 +9,12 @@ from hypothesis import strategies as st
 from cofferd.domain.errors import KBDisabled, KBNotFound, ValidationFailed
 from cofferd.domain.models import KnowledgeBase
 from cofferd.domain.query_syntax import query_terms
+from cofferd.infrastructure.storage import fts_index, sqlite
 from cofferd.infrastructure.storage.fts_text import (
     HIGHLIGHT_END,
     HIGHLIGHT_START,
     SEPARATOR,
+    SPLIT_ANYWAY,
     display_text,
     index_text,
 )
@@ -71,11 +73,21 @@ async def test_finds_cjk_short_terms_and_identifiers(
 
 def test_cjk_characters_are_split_by_one_byte_separators() -> None:
     # one byte a character: the index of a Chinese corpus stays under 3x its text
-    assert index_text("Python東京 tower") == "Python\x1f東\x1f京\x1f tower"
-    assert len(index_text("北京是中国的首都").encode()) == len("北京是中国的首都".encode()) + 9
+    assert index_text("Python東京 tower") == "Python\x1f東\x1f京 tower"
+    assert len(index_text("北京是中国的首都。").encode()) == len("北京是中国的首都。".encode()) + 7
     for text in ("東京 tower", "plain", "서울은 한국", "a\x1fb"):
         assert display_text(index_text(text)) == text.replace("\x1f", "")
     assert display_text(index_text("a\u200bb")) == "ab"  # a ZWSP typed: a separator, unseen
+
+
+def test_no_separator_is_left_out_where_unicode61_would_not_split() -> None:
+    conn = sqlite.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize = '{fts_index.TOKENIZER}')")
+    for ch in SPLIT_ANYWAY:
+        conn.execute("INSERT INTO t (x) VALUES (?)", (f"a{ch}b",))
+    # each row two tokens: `a` alone, beside each of the characters left unseparated
+    (found,) = conn.execute("SELECT count(*) FROM t WHERE t MATCH 'a'").fetchone()
+    assert found == len(SPLIT_ANYWAY)
 
 
 async def test_cjk_phrase_does_not_match_scattered_characters(

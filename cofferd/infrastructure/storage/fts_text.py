@@ -41,9 +41,23 @@ SNIPPET_COLUMNS = 150
 WORD_CUT_MAX = 20  # characters looked at to end a snippet between words
 
 
+# Characters unicode61 splits on anyway (blanks, punctuation, symbols: never a letter,
+# digit or private-use character): a run beside one needs no SEPARATOR on that side.
+SPLIT_ANYWAY = frozenset(
+    " \t\n\r" + SEPARATOR + ",.;:!?()[]{}<>\"'-/"
+    "\u3000，。、！？：；「」『』（）《》〈〉【】〔〕“”‘’・…—～．"  # noqa: RUF001
+)
+
+
 def _split_run(match: re.Match[str]) -> str:
-    # before the run too: `Pythonファイル` is the word `python`, then CJK characters
-    return SEPARATOR + SEPARATOR.join(match.group()) + SEPARATOR
+    # beside the run too: `Pythonファイル` is the word `python`, then CJK characters
+    text, (start, end) = match.string, match.span()
+    split = SEPARATOR.join(match.group())
+    if start and text[start - 1] not in SPLIT_ANYWAY:
+        split = SEPARATOR + split
+    if end < len(text) and text[end] not in SPLIT_ANYWAY:
+        split += SEPARATOR
+    return split
 
 
 def index_text(text: str) -> str:

@@ -98,17 +98,25 @@ def _document_changes(conn: Connection) -> None:
 
 
 def _one_byte_cjk_separator(conn: Connection) -> None:
-    """12: the separator after each CJK character is the one-byte SEPARATOR, not a ZWSP
-    (fts_text): each FTS table is copied into a new one with its ZWSPs replaced. Both split
-    tokens alike, so rowids, chunks and vectors stay as they are."""
-    old, new = f"char({ord(fts_text.ZWSP)})", f"char({ord(fts_text.SEPARATOR)})"
+    """12: CJK characters are split by the one-byte SEPARATOR, not a ZWSP, and none beside
+    a run where unicode61 splits anyway (fts_text): each FTS table is copied into a new one,
+    its text taken back to what was written (our ZWSPs out) and prepared anew, as a rebuild
+    from the files prepares it. Rowids, chunks and vectors stay as they are."""
+
+    def again(text: str) -> str:
+        return fts_text.index_text(text.replace(fts_text.ZWSP, ""))
+
     for (name,) in conn.execute("SELECT table_name FROM fts_tables").fetchall():
         fts_index.create(conn, f"{name}_v12")
-        conn.execute(
-            f"INSERT INTO {name}_v12 (rowid, text, heading, meta) SELECT rowid,"
-            f" replace(text, {old}, {new}), replace(heading, {old}, {new}),"
-            f" replace(meta, {old}, {new}) FROM {name}"
-        )
+        rows = conn.execute(f"SELECT rowid, text, heading, meta FROM {name}")
+        while batch := rows.fetchmany(1000):
+            conn.executemany(
+                f"INSERT INTO {name}_v12 (rowid, text, heading, meta) VALUES (?, ?, ?, ?)",
+                [
+                    (rowid, again(text), again(heading), again(meta))
+                    for rowid, text, heading, meta in batch
+                ],
+            )
         conn.execute(f"DROP TABLE {name}")
         conn.execute(f"ALTER TABLE {name}_v12 RENAME TO {name}")
 
