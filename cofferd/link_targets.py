@@ -32,6 +32,7 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote
@@ -99,24 +100,35 @@ class Resolution:
 
 
 class DocumentIndexOfPaths:
-    """The files of a KB by key, to resolve links against: its documents, and `files`,
-    the others (which only a link naming them with their extension leads to)."""
+    """The files of a KB by key, to resolve links against: its documents, and `files`, the
+    others (which only a link naming them with their extension leads to). A document of a
+    key goes before another file of it. The other files, there may be 100,000, are held by
+    their name only (one path, or a list when several share it), the set given kept as it
+    is: about 100 bytes a file besides the set (docs/benchmarks.md, issue 34)."""
 
     def __init__(self, paths: Iterable[str], files: Iterable[str] = ()) -> None:
         self.by_key: dict[str, str] = {}
         self.by_name: dict[str, list[str]] = {}
         for path in paths:
-            self._add(path)
-        self.files: set[str] = set()
-        for path in files:
-            if key_of(path) not in self.by_key:  # a document of that key goes first
-                self.files.add(path)
-                self._add(path)
+            key = key_of(path)
+            self.by_key.setdefault(key, path)
+            self.by_name.setdefault(key.rsplit("/", 1)[-1], []).append(path)
+        self.files: AbstractSet[str] = files if isinstance(files, AbstractSet) else set(files)
+        self._file_names: dict[str, str | list[str]] = {}
+        names = self._file_names
+        for path in self.files:
+            name = unicodedata.normalize("NFC", path.rpartition("/")[2]).casefold()
+            held = names.get(name)
+            if held is None:
+                names[name] = path
+            elif isinstance(held, str):
+                names[name] = [held, path]
+            else:
+                held.append(path)
 
-    def _add(self, path: str) -> None:
-        key = key_of(path)
-        self.by_key.setdefault(key, path)
-        self.by_name.setdefault(key.rsplit("/", 1)[-1], []).append(path)
+    def _files_named(self, name: str) -> list[str]:
+        held = self._file_names.get(name)
+        return [] if held is None else [held] if isinstance(held, str) else held
 
     def resolve(self, link: Keyed) -> Resolution:
         return self.resolve_written(link.type, link.key, link.target)
@@ -133,11 +145,15 @@ class DocumentIndexOfPaths:
     def resolve_key(self, kind: str, key: str) -> Resolution:
         """Where a link of `kind` ("wiki" or "markdown") naming `key` leads."""
         exact = self.by_key.get(key)
+        if exact is not None:
+            return Resolution(exact)
+        name = key.rsplit("/", 1)[-1]
+        files = [p for p in self._files_named(name) if key_of(p) not in self.by_key]
+        exact = min((p for p in files if key_of(p) == key), default=None)
         if exact is not None or kind == "markdown":
-            return Resolution(exact, document=exact not in self.files)
+            return Resolution(exact, document=exact is None)
         suffix = "/" + key
-        named = self.by_name.get(key.rsplit("/", 1)[-1], ())
-        found = [p for p in named if key_of(p).endswith(suffix)]
+        found = [p for p in [*self.by_name.get(name, ()), *files] if key_of(p).endswith(suffix)]
         if not found:
             return Resolution(None)
         found.sort(key=lambda p: (p.count("/"), len(p), p))
