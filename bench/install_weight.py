@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench.common import REPO, machine
 
-LIMIT_MB = 600
+LIMIT_MB = 700  # issue 36: the bundled models and their runtime, in all
 REPORT_OVER_MB = 20
 FORBIDDEN = ("torch", "triton", "transformers", "sentence-transformers", "nvidia-")
 

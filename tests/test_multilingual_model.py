@@ -109,3 +109,12 @@ async def test_text_the_model_does_not_read_gets_no_vector(coffer: Coffer) -> No
     (embedded_chunk,) = [c for c in dump["chunks"] if c[0] in set(dump["vectors"])]
     assert "rust compiler" in str(embedded_chunk)  # the English note alone
     assert (await coffer.kbs.counts("en"))["embed_pending"] == 0  # none owed, none failed
+
+
+def test_each_model_reads_the_letters_of_its_scripts() -> None:
+    from cofferd.domain.model_coverage import ENGLISH, XLMR
+
+    assert XLMR.reads_all("人々は何を使う？") and XLMR.reads_all("青天衙门Ⅱ 서울 Москва")
+    assert ENGLISH.reads_all("TNF-α in Part Ⅱ") and not ENGLISH.reads_all("plan 東京")
+    assert ENGLISH.words("a garden plan in 東京") == (2, 6)  # each CJK character a word
+    assert ENGLISH.reads("# 2027 — 42") and not ENGLISH.reads("東京大学の近く, near a park")

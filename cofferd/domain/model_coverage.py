@@ -17,11 +17,13 @@ from cofferd.domain.scripts import CJK_RANGES
 LATIN_AND_GREEK = (
     "A-Za-z\u00aa\u00b5\u00ba\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0250-\u02af"
     "\u0370-\u03ff\u1d00-\u1dbf\u1e00-\u1fff\u2c60-\u2c7f\ua720-\ua7ff\uff21-\uff3a\uff41-\uff5a"
+    "\u2160-\u2188"  # Roman numerals (Ⅱ)
 )
 # The scripts of the ~100 languages XLM-RoBERTa (multilingual-e5's base) was trained on
 XLMR_SCRIPTS = (
     LATIN_AND_GREEK
     + CJK_RANGES
+    + "\u3005-\u3007\u303b"  # iteration marks, ideographic zero: letters among CJK punctuation
     + "\u0400-\u052f\u1c80-\u1c8f\u2de0-\u2dff\ua640-\ua69f"  # Cyrillic
     "\u0530-\u058f"  # Armenian
     "\u0590-\u05ff\ufb1d-\ufb4f"  # Hebrew

