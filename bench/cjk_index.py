@@ -60,6 +60,8 @@ from cofferd.surfaces.core import Coffer
 CORPUS = DATA / "cmrc2018-dev" / "corpus.jsonl"
 FILE_BYTES = 10 * 1024
 TOP = 25
+TARGET_SECONDS = 1.45  # issue 36: the 12.8 MB corpus cold-indexed in half qmd's time
+TARGET_RATIO = 3.0  # ... into a database no larger than qmd's (3.0x the text)
 T = TypeVar("T")
 
 
@@ -157,9 +159,10 @@ async def profiled_reconcile(home: Path, source: Path) -> None:
         assert original_transact is not None
         return await original_transact(self, profiles.wrap("db write", fn))  # type: ignore[no-any-return]
 
-    # Both are internals: if a refactor renames them, only the main thread is profiled.
+    # Both are internals: if a refactor renames them, only the main thread is profiled (the
+    # preparation runs in worker processes now: `--stages` times it in this one).
     if original_prepare is not None:
-        Reindexer._prepare = profiles.wrap("prepare", original_prepare)  # type: ignore[method-assign]
+        setattr(Reindexer, "_prepare", profiles.wrap("prepare", original_prepare))  # noqa: B010
     if original_transact is not None:
         Database.transact = transact  # type: ignore[method-assign]
     main_profile = cProfile.Profile()
@@ -171,7 +174,7 @@ async def profiled_reconcile(home: Path, source: Path) -> None:
             main_profile.disable()
     finally:
         if original_prepare is not None:
-            Reindexer._prepare = original_prepare  # type: ignore[method-assign]
+            setattr(Reindexer, "_prepare", original_prepare)  # noqa: B010
         if original_transact is not None:
             Database.transact = original_transact  # type: ignore[method-assign]
     print(f"profiled cold reconcile: {added} documents in {seconds:.2f} s (inflated by cProfile)")
@@ -274,8 +277,13 @@ async def run(args: argparse.Namespace) -> None:
                 f"{mb / seconds:.2f} MB/s, {added / seconds:,.0f} files/s; database {db_mb:.1f} MB"
                 f" ({db_mb / mb:.2f}x the text); peak RSS {peak_rss_mb():.0f} MB"
             )
-            verdict = "met" if mb / seconds >= 8 else "MISSED"
-            print(f"target: >= 8 MB/s end to end (got {mb / seconds:.2f} MB/s: {verdict})")
+            for target, got, holds in (
+                (f"<= {TARGET_SECONDS} s (half qmd 2.8.3's 2.9 s)", f"{seconds:.2f} s",
+                 seconds <= TARGET_SECONDS),
+                (f"database <= {TARGET_RATIO}x the text", f"{db_mb / mb:.2f}x",
+                 db_mb / mb <= TARGET_RATIO),
+            ):  # fmt: skip
+                print(f"target (issue 36): {target}: {got}, {'met' if holds else 'MISSED'}")
         if args.profile:
             await profiled_reconcile(root / "home-profiled", source)
         if args.profile or args.stages:
