@@ -143,12 +143,18 @@ def test_many_ignore_patterns_apply_at_once_while_the_daemon_answers(daemon: Dae
         f"{f}/{name}" for f in folders for name in ("plain.md", "secret.md", "secret-kept.md")
     }
     wait_for(lambda: found() == everything, timeout=60)
+    swaps = (("secret.md", "secret-kept.md"), ("secret-kept.md", "secret.md"))
+    texts = {  # made before the prober starts: building them would hold its thread up
+        (taken, folder): f"secret*.md\n!{kept}\n"
+        + "".join(f"*{folder}{n:x}{taken}*.tmp{n % 7}\n" for n in range(20_000))
+        for taken, kept in swaps
+        for folder in folders
+    }
     with Prober(d.socket) as prober:
-        for taken, kept in (("secret.md", "secret-kept.md"), ("secret-kept.md", "secret.md")):
+        for taken, _ in swaps:
             started = time.monotonic()
             for folder in folders:
-                wildcards = "".join(f"*{folder}{n:x}{taken}*.tmp{n % 7}\n" for n in range(20_000))
-                write(docs / folder / ".gitignore", f"secret*.md\n!{kept}\n{wildcards}")
+                write(docs / folder / ".gitignore", texts[taken, folder])
             expected = everything - {f"{f}/{taken}" for f in folders}
             wait_for(lambda: found() == expected, timeout=120)  # noqa: B023
             applied = time.monotonic() - started
