@@ -20,10 +20,13 @@ import pytest
 from mcp import Client as McpClient
 
 from cofferctl import cli
+from cofferd.domain.links import DocumentIndexOfPaths, links_of
 from tests.daemon import Daemon, wait_for
 from tests.helpers import write
 from tests.test_lsp_confinement import at, shown
+from tests.test_lsp_hostile_renames import applied
 from tests.test_lsp_reliability import RawClient, open_note
+from tests.test_lsp_rename_targets import relpath_of
 from tests.test_mcp import call as mcp_call
 from tests.test_mcp import params as mcp_params
 
@@ -239,3 +242,43 @@ def test_a_file_made_later_clears_the_editors_diagnostic(
     ]
     (docs / "later.png").write_bytes(png())
     assert client.diagnostics(uri) == []  # the KB's count of changes counts its files
+
+
+def targets(notes: dict[str, str], files: list[str]) -> dict[str, list[str | None]]:
+    """Where each link of each note leads, by the daemon's own rules."""
+    index = DocumentIndexOfPaths(notes, files)
+    return {
+        path: [index.resolve(k).path for k in links_of(body, path)] for path, body in notes.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("notes/today.md", "elsewhere/deeper/today.md"),  # its Markdown images' paths change
+        ("attachments/internal-links-header.png", "img/header.png"),  # an image renamed
+        ("Images/Photo.PNG", "a/diagram.png.png"),  # onto a name of its own
+        ("b/deep/diagram.png", "diagram.png"),  # takes `[[diagram.png]]` over
+    ],
+)
+def test_a_rename_of_a_note_or_a_file_keeps_every_link_on_its_target(
+    shared_daemon: Daemon, client: RawClient, old: str, new: str
+) -> None:
+    d = shared_daemon
+    kb = make_vault(d)
+    docs = d.docs(kb)
+    files = d.client.get(d.client.kb(kb, "/paths"))["files"]
+    notes = {"Help.md": HELP, "notes/today.md": NOTE}
+    moved = [{"oldUri": (docs / old).as_uri(), "newUri": (docs / new).as_uri()}]
+    answer = client.ask("workspace/willRenameFiles", {"files": moved})
+    assert "error" not in answer, answer
+    after = dict(notes)
+    for uri, edits in ((answer["result"] or {}).get("changes") or {}).items():
+        path = relpath_of(uri, docs)
+        after[path] = applied(after[path], edits)
+    files_after = [new if f == old else f for f in files]
+    if old in after:
+        after[new] = after.pop(old)
+    before, now = targets(notes, files), targets(after, files_after)
+    for path, led in before.items():
+        assert now[new if path == old else path] == [new if t == old else t for t in led], path

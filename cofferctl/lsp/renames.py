@@ -125,7 +125,11 @@ class Renames:
         )
         sources = {old for old in moved if old in set(paths)}
         new_names = {key_of(new).rsplit("/", 1)[-1] for new in moved.values()}
-        rivals = [p for p in paths if p not in moved and key_of(p).rsplit("/", 1)[-1] in new_names]
+        rivals = [
+            p
+            for p in [*paths, *others]
+            if p not in moved and key_of(p).rsplit("/", 1)[-1] in new_names
+        ]
         for linked in [*moved, *rivals[:RIVALS_MAX]]:
             sources |= self._backlinks(kb, linked)
         edits: dict[str, list[dict[str, Any]]] = {}
@@ -157,7 +161,8 @@ class Renames:
         return rewrite
 
     def _backlinks(self, kb: str, relpath: str) -> set[str]:
-        found = self.daemon.ask(lambda c: c.get(c.document(kb, relpath, "/links")))
+        """The notes linking to the file at `relpath` (a note, an image: any file)."""
+        found = self.daemon.ask(lambda c: c.get(c.kb(kb, "/backlinks"), file=relpath))
         return {b["relative_path"] for b in found["backlinks"]} if found else set()
 
     def _links_to(self, note: Note, rewrite: Rewrite) -> dict[str, list[dict[str, Any]]]:

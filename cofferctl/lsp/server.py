@@ -86,7 +86,9 @@ class CofferLanguageServer:
                 "renameProvider": True,
                 "workspace": {
                     "fileOperations": {
-                        "willRename": {"filters": [{"pattern": {"glob": "**/*.{md,markdown}"}}]}
+                        "willRename": {
+                            "filters": [{"pattern": {"glob": "**/*", "matches": "file"}}]
+                        }
                     }
                 },
                 "completionProvider": {"triggerCharacters": ["["]},

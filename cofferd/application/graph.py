@@ -23,6 +23,7 @@ from cofferd.application.documents import Documents, place
 from cofferd.application.knowledge_bases import KnowledgeBases
 from cofferd.application.note_names import LinkStyle, NameIndex
 from cofferd.domain.conflicts import merge_marker_lines
+from cofferd.domain.errors import DocumentNotFound
 from cofferd.domain.index_records import LinkRow
 from cofferd.domain.links import DocumentIndexOfPaths, Link, key_of, links_of
 from cofferd.domain.ports import DocsTree, GraphStore
@@ -91,14 +92,37 @@ class Graph:
                     "ambiguous": found.ambiguous,
                 }
             )
-        back = [row for row in incoming if index.resolve(row[2]).path == doc_path]
+        backlinks = self._backlinks(kb, index, doc_path, incoming)
+        return {"document_id": doc_id, "outgoing": links, "backlinks": backlinks}
+
+    def _backlinks(
+        self, kb: str, index: DocumentIndexOfPaths, relpath: str, incoming: list[LinkRow]
+    ) -> list[dict[str, Any]]:
+        """The links among `incoming` that lead to the file at `relpath`."""
+        back = [row for row in incoming if index.resolve(row[2]).path == relpath]
         where = self.tree.places(kb, [path for _, path, _ in back])
-        backlinks = [
+        return [
             {"document_id": source_id, **place(where, source_path), "line": link.line,
              "target": link.target}
             for source_id, source_path, link in back
         ]  # fmt: skip
-        return {"document_id": doc_id, "outgoing": links, "backlinks": backlinks}
+
+    async def backlinks(self, kb: str, relpath: str) -> dict[str, Any]:
+        """The links to the file at `relpath`, a document or any other (an image): what an
+        editor rewrites when it renames the file."""
+        self.kbs.get(kb)
+        ids = await self.store.document_paths(kb)
+        held = self.other_files.of(kb).paths
+        if relpath not in ids and relpath not in held:
+            raise DocumentNotFound(kb, relpath)
+        incoming = await self.store.links_named(kb, key_of(relpath).rsplit("/", 1)[-1])
+
+        def run() -> list[dict[str, Any]]:
+            return self._backlinks(kb, self._index(kb, ids), relpath, incoming)
+
+        kind = "document" if relpath in ids else "file"
+        found = await asyncio.to_thread(run)
+        return {"relative_path": relpath, "kind": kind, "backlinks": found}
 
     async def broken(self, kb: str) -> dict[str, Any]:
         """Every link that leads to no file, or to a note without the heading or block it

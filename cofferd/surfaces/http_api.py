@@ -51,6 +51,7 @@ from cofferd.surfaces.http_json import (
 from cofferd.surfaces.http_query import (
     AddQuery,
     AuditQuery,
+    BacklinksQuery,
     DocumentQuery,
     DocumentsQuery,
     InvocationsQuery,
@@ -270,6 +271,13 @@ async def inspect_note(request: web.Request) -> web.Response:
         raise ValidationFailed(str(exc), field="relative_path") from exc
     graph = request.app[COFFER].graph
     return json_response(await graph.inspect(request.match_info["name"], relpath, body.text))
+
+
+@routes.get("/api/v1/knowledge_bases/{name}/backlinks")
+@with_query(BacklinksQuery)
+async def file_backlinks(request: web.Request, query: BacklinksQuery) -> web.Response:
+    graph = request.app[COFFER].graph
+    return json_response(await graph.backlinks(request.match_info["name"], query.file))
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/names")

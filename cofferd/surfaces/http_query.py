@@ -59,6 +59,10 @@ class DocumentsQuery(Query):
     offset: QueryInt = Field(default=0, ge=0, le=INT_MAX)
 
 
+class BacklinksQuery(Query):
+    file: str = Field(min_length=1, max_length=4096)  # a file's path in the KB
+
+
 class NamesQuery(Query):
     q: str = Field(default="", max_length=200)  # what was typed after `[[`
     limit: QueryInt = Field(default=50, ge=1, le=200)
