@@ -8,7 +8,8 @@ knowledge base of a daemon in a scratch data home, and measured as a user of it 
   else the file name);
 * the editor's diagnostics on every note (a real `cofferctl lsp`, each note opened);
 * for the `--renames` most-linked notes, `workspace/willRenameFiles` (into another folder,
-  or onto the name of another much-linked note): its edits applied, every link of the vault
+  or onto the name of another much-linked note), and for the `--file-renames` most-linked
+  other files (images: another name in another folder): its edits applied, every link of the vault
   resolved before and after by the daemon's own rules (`cofferd.domain.links`, the code the
   language server uses): each must lead to the same file (the renamed one at its new place);
 * completion after `[[zzz` (nothing matches) and `[[sett`, p50/p95 over `--rounds`.
@@ -55,7 +56,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--vault", type=Path, default=Path("/tmp/helpvault/en"))
     parser.add_argument("--whole", action="store_true", help="counts and completion only")
-    parser.add_argument("--renames", type=int, default=20)
+    parser.add_argument("--renames", type=int, default=20, help="of the most-linked notes")
+    parser.add_argument("--file-renames", type=int, default=5, help="of the most-linked files")
     parser.add_argument("--rounds", type=int, default=30)
     add_repo_argument(parser)
     args = parser.parse_args()
@@ -90,7 +92,7 @@ def main() -> None:
         client.send("initialized", {}, request=False)
         if not args.whole:
             count_diagnostics(client, vault, paths)
-            check_renames(client, vault, paths, files, outgoing, args.renames)
+            check_renames(client, vault, paths, files, outgoing, args.renames, args.file_renames)
         measure_completion(client, vault, paths, args.rounds)
         client.close()
     finally:
@@ -238,26 +240,32 @@ def check_renames(
     files: list[str],
     outgoing: dict[str, list[dict[str, Any]]],
     renames: int,
+    file_renames: int,
 ) -> None:
     incoming = Counter(
         link["relative_path"]
         for links in outgoing.values()
         for link in links
-        if link["relative_path"] in outgoing
+        if link["relative_path"] is not None
     )
-    linked = [path for path, _ in incoming.most_common(renames)]
+    linked = [path for path, _ in incoming.most_common() if path in outgoing][:renames]
+    images = [path for path, _ in incoming.most_common() if path in set(files)][:file_renames]
     notes = {path: (vault / path).read_text("utf-8", "replace") for path in paths}
     before = targets(notes, files)
     total_links = total_edits = same = 0
     wrong: list[str] = []
     took = []
+    plan = []
     for n, old in enumerate(linked):
         folder = posixpath.dirname(old)
         if n % 2 == 0:  # into another folder, its name kept
-            new = posixpath.join("Renamed", old)
+            plan.append((old, posixpath.join("Renamed", old)))
         else:  # onto the name of another much-linked note, in a folder of its own
             other = linked[(n + 1) % len(linked)]
-            new = posixpath.join(folder, "Core", posixpath.basename(other))
+            plan.append((old, posixpath.join(folder, "Core", posixpath.basename(other))))
+    for old in images:  # another name in another folder
+        plan.append((old, posixpath.join("Pictures", "renamed " + posixpath.basename(old))))
+    for old, new in plan:
         files_moved = [{"oldUri": (vault / old).as_uri(), "newUri": (vault / new).as_uri()}]
         started = time.perf_counter()
         asked = client.send("workspace/willRenameFiles", {"files": files_moved})
@@ -273,8 +281,9 @@ def check_renames(
             relpath = Path(unquote(uri.removeprefix("file://"))).relative_to(vault).as_posix()
             after[relpath] = applied(after[relpath], edits)
             total_edits += len(edits)
-        after[new] = after.pop(old)
-        now = targets(after, files)
+        if old in after:
+            after[new] = after.pop(old)
+        now = targets(after, [new if f == old else f for f in files])
         for path, led in before.items():
             moved = new if path == old else path
             expected = [new if t == old else t for t in led]
@@ -284,7 +293,8 @@ def check_renames(
             else:
                 wrong.append(f"{old} -> {new}: {path}")
     print(
-        f"renames of the {len(linked)} most-linked notes: {total_edits} edits; every link of "
+        f"renames of the {len(linked)} most-linked notes and {len(images)} most-linked other "
+        f"files: {total_edits} edits; every link of "
         f"the vault after each: {same:,} of {total_links:,} lead where they led; "
         f"willRenameFiles p50 {percentile(took, 50):.0f} ms, max {max(took):.0f} ms",
         flush=True,

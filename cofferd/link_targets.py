@@ -23,7 +23,8 @@ is broken.
 
 A fragment (`#Heading`, `#A#B` nested, `#^block-id`) is looked for only in a Markdown
 note: a heading in any case, the second of `#A#B` within the first's section, a block
-whose last line ends in ` ^block-id`. A missing one is named with the nearest heading.
+whose last line ends in ` ^block-id` (or `]]^block-id` after an embed). A missing one is
+named with the nearest heading.
 """
 
 from __future__ import annotations
@@ -221,11 +222,13 @@ def span_of(content: str, fragment: str) -> tuple[int, int] | None:
 def _block(content: str, block_id: str) -> tuple[int, int] | None:
     if not BLOCK_ID.fullmatch(block_id):
         return None
-    marker = " ^" + block_id
+    marker = "^" + block_id
     lines = content.split("\n")
     for number, line in enumerate(lines):
         stripped = line.rstrip()
-        if stripped.endswith(marker) or stripped == marker[1:]:
+        # ` ^id` ends a block, and `^id` right after an embed or a link (`![[x.png]]^id`)
+        before = stripped[-len(marker) - 1 : -len(marker)]
+        if stripped.endswith(marker) and (not before or before.isspace() or before in "])"):
             first = number
             while first > 0 and lines[first - 1].strip():
                 first -= 1

@@ -209,3 +209,12 @@ def test_a_heading_is_matched_as_obsidian_matches_it() -> None:
     missing = missing_fragment(note, "How big")
     assert missing is not None and missing.message("FAQ.md") == ("FAQ.md has no heading 'How big'")
     assert missing_fragment(note, "^nope") is not None
+
+
+def test_a_block_id_ends_its_block_after_a_space_or_an_embed() -> None:
+    from cofferd.link_targets import span_of
+
+    note = "# N\n\ntext ^a-1\n\n![[pic.png]]^img\n\n2^10 is x^two\n"
+    assert span_of(note, "^a-1") == (2, 3)
+    assert span_of(note, "^img") == (4, 5)
+    assert span_of(note, "^10") is None and span_of(note, "^two") is None  # exponents
