@@ -14,6 +14,7 @@ import yaml
 from cofferd.domain import pages
 from cofferd.domain.index_records import Converted
 from cofferd.domain.models import utc_now
+from cofferd.infrastructure.conversion import text_cleanup
 from cofferd.infrastructure.conversion.format_titles import usable_title
 from cofferd.infrastructure.conversion.pdf_pages import PdfPage
 
@@ -45,11 +46,16 @@ def too_large(text: str) -> str | None:
 
 
 def from_pdf(pdf_pages: Sequence[PdfPage], own_title: str | None, engine: str) -> Converted:
-    """A PDF's pages, each under its label (else its number). A PDF with (next to) no text
-    is a scan: nothing to index without OCR."""
+    """A PDF's pages, each under its label (else its number), their text cleaned as
+    text_cleanup says. A PDF with (next to) no text is a scan: nothing to index without
+    OCR."""
     if not _has_letters(pdf_pages, max(1, len(pdf_pages))):
         raise Refused(SCANNED)
-    marked = [(pages.label(p.label, n), p.text) for n, p in enumerate(pdf_pages, 1)]
+    texts = text_cleanup.clean_pdf_pages([p.text for p in pdf_pages])
+    marked = [
+        (pages.label(p.label, n), text)
+        for n, (p, text) in enumerate(zip(pdf_pages, texts, strict=True), 1)
+    ]
     return _made("pdf", "", marked, own_title, engine)
 
 
@@ -60,6 +66,7 @@ def from_markitdown(markdown: str, fmt: str, own_title: str | None, engine: str)
         raise Refused(reason)
     if not markdown.strip():
         raise Refused(NO_TEXT)
+    markdown = text_cleanup.spelled_out(markdown)
     if fmt == "pptx":
         front, marked = _split(markdown, SLIDE_MARK, numbered=True)
         return _made(fmt, front, marked, own_title, engine)

@@ -1,0 +1,163 @@
+"""A converted document's text made as searchable as the same text typed as Markdown.
+
+What text extraction leaves that typed text has not: ligature characters (`ﬁ`, which no
+query spells), soft hyphens, words cut at a line's end (`immuno-` / `receptor`), runs of
+spaces from justified lines, and a page's running header or footer (a journal's name, "Page
+3 of 12") repeated on every page, which makes every page match its words. Each function
+is pure and linear in its input (no regular expression here backtracks over more than a
+bounded few characters), for text of any size from any document.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+# Latin ligatures (Alphabetic Presentation Forms) as NFKC spells them, and no other NFKC
+# change (which would also make `²` a `2` and `Ⅳ` an `IV`)
+LIGATURES = str.maketrans(
+    {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"}
+)
+SOFT_HYPHEN = "\u00ad"
+_SPACES = re.compile(r"(?<=\S)[ \t\u00a0]{2,}(?=\S)")
+WORD_MAX = 48  # letters looked at on each side of a line-end hyphen
+_LETTERS = rf"[^\W\d_]{{1,{WORD_MAX}}}"
+# where a word may be cut: `-` at a line's end (a blank line below it too: pdfminer writes
+# one between the lines of some PDFs), a letter next; found from the `-` (a literal a
+# search skips to), the word before it looked for in the WORD_MAX characters before it
+_LINE_END_HYPHEN = re.compile(r"-[ \t]*\n(?:[ \t]*\n)?[ \t]*(?=[^\W\d_])")
+_HEAD = re.compile(rf"(?<![^\W\d_]){_LETTERS}\Z")  # searched up to the hyphen
+_TAIL = re.compile(rf"{_LETTERS}(?![^\W\d_])")
+_WORD = re.compile(
+    rf"(?<![^\W\d_])({_LETTERS})-[ \t]*\n(?:[ \t]*\n)?[ \t]*({_LETTERS})(?![^\W\d_])"
+)
+_WORD = re.compile(rf"(?<![\w-]){_LETTERS}(?:-{_LETTERS}){{0,8}}")
+_DIGITS = re.compile(r"\d+")
+
+# a running line: among the first or last EDGE_LINES lines of a page, the same (its
+# numbers aside) on at least RUNNING_SHARE of the pages, and on RUNNING_MIN_PAGES
+EDGE_LINES = 3
+RUNNING_SHARE = 0.5
+RUNNING_MIN_PAGES = 3
+RUNNING_LINE_MAX = 200  # characters: a longer line is text, not a header
+
+
+def spelled_out(text: str) -> str:
+    """Ligatures as their letters, soft hyphens (invisible unless a line breaks there)
+    gone: the word as a query spells it."""
+    return text.translate(LIGATURES).replace(SOFT_HYPHEN, "")
+
+
+def clean_pdf_pages(pages: Sequence[str]) -> list[str]:
+    """A PDF's page texts (pdfminer's) as searchable as typed text: running headers and
+    footers dropped, ligatures spelled out, words cut at a line's end joined, runs of
+    spaces between words (justified lines) made one."""
+    pages = [spelled_out(page) for page in without_running_lines(pages)]
+    return [_SPACES.sub(" ", page) for page in join_cut_words(pages)]
+
+
+def join_cut_words(pages: Sequence[str]) -> list[str]:
+    """`immuno-` at a line's end and `receptor` on the next made one word. Whether the
+    hyphen stays is read from the document's own words elsewhere: `immunoreceptor` there
+    joins them; `three-dimensional` there, or `three` and `dimensional` both words of
+    their own (a compound cut at its hyphen, not a word cut by a typesetter) keeps
+    `three-dimensional`; a next word in capitals is a name or a new sentence, left as is."""
+    cuts = [_cuts(page) if "-" in page else [] for page in pages]
+    if not any(cuts):
+        return list(pages)
+    words: Counter[str] = Counter()
+    for page in pages:
+        words.update(found.group().lower() for found in _WORD.finditer(page))
+    in_cuts: Counter[str] = Counter()  # each cut counts its two halves as words once
+    for _, _, head, tail in (cut for page_cuts in cuts for cut in page_cuts):
+        in_cuts.update((head.lower(), tail.lower()))
+
+    def elsewhere(word: str) -> bool:
+        return words[word] > in_cuts[word]
+
+    def joined(head: str, tail: str) -> str:
+        whole, hyphened = head + tail, f"{head}-{tail}"
+        if elsewhere(whole.lower()):
+            return whole
+        if elsewhere(hyphened.lower()) or (elsewhere(head.lower()) and elsewhere(tail.lower())):
+            return hyphened
+        return whole
+
+    joined_pages = []
+    for page, page_cuts in zip(pages, cuts, strict=True):
+        parts, done = [], 0
+        for start, end, head, tail in page_cuts:
+            parts += [page[done:start], joined(head, tail)]
+            done = end
+        joined_pages.append("".join(parts) + page[done:] if page_cuts else page)
+    return joined_pages
+
+
+def _cuts(page: str) -> list[tuple[int, int, str, str]]:
+    """(start, end, head, tail) of each word cut at a line's end: a whole word of letters
+    before the hyphen, one in lowercase after the line break (WORD_MAX letters at most)."""
+    found: list[tuple[int, int, str, str]] = []
+    for hyphen in _LINE_END_HYPHEN.finditer(page):
+        at = hyphen.start()
+        head = _HEAD.search(page, max(0, at - WORD_MAX), at)
+        if head is None:
+            continue  # no word before the hyphen, or one longer than a word
+        start = head.start()
+        if found and start < found[-1][1]:
+            continue  # its head is the last cut's tail: `ab-` / `ab-` / `ab` joins once
+        tail = _TAIL.match(page, hyphen.end())
+        if tail is None or not tail.group()[0].islower():
+            continue
+        found.append((start, tail.end(), page[start:at], tail.group()))
+    return found
+
+
+def without_running_lines(pages: Sequence[str]) -> list[str]:
+    """The pages without their running headers and footers: a line among the first or
+    last few of a page that recurs, its numbers aside ("Journal of X 12 (2019) 3-14",
+    "Page 3 of 12", "- 3 -"), at the edges of at least half the pages (and of three).
+    Two passes over the pages, nothing of them held between (memory stays flat)."""
+    if len(pages) < RUNNING_MIN_PAGES:
+        return list(pages)
+    seen: Counter[str] = Counter()
+    for page in pages:
+        seen.update({key for _, key in _edge_keys(page.split("\n"))})
+    wanted = max(RUNNING_MIN_PAGES, math.ceil(RUNNING_SHARE * len(pages)))
+    running = {key for key, count in seen.items() if key and count >= wanted}
+    if not running:
+        return list(pages)
+    cleaned = []
+    for page in pages:
+        lines = page.split("\n")
+        dropped = {n for n, key in _edge_keys(lines) if key in running}
+        kept = (line for n, line in enumerate(lines) if n not in dropped)
+        cleaned.append("\n".join(kept) if dropped else page)
+    return cleaned
+
+
+def _edge_keys(lines: list[str]) -> list[tuple[int, str]]:
+    """(index, key) of the first and last EDGE_LINES non-blank lines of a page."""
+    first = _filled(lines, range(len(lines)))
+    last = [n for n in _filled(lines, range(len(lines) - 1, -1, -1)) if n not in first]
+    return [(n, _key(lines[n])) for n in (*first, *last)]
+
+
+def _filled(lines: list[str], order: range) -> list[int]:
+    """The first EDGE_LINES non-blank lines in this order."""
+    found: list[int] = []
+    for n in order:
+        if lines[n].strip():
+            found.append(n)
+            if len(found) == EDGE_LINES:
+                break
+    return found
+
+
+def _key(line: str) -> str:
+    """A line as running lines compare: its numbers one mark, its spaces single, no case
+    ("" for a line too long to be one, or a table's)."""
+    if len(line) > RUNNING_LINE_MAX or line.lstrip().startswith("|"):
+        return ""  # a table's rows (a form page's header row, its rule) are its own
+    return " ".join(_DIGITS.sub("#", line).lower().split())

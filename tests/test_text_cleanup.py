@@ -1,0 +1,146 @@
+"""A converted text made as searchable as typed text (issue 35 §5): ligatures, soft
+hyphens, words cut at a line's end, justified spaces, running headers and footers; each
+in time linear in its input, hostile input included."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cofferd.infrastructure.conversion.text_cleanup import (
+    clean_pdf_pages,
+    join_cut_words,
+    spelled_out,
+    without_running_lines,
+)
+from tests.adversarial import GROWTH_LIMIT, LARGE, SMALL, best_time
+from tests.daemon import Daemon, wait_for
+from tests.helpers import write
+
+FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")  # it has the ligatures
+
+
+def test_ligatures_and_soft_hyphens_are_spelled_as_queries_spell_them() -> None:
+    assert spelled_out("the ﬁrst ﬂow, eﬀect, oﬃce, baﬄe, ﬆar") == (
+        "the first flow, effect, office, baffle, star"
+    )
+    assert spelled_out("regu\u00adlation") == "regulation"
+    assert spelled_out("x² ½ Ⅳ") == "x² ½ Ⅳ"  # no other compatibility change
+
+
+def test_a_word_cut_by_the_typesetter_is_joined() -> None:
+    assert join_cut_words(["the immuno-\nreceptor binds"]) == ["the immunoreceptor binds"]
+    # pdfminer writes a blank line between the lines of some PDFs
+    assert join_cut_words(["the regu-\n\nlation of"]) == ["the regulation of"]
+
+
+def test_the_documents_own_spelling_decides_the_hyphen() -> None:
+    page = "a three-\ndimensional view; three-dimensional fibres"
+    assert join_cut_words([page]) == ["a three-dimensional view; three-dimensional fibres"]
+    # spelled whole on another page: joined whole
+    assert join_cut_words(["a cyto-\nkine", "the cytokine"]) == ["a cytokine", "the cytokine"]
+    # both halves words of their own: a compound cut at its hyphen
+    compound = "cell lines based on a cell-\nbased assay"
+    assert join_cut_words([compound]) == ["cell lines based on a cell-based assay"]
+
+
+def test_a_capital_after_a_line_end_hyphen_is_left() -> None:
+    for text in ("Smith-\nJones", "the anti-\nTNF drug", "see 5-\n10 mg", "a -\nb"):
+        assert join_cut_words([text]) == [text]
+
+
+def test_running_headers_and_footers_go_and_the_text_stays() -> None:
+    texts = ["Kinases bind.", "Cells grow.", "Mice live.", "Flies die."]
+    pages = [
+        f"Journal of Tests 12 (2019) {n}-14\n{text}\nPage {n} of 4"
+        for n, text in enumerate(texts, 1)
+    ]
+    assert without_running_lines(pages) == texts
+
+
+def test_a_line_on_few_pages_or_in_the_middle_of_a_page_stays() -> None:
+    two = ["Header\nfirst", "Header\nsecond"]
+    assert without_running_lines(two) == two  # two pages: too few to tell
+    middle = [f"a{n}\nb{n}\nc{n}\nShared line\nd{n}\ne{n}\nf{n}" for n in "wxyz"]
+    assert without_running_lines(middle) == middle  # not at a page's edge
+    once = ["Title page\nabstract", "body one", "body two", "body three"]
+    assert without_running_lines(once) == once
+
+
+def test_pdf_pages_cleaned_together() -> None:
+    said = ["The ﬁrst  result  regu-\nlates", "A ﬂow of  cyto-\n\nkines", "The cytokine  set"]
+    pages = [f"Running head\n{text}\nPage {n}" for n, text in enumerate(said, 1)]
+    assert clean_pdf_pages(pages) == [
+        "The first result regulates",
+        "A flow of cytokines",
+        "The cytokine set",
+    ]
+
+
+HOSTILE: dict[str, Callable[[int], list[str]]] = {
+    "one long word": lambda n: ["a" * n],
+    "hyphens at line ends": lambda n: ["ab-\n" * (n // 4)],
+    "letters then hyphen runs": lambda n: [("a" * 60 + "-\n") * (n // 62)],
+    "hyphen chains": lambda n: ["a-" * (n // 2)],
+    "space runs": lambda n: ["a" + " " * n + "b"],
+    "many pages of one line": lambda n: ["same line"] * (n // 10),
+    "pages of many lines": lambda n: ["\n".join(["x"] * (n // 8))] * 4,
+}
+
+
+@pytest.mark.parametrize("make", HOSTILE.values(), ids=list(HOSTILE))
+def test_time_grows_linearly(make: Callable[[int], list[str]]) -> None:
+    small, large = make(SMALL), make(LARGE)
+    ratios = []
+    for _ in range(3):  # load can slow one measurement; a quadratic one fails all three
+        ratios.append(best_time(clean_pdf_pages, large) / best_time(clean_pdf_pages, small))
+        if ratios[-1] < GROWTH_LIMIT:
+            return
+    pytest.fail(f"160k characters took {min(ratios):.0f} times as long as 10k")
+
+
+def test_a_table_repeated_on_every_page_stays_a_table() -> None:
+    pages = [f"| Name | Amount |\n| --- | --- |\n| n{c} | 1 |" for c in "abcd"]
+    assert without_running_lines(pages) == pages
+
+
+def test_a_typeset_pdf_is_found_by_the_words_it_prints(shared_daemon: Daemon) -> None:
+    """Through the real daemon: a PDF whose pages carry a running header and footer, a
+    ligature and words cut at a line's end is found by the words as typed, and its
+    header and footer are not its text (before: `zqﬁnding` and `zqimmu` / `noreceptor`
+    were what search could find, and the header was on every page)."""
+    from fpdf import FPDF
+
+    d = shared_daemon
+    kb = f"cleanup-{uuid.uuid4().hex[:8]}"
+    d.client.post("/api/v1/knowledge_bases", {"name": kb, "config": {"index_formats": ["pdf"]}})
+    bodies = [
+        "The zqﬁnding of this study is\nthat kinases bind.",
+        "A zqimmu-\nnoreceptor was seen in\ncells of the lung.",
+        "Mice fed the drug\nlived longer than others.",
+    ]
+    pdf = FPDF()
+    pdf.add_font("dejavu", fname=str(FONT))
+    pdf.set_font("dejavu", size=11)
+    for n, body in enumerate(bodies, 1):
+        pdf.add_page()
+        pdf.multi_cell(0, 6, f"Zqjournal of Tests 12 (2026) {n}-3\n\n{body}\n\nPage {n} of 3")
+    write(d.docs(kb) / "paper.pdf", bytes(pdf.output()))
+
+    def found(query: str) -> list[tuple[str, str]]:
+        passages = d.client.post(d.client.kb(kb, "/search"), {"query": query})["passages"]
+        return [(p["relative_path"], p["location"]) for p in passages]
+
+    wait_for(lambda: found("kinases"), 60)
+    assert found("zqfinding") == [("paper.pdf", "page 1")]
+    assert found("zqimmunoreceptor") == [("paper.pdf", "page 2")]
+    assert found("zqjournal") == []
+    content = d.client.get(d.client.document(kb, "paper.pdf"))["content"]
+    assert "Page 2 of 3" not in content and "Mice fed the drug" in content
+
+
+def test_a_tail_that_is_cut_again_is_joined_once() -> None:
+    assert join_cut_words(["ab-\nab-\nab end"]) == ["ab-ab-\nab end"]  # no text twice
