@@ -282,3 +282,22 @@ def test_a_rename_of_a_note_or_a_file_keeps_every_link_on_its_target(
     before, now = targets(notes, files), targets(after, files_after)
     for path, led in before.items():
         assert now[new if path == old else path] == [new if t == old else t for t in led], path
+
+
+def test_other_files_are_bounded_and_kept_by_folder() -> None:
+    from cofferd.application.other_files import OtherFiles
+
+    held = OtherFiles(limit=3)
+    held.replace("kb", ["a/x.png", "a/b/y.png", "c.pdf"], left_out=2)
+    first = held.of("kb")
+    assert first.left_out == 2 and first.changes == 1
+    held.update("kb", ["a"], ["a/z.png", "a/w.png"])  # the folder scanned again
+    assert held.of("kb").paths == {"c.pdf", "a/z.png", "a/w.png"}
+    held.update("kb", ["d.svg"], ["d.svg"])  # one more than the bound: counted, not held
+    assert held.of("kb").paths == {"c.pdf", "a/z.png", "a/w.png"}
+    assert held.of("kb").left_out == 3
+    changes = held.of("kb").changes
+    held.update("kb", ["c.pdf"], ["c.pdf"])  # nothing changed: the count stays
+    assert held.of("kb").changes == changes
+    held.update("kb", ["c.pdf"], [])  # gone
+    assert "c.pdf" not in held.of("kb").paths and held.of("kb").changes == changes + 1

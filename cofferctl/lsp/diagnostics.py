@@ -148,7 +148,8 @@ class Diagnostics:
         out = []
         for link in found["links"]:
             if link["relative_path"] is None:
-                what = "note" if link["type"] == "wiki" else "file"
+                named = link["target"].split("#", 1)[0]
+                what = "note" if link["type"] == "wiki" and not _other_file(named) else "file"
                 message = f"no {what} in {note.kb} is named {link['target']!r}"
                 out.append(self._diagnostic(lines, link, WARNING, message, "broken-link"))
             elif link["ambiguous"]:
@@ -217,3 +218,14 @@ class Diagnostics:
             "code": code,
             "message": message,
         }
+
+
+def _other_file(name: str) -> bool:
+    """Whether a wiki link's name is a file's other than a note's (`pic.png`, not `v1.2`)."""
+    suffix = name.rpartition("/")[2].rpartition(".")[2]
+    return (
+        "." in name.rpartition("/")[2]
+        and suffix.isalnum()
+        and not suffix.isdigit()
+        and (suffix.lower() not in ("md", "markdown"))
+    )
