@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from cofferctl.client import ApiError
+from cofferd.infrastructure.conversion.derived_texts import CONVERTED_BY
 from tests.daemon import Daemon, new_daemon, upload, wait_for
 from tests.helpers import write
 from tests.samples import make_pdf
@@ -50,7 +51,7 @@ def plant(folder: Path, digest: str, text: str) -> None:
     """A converted text filed under `digest`, with the digest of itself beside it (as
     Coffer writes them): only the folder it is in says it is not Coffer's."""
     write(folder / digest[:2] / f"{digest}.md", text)
-    write(folder / digest[:2] / f"{digest}.sha256", digest_of(text.encode()))
+    write(folder / digest[:2] / f"{digest}.sha256", f"{digest_of(text.encode())} {CONVERTED_BY}")
 
 
 def swap_for_link(folder: Path, target: Path) -> None:

@@ -380,7 +380,8 @@ def test_a_converted_text_is_never_read_through_a_link(tmp_path: Path) -> None:
     outside = write(tmp_path / "secret.md", "secret")
     (tmp_path / "store" / "ab").mkdir(parents=True)
     (tmp_path / "store" / "ab" / f"{digest}.md").symlink_to(outside)
-    write(tmp_path / "store" / "ab" / f"{digest}.sha256", hashlib.sha256(b"secret").hexdigest())
+    mark = f"{hashlib.sha256(b'secret').hexdigest()} {derived_texts.CONVERTED_BY}"
+    write(tmp_path / "store" / "ab" / f"{digest}.sha256", mark)
     store = tmp_path / "store"
     assert derived_texts.read(tmp_path, store, digest, derived_texts.TEXT, 100) is None
     write(tmp_path / "elsewhere" / "ab" / f"{digest}.md", "secret")
@@ -390,6 +391,22 @@ def test_a_converted_text_is_never_read_through_a_link(tmp_path: Path) -> None:
         derived_texts.read(tmp_path, store, digest, derived_texts.TEXT, 100)
     with pytest.raises(ValueError):
         derived_texts.entry(tmp_path / "store", "../../etc/passwd", derived_texts.TEXT)
+
+
+def test_a_text_an_earlier_conversion_made_is_converted_again(tmp_path: Path) -> None:
+    """Texts kept before the conversion changed (their `.sha256` without CONVERTED_BY, or
+    another) are not used: the original is converted again, once."""
+    from cofferd.infrastructure.conversion import derived_texts
+
+    digest = "cd" * 32
+    store = derived_texts.DerivedTexts(tmp_path, lambda kb: tmp_path / "derived" / kb)
+    store.put("notes", digest, "## Page 1\n\nAll of it\n")
+    assert store.text("notes", digest, 100) == "## Page 1\n\nAll of it\n"
+    sums = tmp_path / "derived" / "notes" / "cd" / f"{digest}.sha256"
+    own = sums.read_text().split()[0]
+    for earlier in (own, f"{own} before-pages"):
+        sums.write_text(earlier)
+        assert store.text("notes", digest, 100) is None
 
 
 def test_a_trashed_pdf_comes_back_with_its_text(shared_daemon: Daemon) -> None:

@@ -6,11 +6,13 @@ once its bytes change; one stopped for its time or by a crash (`.retry`) is trie
 a day later. Derived data like the index: deleting it only costs time.
 
 Beside each text, `.sha256` holds the SHA-256 of the text itself, written by the daemon
-with it: a text that does not match it (edited by hand, or left half-written) is not
-kept, so the original is converted again rather than a text nobody converted indexed as
-its document. Every folder here is reached from the data home through no link
-(confinement.home_folder) and every file is opened without following a link or
-blocking, a regular file only: a FIFO planted here never holds a reader.
+with it, and the CONVERTED_BY mark of the conversion that made it: a text that does not
+match it (edited by hand, or left half-written), or that an earlier conversion made, is
+not kept, so the original is converted again rather than a text nobody converted, or an
+older conversion's (pages from the converter's joins), indexed as its document. Every
+folder here is reached from the data home through no link (confinement.home_folder) and
+every file is opened without following a link or blocking, a regular file only: a FIFO
+planted here never holds a reader.
 
 Standard library only (and the confinement module): the prepare workers read it.
 """
@@ -40,6 +42,9 @@ TEXT, FAILED, RETRY, TEXT_SUM = ".md", ".failed", ".retry", ".sha256"
 RETRY_AFTER_S = 24 * 3600.0
 STRAY_S = 3600.0  # a write's temporary file older than this was left by a kill
 _PIECE = 1024 * 1024
+# What made a kept text; a change to what conversion writes changes it, and every text made
+# before is converted again once ("pages": page marks from the document, not the joins).
+CONVERTED_BY = "pages"
 
 
 def entry(folder: Path, digest: str, kind: str) -> Path:
@@ -69,10 +74,13 @@ def read(home: Path, folder: Path, digest: str, kind: str, limit: int) -> tuple[
         with home_folder(home, path.parent) as shard:
             if kind != TEXT:
                 return _read(shard, path.name, limit, None)
-            expected = _read(shard, path.with_suffix(TEXT_SUM).name, 64, None)
-            if expected is None:
+            expected = _read(shard, path.with_suffix(TEXT_SUM).name, 128, None)
+            digest_of_text, _, made_by = (
+                expected[0].decode("ascii", "replace").partition(" ") if expected else ("", "", "")
+            )
+            if made_by != CONVERTED_BY:  # none, or an earlier conversion's
                 return None
-            return _read(shard, path.name, limit, expected[0].decode("ascii", "replace"))
+            return _read(shard, path.name, limit, digest_of_text)
     except (FileNotFoundError, NotADirectoryError, ControlFileRefused):
         return None
 
@@ -110,7 +118,7 @@ class DerivedTexts:
         path = entry(self.folder_of(kb), digest, TEXT)
         with home_folder(self.home, path.parent, make=True) as shard:
             durable.replace(shard, path.name, data, 0o600)
-            own = hashlib.sha256(data).hexdigest().encode()
+            own = f"{hashlib.sha256(data).hexdigest()} {CONVERTED_BY}".encode()
             durable.replace(shard, path.with_suffix(TEXT_SUM).name, own, 0o600)
             for kind in (FAILED, RETRY):
                 dir_handles.unlink(shard, path.with_suffix(kind).name)
