@@ -236,7 +236,7 @@ OPERATIONS = [
     if method != "parameters"
 ]
 GOOD = {"q": "a", "limit": "1", "offset": "0", "replace": "false", "file_text": "true",
-        "kb": "notes", "kind": "knowledge_base"}  # fmt: skip
+        "kb": "notes", "kind": "knowledge_base", "file": "a.md"}  # fmt: skip
 
 
 def query_refusal(d: Daemon, method: str, path: str) -> tuple[int, dict[str, Any]]:

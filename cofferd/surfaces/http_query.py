@@ -60,7 +60,8 @@ class DocumentsQuery(Query):
 
 
 class BacklinksQuery(Query):
-    file: str = Field(min_length=1, max_length=4096)  # a file's path in the KB
+    # a file's path in the KB; percent-encoded, 600 characters stay within the URL's bound
+    file: str = Field(min_length=1, max_length=600)
 
 
 class NamesQuery(Query):
