@@ -31,7 +31,7 @@ HIGHLIGHT_END = "\x03"
 
 # runs split in pieces: a piece ends with a separator and the next starts with one, which
 # tokenizes alike; one long run joined at once took superlinear time (43x for 16x the text)
-_CJK_RUN = re.compile(f"[{CJK_RANGES}]{{1,1024}}")
+_CJK_RUNS = re.compile(f"([{CJK_RANGES}]{{1,1024}})")  # kept by re.split
 _CJK_ONE = re.compile(f"[{CJK_RANGES}]")
 _WIDE_RUN = re.compile(f"[{WIDE_RANGES}]+")
 
@@ -49,17 +49,6 @@ SPLIT_ANYWAY = frozenset(
 )
 
 
-def _split_run(match: re.Match[str]) -> str:
-    # beside the run too: `Pythonファイル` is the word `python`, then CJK characters
-    text, (start, end) = match.string, match.span()
-    split = SEPARATOR.join(match.group())
-    if start and text[start - 1] not in SPLIT_ANYWAY:
-        split = SEPARATOR + split
-    if end < len(text) and text[end] not in SPLIT_ANYWAY:
-        split += SEPARATOR
-    return split
-
-
 def index_text(text: str) -> str:
     """Text as stored in FTS5: CJK characters split into single-character tokens. A ZWSP
     in the text becomes a SEPARATOR, as migration 12 made the ZWSPs of older indexes."""
@@ -67,7 +56,18 @@ def index_text(text: str) -> str:
         text = text.replace(ZWSP, SEPARATOR)
     if _CJK_ONE.search(text) is None:
         return text
-    return _CJK_RUN.sub(_split_run, text)
+    parts = _CJK_RUNS.split(text)  # the text before a run, the run, ..., the text after
+    for i in range(1, len(parts), 2):
+        # beside the run too: `Pythonファイル` is the word `python`, then CJK characters.
+        # Nothing beside it: the text's start or end, or another piece of a long run.
+        run = SEPARATOR.join(parts[i])
+        before, after = parts[i - 1], parts[i + 1]
+        if (before[-1] not in SPLIT_ANYWAY) if before else i > 1:
+            run = SEPARATOR + run
+        if (after[0] not in SPLIT_ANYWAY) if after else i + 2 < len(parts):
+            run += SEPARATOR
+        parts[i] = run
+    return "".join(parts)
 
 
 def display_text(text: str) -> str:
