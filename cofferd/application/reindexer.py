@@ -243,7 +243,9 @@ class Reindexer:
         indexed = await self.store.indexed_files(kb.name, kb.config.chunking_key(), paths)
         scan = await asyncio.to_thread(self._observe, kb.name, paths)
         result = await self._sync(kb, scan, indexed, actor, interactive=True)
-        await asyncio.to_thread(self.other_files.update, kb.name, paths, scan.other_files)
+        looked = [path for path in paths if path not in scan.files]  # not a document's save
+        if looked:
+            await asyncio.to_thread(self.other_files.update, kb.name, looked, scan.other_files)
         self._forget_gone(kb.name, scan, lambda path: _under(path, paths))
         self._note_unusable(kb.name, scan, result)
         return await self._finish(kb.name, result)
