@@ -129,3 +129,21 @@ def test_a_heading_rename_rewrites_the_notes_own_heading_links(
     ]
     index = applied(VAULT["index.md"], changes[(docs / "index.md").as_uri()])
     assert "[s](Plugins/Search.md#Query%20operators)" in index
+
+
+def test_a_heading_rename_rewrites_links_naming_it_as_obsidian_matches_them(
+    shared_daemon: Daemon, client: RawClient
+) -> None:
+    d = shared_daemon
+    faq = "# FAQ\n\n## How large can a vault be?\n\nbig\n"
+    linking = "# Q\n\n[[FAQ#How large can a vault be]] [[FAQ#how LARGE can a vault be?|size]]\n"
+    kb = new_vault(d, "rt", {"FAQ.md": faq, "Q.md": linking})
+    docs = d.docs(kb)
+    uri = (docs / "FAQ.md").as_uri()
+    open_note(client, uri, faq)
+    params = {"textDocument": {"uri": uri}, "position": {"line": 2, "character": 4}}
+    answer = client.ask("textDocument/rename", {**params, "newName": "Vault size"})
+    changes = answer["result"]["changes"]
+    assert applied(linking, changes[(docs / "Q.md").as_uri()]).split("\n")[2] == (
+        "[[FAQ#Vault size]] [[FAQ#Vault size|size]]"
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlparse
 
+from cofferd.link_targets import heading_key
 from cofferd.markdown_grammar import (
     BARE_TARGET_END,
     MARKDOWN_SUFFIX,
@@ -243,7 +244,7 @@ def reheaded(written: str, link: dict[str, Any], old: str, new: str) -> str | No
     markdown = link["type"] == "markdown"
     named = unquote(heading) if markdown else heading
     at = written.rfind("#" + heading)
-    if not hash_ or at < 0 or named.strip().casefold() != old.casefold():
+    if not hash_ or at < 0 or heading_key(named) != heading_key(old):
         return None
     if markdown:
         written_new = url_fragment(new, spaces="<" in written)
