@@ -6,7 +6,8 @@ documents, and the other files the Reindexer's scans list (images, canvases: `ot
 at most `OTHER_FILES_LISTED` a KB), so a rename or a new file is reflected at once, and a
 backlink survives its target's move when the link's name still fits. A broken link is one
 that leads to no file, or to a note without the heading or block it names (`links
---broken` reads each note linked so, once, at most `FRAGMENT_NOTES` of them a call).
+--broken` reads each note linked so, once, one at a time, at most `FRAGMENT_NOTES` of them
+a call).
 
 A KB's count of changes (what an editor polls) counts its documents' changes and its
 other files' together.
@@ -25,7 +26,7 @@ from cofferd.application.note_names import LinkStyle, NameIndex
 from cofferd.domain.conflicts import merge_marker_lines
 from cofferd.domain.errors import DocumentNotFound
 from cofferd.domain.index_records import LinkRow
-from cofferd.domain.links import DocumentIndexOfPaths, Link, key_of, links_of
+from cofferd.domain.links import DocumentIndexOfPaths, key_of, links_of
 from cofferd.domain.ports import DocsTree, GraphStore
 from cofferd.link_targets import fragment_of, has_fragments, missing_fragment
 
@@ -134,37 +135,35 @@ class Graph:
 
     def _broken(self, kb: str, ids: dict[str, str], rows: list[LinkRow]) -> dict[str, Any]:
         index = self._index(kb, ids)
-        broken: list[tuple[str, str, Link, dict[str, Any]]] = []
-        read: dict[str, str] = {}
-        unchecked = 0
-        for source_id, source_path, link in rows:
+        problems: dict[int, dict[str, Any]] = {}  # by the row's place in `rows`
+        to_check: dict[str, list[tuple[int, str]]] = {}  # note -> (row, fragment)
+        for n, (_, _, link) in enumerate(rows):
             found = index.resolve(link)
             if found.path is None:
                 what = "note" if link.type == "wiki" else "file"
-                problem: dict[str, Any] = {
-                    "problem": "missing-file",
-                    "message": f"no {what} is named so",
-                }
-                broken.append((source_id, source_path, link, problem))
+                problems[n] = {"problem": "missing-file", "message": f"no {what} is named so"}
                 continue
             fragment = fragment_of(link.type, link.target)
-            if fragment is None or not found.document or not has_fragments(found.path):
+            if fragment is not None and found.document and has_fragments(found.path):
+                to_check.setdefault(found.path, []).append((n, fragment))
+        unchecked, read = 0, 0
+        for path, checks in to_check.items():  # each note read once, then let go
+            if read >= FRAGMENT_NOTES:
+                unchecked += len(checks)
                 continue
-            if found.path not in read:
-                if len(read) >= FRAGMENT_NOTES:
-                    unchecked += 1
-                    continue
-                content = self.tree.read(kb, found.path)
-                read[found.path] = content.data.decode("utf-8", "replace") if content else ""
-            missing = missing_fragment(read[found.path], fragment) if read[found.path] else None
-            if missing is not None:
-                problem = {
-                    "problem": f"missing-{missing.what}",
-                    "message": missing.message(found.path),
-                    "leads_to": found.path,
-                    "suggestion": missing.nearest,
-                }
-                broken.append((source_id, source_path, link, problem))
+            read += 1
+            content = self.tree.read(kb, path)
+            text = content.data.decode("utf-8", "replace") if content else ""
+            for n, fragment in checks if text else ():
+                missing = missing_fragment(text, fragment)
+                if missing is not None:
+                    problems[n] = {
+                        "problem": f"missing-{missing.what}",
+                        "message": missing.message(path),
+                        "leads_to": path,
+                        "suggestion": missing.nearest,
+                    }
+        broken = [(*rows[n], problems[n]) for n in sorted(problems)]
         where = self.tree.places(kb, [path for _, path, _, _ in broken])
         links = [
             {"document_id": source_id, **place(where, source_path), "line": link.line,
