@@ -7,10 +7,11 @@ paragraphs become `## title` + text blocks, concatenated into files of about 10 
 seconds, MB/s, files/s and database size of one cold reconcile.
 
 `--profile` also runs a second cold reconcile (fresh data home) under cProfile. The
-reconcile reads/parses/chunks in a worker thread (asyncio.to_thread) and writes on the
-database thread, so those calls get a profiler of their own and all are merged; then the
+reconcile prepares in worker processes (not profiled here: their CPU time is reported) and
+writes on the database thread, whose calls get a profiler of their own, merged; then the
 synchronous stages are timed directly, file by file: `markdown.parse`, `chunk_markdown(body,
-title, 512, 64)` and `fts_text.index_text` for each chunk (and its heading), in MB/s, once plain
+title, 512, 64)` and `fts_text.index_text` for each chunk (and its heading), in CPU seconds
+and MB/s (CPU time: a shared machine's other work inflates it less than the wall), once plain
 and once under cProfile, then the writer's floor: the prepared rows inserted into an FTS5
 table with Coffer's tokenizer, alone, in one transaction. `--stages` runs only that stage
 timing.
@@ -30,6 +31,7 @@ import cProfile
 import functools
 import io
 import json
+import os
 import pstats
 import shutil
 import threading
@@ -135,19 +137,27 @@ def print_top(stats: pstats.Stats, title: str) -> None:
         print(body[start:].rstrip() if start >= 0 else body.rstrip())
 
 
-async def cold_reconcile(home: Path, source: Path) -> tuple[int, float, float]:
-    """(documents added, seconds, database MB) for one cold reconcile in a fresh home."""
+async def cold_reconcile(home: Path, source: Path) -> tuple[int, float, float, float, float]:
+    """(documents added, seconds, database MB, CPU seconds of this process during the
+    reconcile, CPU seconds of the worker processes, counted once they end at close) for
+    one cold reconcile in a fresh home."""
     locations = Locations(home=home, socket=home / "cofferd.sock")
     async with await Coffer.open(locations) as coffer:
         kb = await coffer.kbs.create("cjk")
         docs = locations.docs_dir("cjk")
         docs.rmdir()
         shutil.copytree(source, docs)
+        before = os.times()
         started = time.perf_counter()
         result = await coffer.reindexer.reconcile(kb)
         seconds = time.perf_counter() - started
+        during = os.times()
+    ended = os.times()
+    own = during.user + during.system - before.user - before.system
+    workers = ended.children_user + ended.children_system
+    workers -= before.children_user + before.children_system
     db_mb = sum(p.stat().st_size for p in home.glob("coffer.db*") if p.is_file()) / 1e6
-    return result.documents_added, seconds, db_mb
+    return result.documents_added, seconds, db_mb, own, workers
 
 
 async def profiled_reconcile(home: Path, source: Path) -> None:
@@ -169,7 +179,7 @@ async def profiled_reconcile(home: Path, source: Path) -> None:
     try:
         main_profile.enable()
         try:
-            added, seconds, _ = await cold_reconcile(home, source)
+            added, seconds, *_ = await cold_reconcile(home, source)
         finally:
             main_profile.disable()
     finally:
@@ -188,7 +198,7 @@ async def profiled_reconcile(home: Path, source: Path) -> None:
 
 def stage_pass(datas: list[tuple[bytes, str]]) -> dict[str, float]:
     spent = {"hash": 0.0, "parse": 0.0, "chunk": 0.0, "index_text": 0.0}
-    clock = time.perf_counter
+    clock = time.process_time  # CPU: a busy shared machine slows it less than the wall
     for data, relpath in datas:
         t0 = clock()
         markdown.content_hash(data)
@@ -224,10 +234,10 @@ def fts_insert(datas: list[tuple[bytes, str]]) -> float:
             "CREATE VIRTUAL TABLE t USING fts5(text, heading, meta, "
             f"tokenize = '{fts_index.TOKENIZER}')"
         )
-        started = time.perf_counter()
+        started = time.process_time()
         with conn:
             conn.executemany("INSERT INTO t (text, heading, meta) VALUES (?, ?, '')", rows)
-        return time.perf_counter() - started
+        return time.process_time() - started
     finally:
         conn.close()
         shutil.rmtree(home, ignore_errors=True)
@@ -270,12 +280,13 @@ async def run(args: argparse.Namespace) -> None:
             f"corpus: {len(files)} files, {mb:.2f} MB (UTF-8), ~{1e6 * mb / len(files):,.0f} B each"
         )
         if not args.stages:
-            added, seconds, db_mb = await cold_reconcile(root / "home", source)
+            added, seconds, db_mb, own, workers = await cold_reconcile(root / "home", source)
             assert added == len(files), f"indexed {added} of {len(files)} files"
             print(
                 f"cold reconcile: {added} files, {mb:.2f} MB in {seconds:.2f} s = "
                 f"{mb / seconds:.2f} MB/s, {added / seconds:,.0f} files/s; database {db_mb:.1f} MB"
-                f" ({db_mb / mb:.2f}x the text); peak RSS {peak_rss_mb():.0f} MB"
+                f" ({db_mb / mb:.2f}x the text); peak RSS {peak_rss_mb():.0f} MB; CPU: daemon"
+                f" {own:.2f} s, workers {workers:.2f} s; load {os.getloadavg()[0]:.2f}"
             )
             for target, got, holds in (
                 (f"<= {TARGET_SECONDS} s (half qmd 2.8.3's 2.9 s)", f"{seconds:.2f} s",
