@@ -14,13 +14,14 @@ title, 512, 64)` and `fts_text.index_text` for each chunk (and its heading), in 
 and MB/s (CPU time: a shared machine's other work inflates it less than the wall), once plain
 and once under cProfile, then the writer's floor: the prepared rows inserted into an FTS5
 table with Coffer's tokenizer, alone, in one transaction. `--stages` runs only that stage
-timing.
+timing; `--tokenizers` only the writer's floor, with Coffer's tokenizer and with parts of it
+left out (what each part costs on CJK text).
 
 In-process (no daemon), with the code of `--repo` (default this checkout; another checkout
 is run by bench.common.run_in_repo).
 
-    .venv/bin/python -m bench.cjk_index [--repeat N] [--target-mb 12.8] [--profile | --stages]
-        [--repo PATH]
+    .venv/bin/python -m bench.cjk_index [--repeat N] [--target-mb 12.8]
+        [--profile | --stages | --tokenizers] [--repo PATH]
 """
 
 from __future__ import annotations
@@ -218,8 +219,7 @@ def stage_pass(datas: list[tuple[bytes, str]]) -> dict[str, float]:
     return spent
 
 
-def fts_insert(datas: list[tuple[bytes, str]]) -> float:
-    """Seconds FTS5 alone takes to index the prepared chunks: the floor of one writer."""
+def prepared_rows(datas: list[tuple[bytes, str]]) -> list[tuple[str, str]]:
     rows = []
     for data, relpath in datas:
         parsed = markdown.parse(data, relpath)
@@ -227,12 +227,17 @@ def fts_insert(datas: list[tuple[bytes, str]]) -> float:
             rows.append(
                 (fts_text.index_text(chunk.text), fts_text.index_text(" / ".join(chunk.heading)))
             )
+    return rows
+
+
+def fts_insert(rows: list[tuple[str, str]], tokenizer: str = fts_index.TOKENIZER) -> float:
+    """CPU seconds FTS5 alone takes to index the prepared chunks (the floor of one
+    writer), with Coffer's tokenizer or another one."""
     home = scratch_home("cjk-fts")
     conn = sqlite3.connect(home / "fts_text.db")
     try:
         conn.execute(
-            "CREATE VIRTUAL TABLE t USING fts5(text, heading, meta, "
-            f"tokenize = '{fts_index.TOKENIZER}')"
+            f"CREATE VIRTUAL TABLE t USING fts5(text, heading, meta, tokenize = '{tokenizer}')"
         )
         started = time.process_time()
         with conn:
@@ -241,6 +246,26 @@ def fts_insert(datas: list[tuple[bytes, str]]) -> float:
     finally:
         conn.close()
         shutil.rmtree(home, ignore_errors=True)
+
+
+# What FTS5's tokenizing costs on CJK text, part by part (`--tokenizers`): Coffer's, then
+# without porter, without folding diacritics, without both, and `ascii` (no Unicode tables:
+# every non-ASCII byte a token character, so not a tokenizer Coffer could use as it is).
+TOKENIZERS = (
+    fts_index.TOKENIZER,
+    "unicode61 remove_diacritics 2",
+    "porter unicode61 remove_diacritics 0",
+    "unicode61 remove_diacritics 0",
+    "ascii",
+)
+
+
+def tokenizers(datas: list[tuple[bytes, str]]) -> None:
+    rows = prepared_rows(datas)
+    print("FTS5 insert of the prepared rows, one transaction, CPU s (median of 3):")
+    for tokenizer in TOKENIZERS:
+        seconds = sorted(fts_insert(rows, tokenizer) for _ in range(3))[1]
+        print(f"  {tokenizer:<40} {seconds:5.2f} s")
 
 
 def stages(files: list[Path], root: Path, profile: bool) -> None:
@@ -258,7 +283,7 @@ def stages(files: list[Path], root: Path, profile: bool) -> None:
             f"  ({100 * seconds / total:4.1f} % of stage time)"
         )
     print(f"  {'all':<10} {total:6.2f} s  {mb / total:7.1f} MB/s")
-    seconds = fts_insert(datas)
+    seconds = fts_insert(prepared_rows(datas))
     print(f"  {'fts insert':<10} {seconds:6.2f} s  {mb / seconds:7.1f} MB/s  (one writer, alone)")
     if profile:
         prof = cProfile.Profile()
@@ -279,7 +304,7 @@ async def run(args: argparse.Namespace) -> None:
         print(
             f"corpus: {len(files)} files, {mb:.2f} MB (UTF-8), ~{1e6 * mb / len(files):,.0f} B each"
         )
-        if not args.stages:
+        if not (args.stages or args.tokenizers):
             added, seconds, db_mb, own, workers = await cold_reconcile(root / "home", source)
             assert added == len(files), f"indexed {added} of {len(files)} files"
             print(
@@ -299,6 +324,8 @@ async def run(args: argparse.Namespace) -> None:
             await profiled_reconcile(root / "home-profiled", source)
         if args.profile or args.stages:
             stages(files, source, args.profile)
+        if args.tokenizers:
+            tokenizers([(p.read_bytes(), p.relative_to(source).as_posix()) for p in files])
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -309,6 +336,7 @@ def main() -> None:
     parser.add_argument("--target-mb", type=float, default=12.8, help="corpus size when auto")
     parser.add_argument("--profile", action="store_true", help="cProfile reconcile and stages")
     parser.add_argument("--stages", action="store_true", help="only time the stages")
+    parser.add_argument("--tokenizers", action="store_true", help="FTS5 insert per tokenizer")
     add_repo_argument(parser)
     args = parser.parse_args()
     run_in_repo(args.repo)
