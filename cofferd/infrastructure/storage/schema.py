@@ -101,7 +101,9 @@ def _one_byte_cjk_separator(conn: Connection) -> None:
     """12: CJK characters are split by the one-byte SEPARATOR, not a ZWSP, and none beside
     a run where unicode61 splits anyway (fts_text): each FTS table is copied into a new one,
     its text taken back to what was written (our ZWSPs out) and prepared anew, as a rebuild
-    from the files prepares it. Rowids, chunks and vectors stay as they are."""
+    from the files prepares it (a ZWSP typed in the text, invisible in results before and
+    after, is left out where a rebuild makes it a SEPARATOR). Rowids, chunks and vectors
+    stay as they are."""
 
     def again(text: str) -> str:
         return fts_text.index_text(text.replace(fts_text.ZWSP, ""))
