@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import random
@@ -45,7 +46,7 @@ from bench.common import (
     stop_daemon,
     wait,
 )
-from bench.in_place import FORMATS, MAKERS
+from bench.in_place import FONT, FORMATS, MAKERS
 from bench.scifact_keyword import load_scifact, ndcg_at
 from cofferctl.client import Client
 
@@ -53,6 +54,42 @@ SEED = 35
 BASELINE = "markdown"
 LOCAL_VECTORS = {"enabled_modes": ["keyword", "grep", "vector"], "embedding": {"provider": "local"}}
 WORD = re.compile(r"\w+")
+
+
+def make_pdf_one_page(title: str, text: str) -> bytes:
+    """The abstract on one page (bench.in_place's PDFs spread it over three)."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_title(title)
+    pdf.add_font("dejavu", fname=str(FONT))
+    pdf.set_font("dejavu", size=11)
+    pdf.add_page()
+    pdf.multi_cell(0, 7, title)
+    pdf.ln(4)
+    pdf.multi_cell(0, 6, text)
+    return bytes(pdf.output())
+
+
+def make_pptx_one_slide(title: str, text: str) -> bytes:
+    """The abstract on one slide (bench.in_place's decks spread it over three)."""
+    import pptx
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = title
+    slide.placeholders[1].text = text
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()
+
+
+# a variant: its own KB and folder, files of the format named
+VARIANTS = {"pdf1": ("pdf", make_pdf_one_page), "pptx1": ("pptx", make_pptx_one_slide)}
+
+
+def file_format(kind: str) -> str:
+    return VARIANTS[kind][0] if kind in VARIANTS else kind
 
 
 def has_bundled_model() -> bool:
@@ -88,9 +125,10 @@ def write_folders(work: Path, docs: list[dict[str, str]], formats: list[str]) ->
             if kind == BASELINE:
                 (folder / f"{doc['_id']}.md").write_text(markdown_note(doc), encoding="utf-8")
                 continue
-            path = folder / f"{doc['_id']}.{kind}"
+            path = folder / f"{doc['_id']}.{file_format(kind)}"
             if not path.exists():
-                path.write_bytes(MAKERS[kind](doc["title"], doc["text"]))
+                make = VARIANTS[kind][1] if kind in VARIANTS else MAKERS[kind]
+                path.write_bytes(make(doc["title"], doc["text"]))
             by_digest[hashlib.sha256(path.read_bytes()).hexdigest()] = doc["_id"]
     return by_digest
 
@@ -211,7 +249,11 @@ def compare_texts(home: Path, formats: list[str], by_digest: dict[str, str], doc
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--distractors", type=int, default=1000)
-    parser.add_argument("--formats", default=",".join(FORMATS))
+    parser.add_argument(
+        "--formats",
+        default=",".join(FORMATS),
+        help=f"of {', '.join(FORMATS)}; pdf1, pptx1: an abstract on one page, one slide",
+    )
     parser.add_argument("--no-hybrid", action="store_true")
     parser.add_argument("--texts", action="store_true", help="compare the converted texts")
     parser.add_argument("--scores", type=Path, help="write every claim's nDCG@10 here (JSON)")
@@ -247,7 +289,7 @@ def main() -> None:
         wait(lambda: api.get("/api/v1/health"), daemon, 60, 0.05)
         started = time.perf_counter()
         for kb in kbs:
-            config: dict[str, Any] = {"index_formats": [] if kb == BASELINE else [kb]}
+            config: dict[str, Any] = {"index_formats": [] if kb == BASELINE else [file_format(kb)]}
             if vectors:
                 config.update(LOCAL_VECTORS)
             api.post(

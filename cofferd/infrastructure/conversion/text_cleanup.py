@@ -30,10 +30,7 @@ _LETTERS = rf"[^\W\d_]{{1,{WORD_MAX}}}"
 _LINE_END_HYPHEN = re.compile(r"-[ \t]*\n(?:[ \t]*\n)?[ \t]*(?=[^\W\d_])")
 _HEAD = re.compile(rf"(?<![^\W\d_]){_LETTERS}\Z")  # searched up to the hyphen
 _TAIL = re.compile(rf"{_LETTERS}(?![^\W\d_])")
-_WORD = re.compile(
-    rf"(?<![^\W\d_])({_LETTERS})-[ \t]*\n(?:[ \t]*\n)?[ \t]*({_LETTERS})(?![^\W\d_])"
-)
-_WORD = re.compile(rf"(?<![\w-]){_LETTERS}(?:-{_LETTERS}){{0,8}}")
+_WORD = re.compile(rf"(?<![^\W\d_]){_LETTERS}(?![^\W\d_])")
 _DIGITS = re.compile(r"\d+")
 
 # a running line: among the first or last EDGE_LINES lines of a page, the same (its
@@ -52,45 +49,37 @@ def spelled_out(text: str) -> str:
 
 def clean_pdf_pages(pages: Sequence[str]) -> list[str]:
     """A PDF's page texts (pdfminer's) as searchable as typed text: running headers and
-    footers dropped, ligatures spelled out, words cut at a line's end joined, runs of
+    footers dropped, ligatures spelled out, words cut at a line's end joined (where the
+    document spells them whole elsewhere), runs of
     spaces between words (justified lines) made one."""
     pages = [spelled_out(page) for page in without_running_lines(pages)]
     return [_SPACES.sub(" ", page) for page in join_cut_words(pages)]
 
 
 def join_cut_words(pages: Sequence[str]) -> list[str]:
-    """`immuno-` at a line's end and `receptor` on the next made one word. Whether the
-    hyphen stays is read from the document's own words elsewhere: `immunoreceptor` there
-    joins them; `three-dimensional` there, or `three` and `dimensional` both words of
-    their own (a compound cut at its hyphen, not a word cut by a typesetter) keeps
-    `three-dimensional`; a next word in capitals is a name or a new sentence, left as is."""
+    """`immuno-` at a line's end and `receptor` on the next made `immunoreceptor` when the
+    document spells `immunoreceptor` elsewhere; else left as printed: a typesetter also
+    breaks lines at a compound's own hyphen (`interferon-` / `gamma`) and after a
+    suspended one (`low-` / `and middle-income`), which joined would lose both words. A
+    next word in capitals is a name or a new sentence, never joined."""
     cuts = [_cuts(page) if "-" in page else [] for page in pages]
     if not any(cuts):
         return list(pages)
     words: Counter[str] = Counter()
     for page in pages:
         words.update(found.group().lower() for found in _WORD.finditer(page))
-    in_cuts: Counter[str] = Counter()  # each cut counts its two halves as words once
-    for _, _, head, tail in (cut for page_cuts in cuts for cut in page_cuts):
-        in_cuts.update((head.lower(), tail.lower()))
 
-    def elsewhere(word: str) -> bool:
-        return words[word] > in_cuts[word]
-
-    def joined(head: str, tail: str) -> str:
-        whole, hyphened = head + tail, f"{head}-{tail}"
-        if elsewhere(whole.lower()):
-            return whole
-        if elsewhere(hyphened.lower()) or (elsewhere(head.lower()) and elsewhere(tail.lower())):
-            return hyphened
-        return whole
+    def joined(cut: tuple[int, int, str, str], page: str) -> str:
+        start, end, head, tail = cut
+        whole = head + tail  # never a word of the cut itself: a line break is in it
+        return whole if words[whole.lower()] else page[start:end]
 
     joined_pages = []
     for page, page_cuts in zip(pages, cuts, strict=True):
         parts, done = [], 0
-        for start, end, head, tail in page_cuts:
-            parts += [page[done:start], joined(head, tail)]
-            done = end
+        for cut in page_cuts:
+            parts += [page[done : cut[0]], joined(cut, page)]
+            done = cut[1]
         joined_pages.append("".join(parts) + page[done:] if page_cuts else page)
     return joined_pages
 
