@@ -95,7 +95,7 @@ def stages() -> None:
     import re2
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
-    from cofferd.infrastructure.files import ignore_rules
+    from cofferd.infrastructure.files import ignore_patterns, ignore_rules
 
     lines = patterns(20_000).splitlines()[: ignore_rules.MAX_IGNORE_RULES]
 
@@ -105,7 +105,7 @@ def stages() -> None:
         return time.perf_counter() - start
 
     regexes = [GitIgnoreSpecPattern.pattern_to_regex(line)[0] or "" for line in lines]
-    literals = {ignore_rules._literal(regex) for regex in regexes}
+    literals = {ignore_patterns._literal(regex) for regex in regexes}
     rows = [
         ("pathspec GitIgnoreSpec.from_lines, whole", lambda: pathspec.GitIgnoreSpec.from_lines(
             lines, backend="simple")),
@@ -113,7 +113,7 @@ def stages() -> None:
             GitIgnoreSpecPattern.pattern_to_regex(line) for line in lines]),
         ("  of which: compile each with Python's re", lambda: [
             re.compile(regex) for regex in regexes]),
-        ("our literal of each", lambda: [ignore_rules._literal(regex) for regex in regexes]),
+        ("our literal of each", lambda: [ignore_patterns._literal(regex) for regex in regexes]),
     ]  # fmt: skip
     print(f"{len(lines):,} rules of the hostile kind; {machine()}\n")
     print("| stage | seconds |\n|---|---|")
@@ -121,11 +121,11 @@ def stages() -> None:
         re.purge()
         print(f"| {name} | {timed(work):.3f} |")
     escaped = [re2.escape(literal) for literal in literals]
-    for chunk in (len(escaped), ignore_rules.SET_CHUNK):
-        ignore_rules.SET_CHUNK = chunk
+    for chunk in (len(escaped), ignore_patterns.SET_CHUNK):
+        ignore_patterns.SET_CHUNK = chunk
         print(f"| RE2 sets of the literals, {chunk:,} a set | "
-              f"{timed(lambda: ignore_rules._Sets(escaped)):.3f} |")  # fmt: skip
-    whole = timed(lambda: ignore_rules._Spec(lines))
+              f"{timed(lambda: ignore_patterns._Sets(escaped)):.3f} |")  # fmt: skip
+    whole = timed(lambda: ignore_patterns.Spec(lines))
     print(f"| the rules of a folder now (files and folders), whole | {whole:.3f} |")
 
 

@@ -22,11 +22,8 @@ from cofferd import safe_yaml
 from cofferd.application.markdown import split_frontmatter
 from cofferd.domain.query_syntax import MAX_PHRASE_TOKENS, MAX_QUERY_TERMS, parse_query
 from cofferd.domain.validation import SHOWN_CHARS, shown
-from cofferd.infrastructure.files.ignore_rules import (
-    MAX_IGNORE_RULES,
-    IgnoreRules,
-    linear_spec,
-)
+from cofferd.infrastructure.files.ignore_patterns import linear_spec
+from cofferd.infrastructure.files.ignore_rules import MAX_IGNORE_RULES, IgnoreRules
 from tests.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.helpers import write
 from tests.test_cofferctl import run

@@ -116,7 +116,7 @@ def test_changing_an_ignore_file_takes_effect_without_a_restart(daemon: Daemon) 
 def test_lines_git_matches_nothing_with_leave_the_others_in_force() -> None:
     """A bracket no regular expression takes, a lone backslash or `!`: each such line is
     left out (git matches nothing with it), never the whole ignore file, never an error."""
-    from cofferd.infrastructure.files.ignore_rules import linear_spec
+    from cofferd.infrastructure.files.ignore_patterns import linear_spec
 
     spec = linear_spec(["a[?-.]b", "\\", "!", "*.tmp", "!keep.tmp"])
     assert spec.include("x.tmp") is True and spec.include("keep.tmp") is False

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from cofferd.domain.conflicts import conflict_copy, has_merge_markers
 from cofferd.domain.query_syntax import _case_keys, _Phrase, is_cjk, tokenize
-from cofferd.infrastructure.files.ignore_rules import IgnoreRules, linear_spec
+from cofferd.infrastructure.files.ignore_patterns import linear_spec
+from cofferd.infrastructure.files.ignore_rules import IgnoreRules
 from cofferd.markdown_grammar import blank_code_spans, heading, markdown_links
 from tests.adversarial import CASES, GROWTH_LIMIT, LARGE, SMALL, Case, best_time
 

@@ -141,7 +141,9 @@ def test_the_data_homes_own_files_never_land_outside(tmp_path: Path) -> None:
     settings = locations.local_settings_path("notes")
     written = refused = 0
     with Swapper(locations.local_dir, outside) as swapper:
-        for n in range(TRIES):
+        for n in range(10 * TRIES):  # until both outcomes were seen often (load shifts them)
+            if n >= TRIES and min(written, refused) >= 100:
+                break
             try:
                 if n % 2:
                     write_home_file(locations.home, settings, b"config: {}\n")
