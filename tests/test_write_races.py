@@ -154,7 +154,7 @@ def test_the_data_homes_own_files_never_land_outside(tmp_path: Path) -> None:
                 refused += 1
             assert not any(outside.iterdir()), f"written outside at try {n}"
     assert swapper.swaps > 100, "the folder was hardly swapped: the race was not run"
-    assert written > 100 and refused > 100, (written, refused)
+    assert min(written, refused) >= 100, (written, refused)
 
 
 def test_trash_moves_never_land_outside(
