@@ -106,8 +106,10 @@ def _cuts(page: str) -> list[tuple[int, int, str, str]]:
 def without_running_lines(pages: Sequence[str]) -> list[str]:
     """The pages without their running headers and footers: a line among the first or
     last few of a page that recurs, its numbers aside ("Journal of X 12 (2019) 3-14",
-    "Page 3 of 12", "- 3 -"), at the edges of at least half the pages (and of three).
-    Two passes over the pages, nothing of them held between (memory stays flat)."""
+    "Page 3 of 12", "- 3 -"), at the edges of at least half the pages (and of three). The
+    first page it is on keeps it: its words stay the document's, once (a document whose
+    pages all read alike loses nothing). Two passes over the pages, nothing of them held
+    between (memory stays flat)."""
     if len(pages) < RUNNING_MIN_PAGES:
         return list(pages)
     seen: Counter[str] = Counter()
@@ -118,9 +120,12 @@ def without_running_lines(pages: Sequence[str]) -> list[str]:
     if not running:
         return list(pages)
     cleaned = []
+    kept_once: set[str] = set()
     for page in pages:
         lines = page.split("\n")
-        dropped = {n for n, key in _edge_keys(lines) if key in running}
+        keys = _edge_keys(lines)
+        dropped = {n for n, key in keys if key in running and key in kept_once}
+        kept_once.update(key for _, key in keys if key in running)
         kept = (line for n, line in enumerate(lines) if n not in dropped)
         cleaned.append("\n".join(kept) if dropped else page)
     return cleaned
