@@ -10,9 +10,11 @@ computes) and the keyword lists come from the real `keyword_search`, re-run with
 bm25 column weights. Swept: candidates per list, keyword/vector weight, embedded text,
 document aggregation, bm25 weights; nDCG@10 of the 300 test claims as
 `bench.scifact_vectors` measures it, with a held-out estimate of what picking the best
-configuration is worth. A check runs today's settings through Coffer itself (a vector KB
-drained and searched with `Retrieval.search`, the cached vectors served to it) and
-matches the offline figures, language guard and similarity floor included.
+configuration is worth. A check runs the search through Coffer itself (a vector KB
+drained and searched with `Retrieval.search`, the cached vectors served to it); until
+issue 36 it matched the offline RRF figures, language guard and similarity floor
+included. Hybrid search now fuses by score (`fusion.blend`): its Coffer figure is that
+fusion's, the offline column still RRF's (bench.fusion_offline sweeps the new one).
 
 Part 2: a minimum cosine similarity for vector hits no keyword candidate shares:
 similarity of relevant documents' best chunk (SciFact claims; tldr descriptions against
@@ -86,7 +88,9 @@ BM25_WEIGHTS = tuple(
         )
     )
 )
-BASELINE = (retrieval.KEYWORD_CANDIDATES, retrieval.VECTOR_CANDIDATES, 1.0)  # today's
+# RRF as hybrid search ranked until issue 36 (10 keyword / 30 vector candidates); it now
+# fuses by score (cofferd/application/fusion.py, swept by bench.fusion_offline)
+BASELINE = (10, 30, 1.0)
 DEPTHS = (10, 15, 20, 30, 40, 50, 75, 100)
 SWEEP = tuple(sorted({10, 15, 20, 30, 50, 100, BASELINE[0]}))  # crossed with everything
 WEIGHTS = (0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)  # keyword weight; vector weight 1
@@ -718,8 +722,8 @@ async def main() -> None:
 
     print(f"machine: {machine()}")
     print(
-        f"project settings: {fts_text.RANK}, candidates {retrieval.KEYWORD_CANDIDATES} keyword /"
-        f" {retrieval.VECTOR_CANDIDATES} vector,"
+        f"project settings: {fts_text.RANK}, candidates {BASELINE[0]} keyword /"
+        f" {BASELINE[1]} vector (RRF, before issue 36),"
         f" floor {LOCAL_MIN_SIMILARITY}"
     )
     print(f"SciFact: {len(sci.chunks)} chunks; tldr: {len(tldr.chunks)} chunks of {len(english)}")

@@ -10,13 +10,14 @@ question id); a question with no bigram in its paragraph is reworded, not copied
 Coffer runs in-process (as bench.cjk_questions): the KB is indexed and its vectors drained
 through the real embedding queue and the real model process; the embedder the queue calls
 is the project's LocalEmbedder behind a disk cache by (model, passage or query, text
-digest) in --cache, so a rerun embeds nothing it embedded before. Fusion settings (RRF K,
-candidates per list, the vector list's weight for CJK queries) are swept by setting
-`retrieval`'s constants and searching again.
+digest) in --cache, so a rerun embeds nothing it embedded before. Fusion settings
+(candidates per list, the vector score's share) are swept by setting `fusion`'s
+constants and searching again. `--dump DIR` only writes each question's keyword and
+vector lists (with their scores) for bench.fusion_offline.
 
     nice -n 10 .venv/bin/python -m bench.multilingual_search
         [--sets jsquad-valid,cmrc2018-dev,cmrc-hard,scifact] [--model multilingual-e5-small]
-        [--limit N] [--sweep] [--threads 1]
+        [--limit N] [--sweep] [--threads 1] [--cache DIR] [--dump DIR]
     nice -n 10 .venv/bin/python -m bench.multilingual_search --speed 40 [--model M]
 
 `--speed N` only measures: N texts per language through the real model process (no
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import json
 import random
 import re
 import shutil
@@ -39,27 +41,24 @@ from typing import Any
 
 from bench.common import machine, scratch_home
 from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents, write_beir
-from cofferd.application import retrieval
+from cofferd.application import fusion, retrieval
 from cofferd.domain.config import EmbeddingConfig
+from cofferd.domain.models import KnowledgeBase
+from cofferd.domain.query_syntax import parse_query
 from cofferd.domain.scripts import CJK_RANGES
 from cofferd.infrastructure.models.embedders import LocalEmbedder
 from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 HARD_QUESTIONS = 300
+DUMP_DEPTH = 100
 MODES = ("keyword", "vector", "hybrid")
-# (RRF K, keyword candidates, vector candidates, vector weight for CJK queries)
+# (keyword candidates, vector candidates, the vector score's share) of hybrid's fusion
 SWEEP = (
-    (60, 10, 30, 1.0),
-    (60, 10, 30, 1.5),
-    (60, 10, 30, 2.0),
-    (60, 20, 30, 1.0),
-    (60, 20, 30, 1.5),
-    (60, 30, 30, 1.0),
-    (60, 30, 30, 1.5),
-    (60, 30, 30, 2.0),
-    (20, 10, 30, 1.0),
-    (20, 20, 30, 1.5),
+    (30, 30, 0.3),
+    (30, 30, 0.5),
+    (20, 30, 0.4),
+    (50, 50, 0.4),
 )
 _CJK = re.compile(f"[{CJK_RANGES}]+")
 
@@ -142,7 +141,8 @@ def load(
 async def scores(
     coffer: Coffer, kb: str, queries: dict[str, str], qrels: dict[str, dict[str, int]]
 ) -> tuple[float, dict[str, int]]:
-    values, fallbacks = [], {}
+    values: list[float] = []
+    fallbacks: dict[str, int] = {}
     for qid, rels in sorted(qrels.items()):
         found = await coffer.retrieval.search(kb, queries[qid], top_k=10)
         if found.fallback:
@@ -151,9 +151,54 @@ async def scores(
     return sum(values) / len(values), fallbacks
 
 
-def set_fusion(k: int, keyword: int, vector: int, weight: float) -> None:
-    retrieval.RRF_K, retrieval.KEYWORD_CANDIDATES = k, keyword
-    retrieval.VECTOR_CANDIDATES, retrieval.VECTOR_WEIGHT_CJK = vector, weight
+def set_fusion(keyword: int, vector: int, share: float) -> None:
+    fusion.KEYWORD_CANDIDATES, fusion.VECTOR_CANDIDATES = keyword, vector
+    fusion.VECTOR_SHARE = share
+
+
+async def dump(
+    coffer: Coffer,
+    kb: KnowledgeBase,
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    path: Path,
+) -> None:
+    """Per question, the two lists hybrid search fuses, DUMP_DEPTH deep: keyword (bm25, as
+    `keyword_search` scores it) and vector (cosine similarity, no floor), each entry
+    [document, chunk position, score]; and whether the model reads the question (when it
+    does not, hybrid answers with keywords). bench.fusion_offline reads them."""
+    embedding = kb.config.embedding
+    assert embedding is not None
+    with path.open("w", encoding="utf-8") as out:
+        for qid, rels in sorted(qrels.items()):
+            query = queries[qid]
+            syntax = parse_query(query)
+            keyword = await coffer.retrieval.keywords.keyword_search(
+                kb.name, query, DUMP_DEPTH, beside=True
+            )
+            reads = embedding.coverage().reads_all(syntax.meaning) and retrieval.has_words(
+                syntax.meaning
+            )
+            semantic = []
+            if reads:
+                vector = await coffer.embeddings.embed_query(kb, syntax.meaning)
+                assert vector is not None
+                semantic = await coffer.retrieval.vectors.vector_search(
+                    kb.name, vector, DUMP_DEPTH, syntax=syntax
+                )
+            row = {
+                "id": qid,
+                "query": query,
+                "rels": rels,
+                "reads": reads,
+                "keyword": [[stem(p.path), p.position, p.score] for p in keyword],
+                "vector": [[stem(p.path), p.position, p.score] for p in semantic],
+            }
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].removesuffix(".md")
 
 
 async def evaluate(name: str, args: argparse.Namespace) -> None:
@@ -185,6 +230,12 @@ async def evaluate(name: str, args: argparse.Namespace) -> None:
                 f"({cached.embedded} embedded now, {rate}), {len(qrels)} questions",
                 flush=True,
             )
+            if args.dump:
+                args.dump.mkdir(parents=True, exist_ok=True)
+                await dump(coffer, kb, queries, qrels, args.dump / f"{name}.jsonl")
+                print(f"  lists written to {args.dump / name}.jsonl", flush=True)
+                await real.close()
+                return
             found = {}
             for mode in MODES:
                 await coffer.kbs.update_config("q", {"default_mode": mode})
@@ -197,17 +248,16 @@ async def evaluate(name: str, args: argparse.Namespace) -> None:
             )
             if args.sweep:
                 today = (
-                    retrieval.RRF_K,
-                    retrieval.KEYWORD_CANDIDATES,
-                    retrieval.VECTOR_CANDIDATES,
-                    retrieval.VECTOR_WEIGHT_CJK,
+                    fusion.KEYWORD_CANDIDATES,
+                    fusion.VECTOR_CANDIDATES,
+                    fusion.VECTOR_SHARE,
                 )
                 for setting in SWEEP:
                     set_fusion(*setting)
                     value, _ = await scores(coffer, "q", queries, qrels)
                     print(
-                        f"  sweep K={setting[0]} keyword {setting[1]} vector {setting[2]} "
-                        f"weight {setting[3]}: hybrid {value:.4f} "
+                        f"  sweep keyword {setting[0]} vector {setting[1]} "
+                        f"share {setting[2]}: hybrid {value:.4f} "
                         f"({value - found['keyword'][0]:+.4f})",
                         flush=True,
                     )
@@ -263,6 +313,9 @@ async def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--limit", type=int, default=None, help="questions per set (seed 0)")
     parser.add_argument("--sweep", action="store_true", help="other fusion settings too")
+    parser.add_argument(
+        "--dump", type=Path, default=None, help="only: write each question's two lists here"
+    )
     parser.add_argument("--cache", type=Path, default=Path("/tmp/coffer-bench-e5cache"))
     parser.add_argument(
         "--speed", type=int, default=0, help="only: embed this many texts per language"

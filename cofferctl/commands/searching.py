@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 SCORE_KINDS = {
     "keyword": ("bm25", "bm25"),
     "vector": ("cosine", "cosine similarity"),
-    "hybrid": ("rrf", "reciprocal rank fusion"),
+    "hybrid": ("fused", "keyword and vector scores combined"),
+    "several": ("rrf", "reciprocal rank fusion"),
 }
 
 
@@ -67,7 +68,7 @@ def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
         print(visible(data["query_cut"]), file=sys.stderr)
     mode = data.get("mode", "keyword")
     fallback = f" (fallback: {data['fallback'].replace('_', ' ')})" if data.get("fallback") else ""
-    label, meaning = SCORE_KINDS.get("hybrid" if several else mode, (mode, mode))
+    label, meaning = SCORE_KINDS.get("several" if several else mode, (mode, mode))
     out.line(out.style(f"{mode} search{fallback}; score: {meaning}, higher is better", "2"))
     if not data["passages"]:
         out.line("no matches")

@@ -1,6 +1,7 @@
 """The retrieval facade: one query, one answer; the mode is decided here, never by callers.
 
-Hybrid is reciprocal rank fusion (K = 60) of the keyword and vector lists. A model that
+Hybrid combines the keyword and vector lists by their scores (`fusion.blend`); several KBs
+at once are merged by reciprocal rank fusion (K = 60). A model that
 cannot read every word of the query (`ModelCoverage`: MiniLM reads Latin script, the
 multilingual e5 about 100 languages) gets no vote: fused with such a model, results on
 Chinese fell from 0.82 to 0.53 nDCG@10 when measured.
@@ -17,10 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from cofferd.application import fusion
 from cofferd.application.conversion_queue import Pages
 from cofferd.application.documents import places
 from cofferd.application.embeddings import Embeddings
@@ -32,7 +33,6 @@ from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, S
 from cofferd.domain.pages import PageStart
 from cofferd.domain.ports import DocsTree, DocumentCatalog, Grepper, KeywordSearch, VectorStore
 from cofferd.domain.query_syntax import parse_query
-from cofferd.domain.scripts import CJK_RANGES
 
 log = logging.getLogger(__name__)
 
@@ -41,16 +41,7 @@ TOP_K_MAX = 100
 QUERY_MAX_CHARS = 2000
 MAX_MATCHES_DEFAULT = 100
 MAX_MATCHES_MAX = 10_000
-RRF_K = 60
-# Candidates per list for RRF(K = 60), measured on SciFact (bench.hybrid_sweep): a short
-# keyword list was best at every vector depth (10: 0.722-0.726; 20: 0.716-0.722).
-KEYWORD_CANDIDATES = 10
-VECTOR_CANDIDATES = 30
-# The vector list's weight in the fusion, by the query's writing: see docs/benchmarks.md
-# (issue 36) for CJK, where keywords match characters, not words.
-VECTOR_WEIGHT = 1.0
-VECTOR_WEIGHT_CJK = 1.0
-_CJK = re.compile(f"[{CJK_RANGES}]")
+RRF_K = 60  # merging several KBs' answers
 LATIN_END = 0x24F  # letters above Latin Extended-B are another script...
 GREEK = range(0x370, 0x400)  # ...except Greek, which science writes in English (TNF-alpha)
 
@@ -293,7 +284,7 @@ class Retrieval:
         # the keyword list is read while the query is embedded
         keyword_task = asyncio.ensure_future(
             self.keywords.keyword_search(
-                kb.name, query, max(top_k, KEYWORD_CANDIDATES), filters, beside=True
+                kb.name, query, max(top_k, fusion.KEYWORD_CANDIDATES), filters, beside=True
             )
         )
         try:
@@ -310,7 +301,7 @@ class Retrieval:
         keyword, semantic = await asyncio.gather(
             keyword_task,
             self.vectors.vector_search(
-                kb.name, vector, max(top_k, VECTOR_CANDIDATES), filters, syntax=syntax
+                kb.name, vector, max(top_k, fusion.VECTOR_CANDIDATES), filters, syntax=syntax
             ),
         )
         # fused as found, then a chunk only the model found is dropped if it is not similar
@@ -321,7 +312,6 @@ class Retrieval:
             for p in semantic
             if p.score < floor and (p.document_id, p.position) not in matched
         }
-        weight = VECTOR_WEIGHT_CJK if _CJK.search(syntax.meaning) else VECTOR_WEIGHT
-        fused = fuse([(1.0, keyword), (weight, semantic)], top_k + len(weak))
+        fused = fusion.blend(keyword, semantic, top_k + len(weak))
         passages = [p for p in fused if (p.document_id, p.position) not in weak][:top_k]
         return SearchResult(mode="hybrid", passages=passages)
