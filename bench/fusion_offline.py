@@ -270,6 +270,60 @@ def report(sets: dict[str, list[Question]], chosen: Fusion, given: float | None)
             )
 
 
+def first_relevant(keys: Sequence[Key], rels: dict[str, int]) -> int | None:
+    """The rank (from 1) of the first relevant document among these chunks' documents."""
+    docs = list(dict.fromkeys(d for d, _ in keys))
+    return next((i + 1 for i, d in enumerate(docs) if rels.get(d)), None)
+
+
+def where(name: str, questions: list[Question], chosen: Fusion, floor: float) -> None:
+    """Where hybrid gains and loses against keyword search on one set: the best either list
+    alone could do per question (an oracle choosing), the questions won and lost, and the
+    rank of the answer in each list for the lost ones."""
+    keyword = [ndcg(keyword_only(q)[:TOP_K], q.rels) for q in questions]
+    vector = [ndcg(vector_answer(q, floor), q.rels) for q in questions]
+    fused = [ndcg(answer(q, chosen, floor), q.rels) for q in questions]
+    oracle = [max(k, v) for k, v in zip(keyword, vector, strict=True)]
+    best = mean(oracle)
+    print(
+        f"\n{name}: keyword {mean(keyword):.4f}, hybrid {mean(fused):.4f}; the better of the"
+        f" two lists per question (an oracle) {best:.4f} ({best - mean(keyword):+.4f})"
+    )
+    kw_first = sum(first_relevant(keyword_only(q), q.rels) == 1 for q in questions)
+    vec_first = sum(first_relevant([k for k, _ in q.vector], q.rels) == 1 for q in questions)
+    neither = sum(
+        first_relevant(keyword_only(q), q.rels) != 1
+        and first_relevant([k for k, _ in q.vector], q.rels) != 1
+        for q in questions
+    )
+    only_vec = sum(
+        first_relevant(keyword_only(q), q.rels) != 1
+        and first_relevant([k for k, _ in q.vector], q.rels) == 1
+        for q in questions
+    )
+    print(
+        f"  answer first: keyword {kw_first}, vector {vec_first}, vector only {only_vec},"
+        f" neither {neither} (of {len(questions)})"
+    )
+    won = [(f - k, q) for f, k, q in zip(fused, keyword, questions, strict=True) if f > k]
+    lost = [(k - f, q) for f, k, q in zip(fused, keyword, questions, strict=True) if f < k]
+    gained, lost_sum = (sum(g for g, _ in x) / len(questions) for x in (won, lost))
+    print(
+        f"  hybrid above keyword on {len(won)} questions (+{gained:.4f}),"
+        f" below on {len(lost)} (-{lost_sum:.4f})"
+    )
+    for loss, q in sorted(lost, key=lambda x: -x[0])[:8]:
+        rk = first_relevant(keyword_only(q), q.rels)
+        rv = first_relevant([k for k, _ in q.vector], q.rels)
+        rf = first_relevant(answer(q, chosen, floor), q.rels)
+        top = q.vector[0][1] if q.vector else float("nan")
+        right = next((s for (d, _), s in q.vector if q.rels.get(d)), float("nan"))
+        print(
+            f"    -{loss:.2f} {q.id}: answer keyword #{rk}, vector #{rv}, hybrid #{rf};"
+            f" cosine of the vector first {top:.3f}, of the answer {right:.3f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dump", type=Path)
@@ -279,6 +333,9 @@ def main() -> None:
     parser.add_argument("--only", default=None, help="only settings whose name holds this")
     parser.add_argument(
         "--report", default=None, help="only: this setting against keyword and before, by half"
+    )
+    parser.add_argument(
+        "--where", action="store_true", help="with --report: where it gains and loses, per set"
     )
     args = parser.parse_args()
     names = args.sets.split(",") if args.sets else sorted(p.stem for p in args.dump.glob("*.jsonl"))
@@ -294,6 +351,8 @@ def main() -> None:
         )
     if args.report:
         report(sets, dict(grid())[args.report], args.floor)
+        for name, questions in sets.items() if args.where else ():
+            where(name, questions, dict(grid())[args.report], floor_of(name, args.floor))
         return
     rows = []
     for label, fused in grid():

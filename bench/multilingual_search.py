@@ -2,7 +2,8 @@
 Coffer's own search (`Retrieval.search`, as the API calls it), with a bundled model.
 
 Sets (BEIR layout in the shared data; each paragraph a document, its questions the
-queries): JSQuAD (valid), CMRC 2018 (dev), `cmrc-hard` and SciFact. `cmrc-hard` is the
+queries): JSQuAD (valid), CMRC 2018 (dev), `cmrc-hard` and SciFact; and `tldr-en`, an
+English vault of 1,000 tldr pages asked 300 of their one-line descriptions. `cmrc-hard` is the
 CMRC corpus with the questions that share the fewest words with their paragraph: the 300
 (of 3,219) whose CJK character bigrams are least often found in the paragraph (ties by
 question id); a question with no bigram in its paragraph is reworded, not copied.
@@ -51,6 +52,7 @@ from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 HARD_QUESTIONS = 300
+TLDR_PAGES, TLDR_QUESTIONS = 1000, 300
 DUMP_DEPTH = 100
 MODES = ("keyword", "vector", "hybrid")
 # (keyword candidates, vector candidates, the vector score's share) of hybrid's fusion
@@ -115,9 +117,47 @@ def bigram_overlap(question: str, passage: str) -> float:
     return sum(g in passage for g in grams) / len(grams) if grams else 1.0
 
 
+def load_tldr_english() -> tuple[list[dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
+    """An English notes vault: 1,000 English tldr pages (fixed seed), 300 of them asked by
+    their one-line description, each page without its title and description lines (as
+    bench.multilingual_models builds tldr-ko)."""
+    import tarfile
+
+    from bench.common import DATA
+
+    members: dict[str, str] = {}
+    with tarfile.open(DATA / "tldr-pages.tar.gz") as tar:
+        for member in tar:
+            if member.isfile() and "/pages/" in member.name and member.name.endswith(".md"):
+                handle = tar.extractfile(member)
+                assert handle is not None
+                members[member.name] = handle.read().decode("utf-8")
+    names = sorted(members)
+    random.Random(0).shuffle(names)
+    corpus: list[dict[str, str]] = []
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    for name in names:
+        lines = members[name].splitlines()
+        said = [line[2:].strip() for line in lines if line.startswith("> ")]
+        if not said or "://" in said[0]:
+            continue
+        body = "\n".join(line for line in lines if not line.startswith(("> ", "# "))).strip()
+        doc_id = f"d{len(corpus)}"
+        corpus.append({"_id": doc_id, "title": "", "text": body})
+        if len(queries) < TLDR_QUESTIONS:
+            queries[f"q{len(corpus)}"] = said[0]
+            qrels[f"q{len(corpus)}"] = {doc_id: 1}
+        if len(corpus) == TLDR_PAGES:
+            break
+    return corpus, queries, qrels
+
+
 def load(
     name: str, limit: int | None
 ) -> tuple[list[dict[str, str]], dict[str, str], dict[str, dict[str, int]]]:
+    if name == "tldr-en":
+        return load_tldr_english()
     corpus, queries, qrels = load_beir("cmrc2018-dev" if name == "cmrc-hard" else name)
     qrels = {q: r for q, r in qrels.items() if q in queries}
     if name == "cmrc-hard":
