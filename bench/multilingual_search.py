@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import machine, scratch_home
+from bench.common import machine, median, percentile, scratch_home
 from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents, write_beir
 from cofferd.application import fusion, retrieval
 from cofferd.domain.config import EmbeddingConfig
@@ -68,8 +68,11 @@ _CJK = re.compile(f"[{CJK_RANGES}]+")
 class CachedEmbedder:
     """The real embedder, its vectors kept on disk by (model, role, text digest)."""
 
-    def __init__(self, inner: LocalEmbedder, cache: Path, model: str) -> None:
+    def __init__(
+        self, inner: LocalEmbedder, cache: Path, model: str, live_queries: bool = False
+    ) -> None:
         self.inner = inner
+        self.live_queries = live_queries  # queries embedded by the model each time (latency)
         self.dimensions = inner.dimensions
         self.model = model
         cache.mkdir(parents=True, exist_ok=True)
@@ -84,6 +87,9 @@ class CachedEmbedder:
 
     async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
         import array
+
+        if query and self.live_queries:
+            return await self.inner.embed(texts, query=True)
 
         keys = [self._key(t, query) for t in texts]
         found: dict[str, list[float]] = {}
@@ -180,15 +186,20 @@ def load(
 
 async def scores(
     coffer: Coffer, kb: str, queries: dict[str, str], qrels: dict[str, dict[str, int]]
-) -> tuple[float, dict[str, int]]:
+) -> tuple[float, dict[str, int], list[float]]:
+    """Mean nDCG@10, fallbacks by kind, and each search's milliseconds (query vectors come
+    from the cache once embedded: the search and the fusion)."""
     values: list[float] = []
     fallbacks: dict[str, int] = {}
+    elapsed: list[float] = []
     for qid, rels in sorted(qrels.items()):
+        started = time.perf_counter()
         found = await coffer.retrieval.search(kb, queries[qid], top_k=10)
+        elapsed.append((time.perf_counter() - started) * 1000)
         if found.fallback:
             fallbacks[found.fallback] = fallbacks.get(found.fallback, 0) + 1
         values.append(ndcg_at(ranked_documents(found.passages), rels, 10))
-    return sum(values) / len(values), fallbacks
+    return sum(values) / len(values), fallbacks, elapsed
 
 
 def set_fusion(keyword: int, vector: int, share: float) -> None:
@@ -254,7 +265,7 @@ async def evaluate(name: str, args: argparse.Namespace) -> None:
         locations = Locations(home=home, socket=home / "cofferd.sock")
         async with await Coffer.open(locations) as coffer:
             real = LocalEmbedder(EmbeddingConfig(**embedding), locations.models_dir)
-            cached = CachedEmbedder(real, args.cache, args.model)
+            cached = CachedEmbedder(real, args.cache, args.model, args.live_queries)
             coffer.embeddings.make_embedder = lambda _config: cached
             config = {"enabled_modes": ["keyword", "grep", *MODES[1:]], "embedding": embedding}
             kb = await coffer.kbs.create("q", config)
@@ -282,8 +293,18 @@ async def evaluate(name: str, args: argparse.Namespace) -> None:
                 found[mode] = await scores(coffer, "q", queries, qrels)
             print(
                 "  "
-                + "  ".join(f"{m} {v:.4f}" + (f" {f}" if f else "") for m, (v, f) in found.items())
+                + "  ".join(
+                    f"{m} {v:.4f}" + (f" {f}" if f else "") for m, (v, f, _) in found.items()
+                )
                 + f"  hybrid-keyword {found['hybrid'][0] - found['keyword'][0]:+.4f}",
+                flush=True,
+            )
+            print(
+                "  ms p50/p95: "
+                + "  ".join(
+                    f"{m} {median(ms):.1f}/{percentile(ms, 95):.1f}"
+                    for m, (_, _, ms) in found.items()
+                ),
                 flush=True,
             )
             if args.sweep:
@@ -294,7 +315,7 @@ async def evaluate(name: str, args: argparse.Namespace) -> None:
                 )
                 for setting in SWEEP:
                     set_fusion(*setting)
-                    value, _ = await scores(coffer, "q", queries, qrels)
+                    value, _, _ = await scores(coffer, "q", queries, qrels)
                     print(
                         f"  sweep keyword {setting[0]} vector {setting[1]} "
                         f"share {setting[2]}: hybrid {value:.4f} "
@@ -353,6 +374,11 @@ async def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--limit", type=int, default=None, help="questions per set (seed 0)")
     parser.add_argument("--sweep", action="store_true", help="other fusion settings too")
+    parser.add_argument(
+        "--live-queries",
+        action="store_true",
+        help="queries embedded by the model process each time (for latency), not cached",
+    )
     parser.add_argument(
         "--dump", type=Path, default=None, help="only: write each question's two lists here"
     )
