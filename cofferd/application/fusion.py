@@ -3,16 +3,18 @@ their scores, not their ranks.
 
 Each list's scores (bm25; cosine similarity) are standardised over the list's own
 candidates (z-scores: the list's mean and spread, so bm25's scale and a model's narrow band
-of similarities, e5's 0.75-0.9, weigh alike), then mixed: VECTOR_SHARE of the vector score,
-the rest of the keyword score. A chunk missing from a list counts as that list's lowest
-candidate (one spread below a list whose candidates all scored alike: a single keyword hit
-still counts). Unlike rank fusion, a vector hit barely more similar than the next does not
-outvote keyword search's clear first, and a clear vector first does count.
+of similarities, e5's first 30 within a few hundredths, weigh alike), then mixed:
+VECTOR_SHARE of the vector score, the rest of the keyword score. A chunk missing from a
+list counts as that list's lowest candidate (one spread below a list whose candidates all
+scored alike: a single keyword hit still counts). Unlike rank fusion, a vector hit barely
+more similar than the next does not outvote keyword search's clear first, and a clear
+vector first does count.
 
 Chosen offline on half the questions of each set and confirmed on the other half
 (bench.fusion_offline; docs/benchmarks.md, issue 36): against rank fusion (K = 60, 10/30
-candidates) +0.011 nDCG@10 on JSQuAD (which it lost to keyword search), +0.007 on CMRC
-2018, +0.013 on SciFact with MiniLM; one setting for both bundled models.
+candidates) nDCG@10 +0.011 on JSQuAD (which rank fusion lost to keyword search), +0.005 on
+CMRC 2018 and on its hard questions, +0.013 on SciFact and +0.008 on English tldr pages
+with MiniLM; one setting for both bundled models.
 """
 
 from __future__ import annotations
