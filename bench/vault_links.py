@@ -268,12 +268,19 @@ def applied(body: str, edits: list[dict[str, Any]]) -> str:
 
 def targets(notes: dict[str, str], files: list[str]) -> dict[str, list[str | None]]:
     """Where each link of each note leads, by the daemon's rules (the checkout's own)."""
+    import inspect
+
     from cofferd.domain.links import DocumentIndexOfPaths, links_of
 
     try:
         index = DocumentIndexOfPaths(notes, files)
     except TypeError:  # a checkout where only documents are targets
         index = DocumentIndexOfPaths(notes)
+    if "source" in inspect.signature(index.resolve).parameters:  # the note's folder counts
+        return {
+            path: [index.resolve(link, path).path for link in links_of(body, path)]
+            for path, body in notes.items()
+        }
     return {
         path: [index.resolve(link).path for link in links_of(body, path)]
         for path, body in notes.items()

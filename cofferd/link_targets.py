@@ -16,10 +16,11 @@ Resolving a key: the file whose whole path matches (a document before another fi
 else, for a wiki link, the files whose path ends in `/<key>`; a Markdown link that leads
 to no file from its note's folder is read as Obsidian reads one written by the shortest
 path (`![alt](image.png)`): as a wiki link naming what it wrote (unless it starts with
-`/`, `./` or `../`, which say where it is). When several do, the one
-with the shortest path (fewest folders, then fewest characters, then alphabetical) is
-taken, and the link is marked `ambiguous` so that callers can say so. No match: the link
-is broken.
+`/`, `./` or `../`, which say where it is). When several do, the one Obsidian takes
+(`getFirstLinkpathDest`, observed on Obsidian 1.13.7): the one in the linking note's own
+folder (not an ancestor's), else the shortest path in characters (`a/b/Note.md` before
+`zzzz/Note.md`), then the path itself; the link is marked `ambiguous` so that callers can
+say so. No match: the link is broken.
 
 A fragment (`#Heading`, `#A#B` nested, `#^block-id`) is looked for only in a Markdown
 note: a heading in any case, the second of `#A#B` within the first's section, a block
@@ -131,20 +132,25 @@ class DocumentIndexOfPaths:
         held = self._file_names.get(name)
         return [] if held is None else [held] if isinstance(held, str) else held
 
-    def resolve(self, link: Keyed) -> Resolution:
-        return self.resolve_written(link.type, link.key, link.target)
+    def resolve(self, link: Keyed, source: str | None = None) -> Resolution:
+        """Where `link`, written in the note at `source`, leads."""
+        return self.resolve_written(link.type, link.key, link.target, source)
 
-    def resolve_written(self, kind: str, key: str | None, target: str) -> Resolution:
-        """Where a link of `kind` written `target` (its key `key`) leads."""
-        found = self.resolve_key(kind, key) if key is not None else Resolution(None)
+    def resolve_written(
+        self, kind: str, key: str | None, target: str, source: str | None = None
+    ) -> Resolution:
+        """Where a link of `kind` written `target` (its key `key`) in the note at `source`
+        leads."""
+        found = self.resolve_key(kind, key, source) if key is not None else Resolution(None)
         if found.path is None and kind == "markdown":
             by_name = markdown_name_key(target)
             if by_name is not None:
-                return self.resolve_key("wiki", by_name)
+                return self.resolve_key("wiki", by_name, source)
         return found
 
-    def resolve_key(self, kind: str, key: str) -> Resolution:
-        """Where a link of `kind` ("wiki" or "markdown") naming `key` leads."""
+    def resolve_key(self, kind: str, key: str, source: str | None = None) -> Resolution:
+        """Where a link of `kind` ("wiki" or "markdown") naming `key`, written in the note
+        at `source` (None: a note in no folder, the root's), leads."""
         exact = self.by_key.get(key)
         if exact is not None:
             return Resolution(exact)
@@ -157,7 +163,8 @@ class DocumentIndexOfPaths:
         found = [p for p in [*self.by_name.get(name, ()), *files] if key_of(p).endswith(suffix)]
         if not found:
             return Resolution(None)
-        found.sort(key=lambda p: (p.count("/"), len(p), p))
+        folder = posixpath.dirname(source) if source is not None else None
+        found.sort(key=lambda p: (posixpath.dirname(p) != folder, len(p), p))
         document = found[0] not in self.files
         if len(found) == 1:
             return Resolution(found[0], document=document)

@@ -46,8 +46,9 @@ def test_links_of_unsaved_text_are_placed_and_resolved(vault: tuple[Daemon, str]
     assert line[plan_link["start"] : plan_link["end"]] == "[[計画#予算|the plan]]"
     assert plan_link["relative_path"] == "projects/計画.md" and not plan_link["ambiguous"]
     ambiguous = by_target["plan"]
-    assert ambiguous["ambiguous"] and ambiguous["relative_path"] == "archive/plan.md"
-    assert ambiguous["candidates"] == ["archive/plan.md", "projects/plan.md"]
+    # the note's own folder first, as Obsidian takes it
+    assert ambiguous["ambiguous"] and ambiguous["relative_path"] == "projects/plan.md"
+    assert ambiguous["candidates"] == ["projects/plan.md", "archive/plan.md"]
     assert by_target["nowhere"]["relative_path"] is None
     assert by_target["../people/ana.md"]["relative_path"] == "people/ana.md"
     assert by_target["gone.md"]["relative_path"] is None

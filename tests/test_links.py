@@ -102,6 +102,67 @@ def test_every_file_is_a_target_and_a_markdown_link_falls_back_to_its_name() -> 
     assert resolve("markdown", "%2E%2E/Boards/x.canvas") == ("Boards/x.canvas", False, False)
 
 
+def test_several_files_answer_a_link_as_obsidian_breaks_the_tie() -> None:
+    """Obsidian 1.13.7's `getFirstLinkpathDest` (markdown-vault-mcp PR #1380): an exact
+    vault path; else a match in the linking note's own folder (an ancestor's counts for
+    nothing); else the shortest path in characters, then the path itself."""
+
+    def resolve(
+        paths: list[str], written: str, source: str
+    ) -> tuple[str | None, bool, tuple[str, ...]]:
+        (link,) = links_of(f"[[{written}]]", source)
+        found = DocumentIndexOfPaths([*paths, source]).resolve(link, source)
+        return found.path, found.ambiguous, found.candidates
+
+    beside = ["Note.md", "b/Note.md"]
+    # 1. the exact vault path, even over the match beside the linking note
+    assert resolve(beside, "Note", "b/src.md") == ("Note.md", False, ())
+    assert resolve(beside, "b/Note", "zzzz/src.md") == ("b/Note.md", False, ())
+    # 2. a match in the linking note's own folder; an ancestor's is no help
+    two = ["b/Note.md", "zzzz/Note.md"]
+    assert resolve(two, "Note", "zzzz/src.md") == (
+        "zzzz/Note.md",
+        True,
+        ("zzzz/Note.md", "b/Note.md"),
+    )
+    assert resolve(two, "Note", "zzzz/deep/src.md")[:2] == ("b/Note.md", True)
+    # 3. the shortest path string (11 characters over 12, not the fewest folders)...
+    deeper = ["a/b/Note.md", "zzzz/Note.md"]
+    assert resolve(deeper, "Note", "src.md") == (
+        "a/b/Note.md",
+        True,
+        ("a/b/Note.md", "zzzz/Note.md"),
+    )
+    # ...then the path itself
+    assert resolve(["x/Note.md", "c/Note.md"], "Note", "zzzz/src.md")[0] == "c/Note.md"
+    index = DocumentIndexOfPaths(two)
+    assert index.resolve_key("wiki", "note", "zzzz/src.md").path == "zzzz/Note.md"
+    assert index.resolve_written("wiki", "note", "Note", "zzzz/src.md").path == "zzzz/Note.md"
+
+
+def test_an_image_in_the_notes_own_folder_and_in_another_languages() -> None:
+    """Two languages, each with `Attachments/x.png`: a note in `en/Attachments/` embeds its
+    own folder's; one in `en/` gets no help from its folder (the image is in a subfolder of
+    it): the two paths are as long, and Obsidian takes the first by path, the German one."""
+    index = DocumentIndexOfPaths(
+        ["en/Guide.md", "en/Attachments/Captions.md", "de/Guide.md"],
+        ["en/Attachments/x.png", "de/Attachments/x.png"],
+    )
+
+    def resolve(source: str, written: str = "![[x.png]]") -> str | None:
+        (link,) = links_of(written, source)
+        found = index.resolve(link, source)
+        assert found.ambiguous
+        return found.path
+
+    assert resolve("en/Attachments/Captions.md") == "en/Attachments/x.png"
+    assert resolve("en/Attachments/Captions.md", "![x](Attachments/x.png)") == (
+        "en/Attachments/x.png"
+    )  # a Markdown link found by its name: the same rules
+    assert resolve("en/Guide.md") == "de/Attachments/x.png"
+    assert resolve("de/Guide.md") == "de/Attachments/x.png"
+
+
 def test_a_tables_escaped_bar_is_not_part_of_the_target() -> None:
     (link,) = links_of("| [[Basic syntax#Lists\\|lists]] | x |", "here.md")
     assert (link.target, link.key) == ("Basic syntax#Lists", "basic syntax")

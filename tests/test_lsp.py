@@ -74,7 +74,8 @@ async def test_diagnostics_name_broken_and_ambiguous_links(
     assert broken.severity == types.DiagnosticSeverity.Warning and "nowhere" in broken.message
     assert broken.range.end.character == start + len("[[nowhere]]")
     ambiguous = next(x for x in found if x.code == "ambiguous-link")
-    assert "archive/plan.md (taken), projects/plan.md" in ambiguous.message
+    # the note's own folder first, as Obsidian takes it
+    assert "projects/plan.md (taken), archive/plan.md" in ambiguous.message
     assert len(found) == 2  # the CJK link and the Markdown link resolve
 
 

@@ -41,6 +41,7 @@ RENAMES = [
     ("Plugins/Other.md", "Other.md"),  # takes `[[Other]]`-by-path over
     ("User interface/Settings.md", "UI/Search.md"),  # shorter: takes `[[Search]]` over
     ("index.md", "Plugins/index.md"),  # only its own links move
+    ("Plugins/Search.md", "Plugins/Settings.md"),  # beside Other: its folder's `[[Settings]]`
 ]
 
 
@@ -57,7 +58,7 @@ def targets(files: dict[str, str]) -> dict[str, list[str | None]]:
     """Where each link of each note leads, as the daemon resolves them."""
     index = DocumentIndexOfPaths(files)
     return {
-        path: [index.resolve(link).path for link in links_of(body, path)]
+        path: [index.resolve(link, path).path for link in links_of(body, path)]
         for path, body in files.items()
     }
 
@@ -104,9 +105,34 @@ def test_the_shortest_form_is_written(shared_daemon: Daemon, client: RawClient) 
     )
     own = applied(VAULT[old], changes[(docs / old).as_uri()])
     assert own.split("\n")[4:6] == [
-        "[o](../Other.md) [[Settings]] [[Core/Settings#Operators]]",
+        # in its new folder, `[[Settings]]` is itself (Obsidian's own-folder rule)
+        "[o](../Other.md) [[User interface/Settings]] [[Settings#Operators]]",
         "[u](<../../User interface/Settings.md>) [[#Operators]] [x](#operators)",
     ]
+
+
+def test_a_name_in_the_linking_notes_folder_is_written_alone(
+    shared_daemon: Daemon, client: RawClient
+) -> None:
+    """Two notes will be named Settings: from a note in the folder of one, Obsidian takes
+    that one (its own folder first), so the bare name leads there; the renamed note's own
+    `[[Settings]]` would then lead to itself, and names the other by its path."""
+    d = shared_daemon
+    kb = new_vault(d, "rt", VAULT)
+    docs = d.docs(kb)
+    old, new = "Plugins/Search.md", "Plugins/Settings.md"
+    files = [{"oldUri": (docs / old).as_uri(), "newUri": (docs / new).as_uri()}]
+    changes = client.ask("workspace/willRenameFiles", {"files": files})["result"]["changes"]
+    other = applied(VAULT["Plugins/Other.md"], changes[(docs / "Plugins/Other.md").as_uri()])
+    assert other == (
+        "# Other\n\nsee [[Settings]] and [[Settings#Operators|ops]] [s](Settings.md)\n"
+    )
+    own = applied(VAULT[old], changes[(docs / old).as_uri()])
+    assert own.split("\n")[4] == (
+        "[o](Other.md) [[User interface/Settings]] [[Settings#Operators]]"
+    )
+    index = applied(VAULT["index.md"], changes[(docs / "index.md").as_uri()])
+    assert index.split("\n")[2].startswith("[[User interface/Settings]] [[Plugins/Settings]]")
 
 
 def test_a_heading_rename_rewrites_the_notes_own_heading_links(

@@ -134,7 +134,7 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
         to = link["relative_path"] or out.style("broken", "31")
         if link.get("kind") == "file":
             to += "  (a file)"
-        note = "  (ambiguous: the shortest path is taken)" if link["ambiguous"] else ""
+        note = "  (ambiguous: taken as Obsidian takes it)" if link["ambiguous"] else ""
         out.line(f"  line {link['line']}: {link['target']} -> {to}{note}")
     out.line(out.style("backlinks", "1"))
     for link in data["backlinks"]:

@@ -151,11 +151,11 @@ class Renames:
                 key = wiki_key(link["target"])
             else:
                 key = markdown_key(link["target"], posixpath.dirname(where))
-            if after.resolve_written(link["type"], key, link["target"]).path == meant:
+            if after.resolve_written(link["type"], key, link["target"], where).path == meant:
                 return None  # it leads there as it is (a path leading out: rewritten)
             name = None
             if link["type"] == "wiki":
-                name = shortest_name(after, meant, link["target"])
+                name = shortest_name(after, meant, link["target"], where)
             return text.relinked(written, link, where, meant, wiki_name=name)
 
         return rewrite
@@ -222,17 +222,20 @@ class Renames:
         }
 
 
-def shortest_name(after: DocumentIndexOfPaths, meant: str, target: str) -> str:
-    """The shortest trailing part of `meant`'s path that a wiki link names it by alone once
-    the notes are renamed (its whole path when every shorter one leads elsewhere or is
-    ambiguous), with its suffix when the link wrote one (`[[Plan.md]]`)."""
+def shortest_name(after: DocumentIndexOfPaths, meant: str, target: str, source: str) -> str:
+    """The shortest trailing part of `meant`'s path that a wiki link in the note at `source`
+    names it by alone once the notes are renamed (its whole path when every shorter one
+    leads elsewhere or is ambiguous; one in `source`'s folder is not ambiguous, it is the
+    one taken), with its suffix when the link wrote one (`[[Plan.md]]`)."""
     name = target.split("#", 1)[0].strip()
     suffixed = MARKDOWN_SUFFIX.search(name) is not None
     parts = meant.split("/")
     for n in range(len(parts) - 1, 0, -1):
         form = "/".join(parts[n:])
-        found = after.resolve_key("wiki", key_of(form))
-        if found.path == meant and not found.ambiguous:
+        found = after.resolve_key("wiki", key_of(form), source)
+        if found.path == meant and (
+            not found.ambiguous or posixpath.dirname(meant) == posixpath.dirname(source)
+        ):
             return form if suffixed else MARKDOWN_SUFFIX.sub("", form)
     return meant if suffixed else MARKDOWN_SUFFIX.sub("", meant)
 

@@ -81,7 +81,7 @@ class Graph:
         index = self._index(kb, ids)
         links = []
         for _, _, link in outgoing:
-            found = index.resolve(link)
+            found = index.resolve(link, doc_path)
             links.append(
                 {
                     "target": link.target,
@@ -100,7 +100,7 @@ class Graph:
         self, kb: str, index: DocumentIndexOfPaths, relpath: str, incoming: list[LinkRow]
     ) -> list[dict[str, Any]]:
         """The links among `incoming` that lead to the file at `relpath`."""
-        back = [row for row in incoming if index.resolve(row[2]).path == relpath]
+        back = [row for row in incoming if index.resolve(row[2], row[1]).path == relpath]
         where = self.tree.places(kb, [path for _, path, _ in back])
         return [
             {"document_id": source_id, **place(where, source_path), "line": link.line,
@@ -137,8 +137,8 @@ class Graph:
         index = self._index(kb, ids)
         problems: dict[int, dict[str, Any]] = {}  # by the row's place in `rows`
         to_check: dict[str, list[tuple[int, str]]] = {}  # note -> (row, fragment)
-        for n, (_, _, link) in enumerate(rows):
-            found = index.resolve(link)
+        for n, (_, source, link) in enumerate(rows):
+            found = index.resolve(link, source)
             if found.path is None:
                 what = "note" if link.type == "wiki" else "file"
                 problems[n] = {"problem": "missing-file", "message": f"no {what} is named so"}
@@ -288,7 +288,7 @@ class _PerChange(Generic[T]):
 def _inspect(index: DocumentIndexOfPaths, relpath: str, text: str) -> dict[str, Any]:
     links = []
     for link in links_of(text, relpath):
-        found = index.resolve(link)
+        found = index.resolve(link, relpath)
         links.append(
             {
                 "type": link.type,

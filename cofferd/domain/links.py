@@ -11,8 +11,9 @@ file's folder (or from the KB root when it starts with `/`). Links in code are n
 
 Keys and resolving are `cofferd.link_targets` (standard library only, so that the language
 server resolves as the daemon does): the document whose whole path matches; else, for a
-wiki link, the documents whose path ends in `/<key>`, the shortest taken and the link
-marked `ambiguous` when several do. No match: the link is broken.
+wiki link, the documents whose path ends in `/<key>`, the one Obsidian takes (in the
+linking note's folder, else the shortest path) and the link marked `ambiguous` when
+several do. No match: the link is broken.
 """
 
 from __future__ import annotations
