@@ -51,6 +51,7 @@ from bench.common import (
 )
 from bench.lsp_latency import RawClient
 from cofferctl.client import Client
+from tests.helpers import applied
 
 KB = "vault"
 
@@ -247,23 +248,6 @@ def count_diagnostics(client: RawClient, vault: Path, paths: list[str]) -> None:
         if n % 50 == 49:
             print(f"  ... {n + 1} notes opened", flush=True)
     print(f"editor diagnostics over {len(paths)} notes: {dict(codes)}", flush=True)
-
-
-def applied(body: str, edits: list[dict[str, Any]]) -> str:
-    """`body` with an editor's edits applied (positions in UTF-16 units)."""
-    lines = body.split("\n")
-    for edit in sorted(
-        edits,
-        key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
-        reverse=True,
-    ):
-        start, end = edit["range"]["start"], edit["range"]["end"]
-        assert start["line"] == end["line"]
-        line = lines[start["line"]].encode("utf-16-le")
-        head = line[: start["character"] * 2].decode("utf-16-le")
-        tail = line[end["character"] * 2 :].decode("utf-16-le")
-        lines[start["line"]] = head + edit["newText"] + tail
-    return "\n".join(lines)
 
 
 def targets(notes: dict[str, str], files: list[str]) -> dict[str, list[str | None]]:

@@ -93,3 +93,20 @@ def assert_matches_rebuild(d: Daemon, kb: str, scratch: Path) -> None:
 
 # The daemon's modules cofferctl imports: standard library only (an import contract).
 SHARED_WITH_CLI = ("cofferd", "cofferd.locations", "cofferd.sources", "cofferd.durations")
+
+
+def applied(body: str, edits: list[dict[str, Any]]) -> str:
+    """`body` with the editor's edits applied (positions in UTF-16 units)."""
+    lines = body.split("\n")
+    for edit in sorted(
+        edits,
+        key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
+        reverse=True,
+    ):
+        start, end = edit["range"]["start"], edit["range"]["end"]
+        assert start["line"] == end["line"]
+        line = lines[start["line"]].encode("utf-16-le")
+        head = line[: start["character"] * 2].decode("utf-16-le")
+        tail = line[end["character"] * 2 :].decode("utf-16-le")
+        lines[start["line"]] = head + edit["newText"] + tail
+    return "\n".join(lines)

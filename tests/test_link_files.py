@@ -13,7 +13,6 @@ import os
 import struct
 import uuid
 import zlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,9 +21,8 @@ from mcp import Client as McpClient
 from cofferctl import cli
 from cofferd.domain.links import DocumentIndexOfPaths, links_of
 from tests.daemon import Daemon, wait_for
-from tests.helpers import write
+from tests.helpers import applied, write
 from tests.test_lsp_confinement import at, shown
-from tests.test_lsp_hostile_renames import applied
 from tests.test_lsp_reliability import RawClient, open_note
 from tests.test_lsp_rename_targets import relpath_of
 from tests.test_mcp import call as mcp_call
@@ -184,23 +182,14 @@ def test_the_watcher_keeps_the_files_current(shared_daemon: Daemon) -> None:
     assert "new folder/missing.png" not in d.client.get(d.client.kb(kb, "/paths"))["files"]
 
 
-@pytest.fixture(scope="module")
-def client(shared_daemon: Daemon) -> Iterator[RawClient]:
-    started = RawClient(shared_daemon.env()).start()
-    try:
-        yield started
-    finally:
-        started.kill()
-
-
 def test_the_editor_goes_to_files_and_says_what_they_are(
-    shared_daemon: Daemon, client: RawClient
+    shared_daemon: Daemon, lsp_client: RawClient
 ) -> None:
     d = shared_daemon
     kb = make_vault(d)
     docs = d.docs(kb)
     uri = (docs / "notes/today.md").as_uri()
-    found = open_note(client, uri, NOTE)
+    found = open_note(lsp_client, uri, NOTE)
     said = sorted((x["range"]["start"]["line"], x["code"]) for x in found)
     assert said == [
         (3, "ambiguous-link"),  # [[diagram.png]]: a/ and b/deep/
@@ -214,7 +203,7 @@ def test_the_editor_goes_to_files_and_says_what_they_are(
     ]
 
     def definition(line: int, character: int) -> tuple[str, int]:
-        answer = client.ask("textDocument/definition", at(uri, line, character))["result"]
+        answer = lsp_client.ask("textDocument/definition", at(uri, line, character))["result"]
         return answer["uri"], answer["range"]["start"]["line"]
 
     header = (docs / "attachments/internal-links-header.png").as_uri()
@@ -223,25 +212,25 @@ def test_the_editor_goes_to_files_and_says_what_they_are(
     assert definition(3, 5) == ((docs / "Boards/plan.canvas").as_uri(), 0)
     assert definition(3, 25) == ((docs / "Images/Photo.PNG").as_uri(), 0)
     assert definition(4, 3) == (header, 0)  # a Markdown image
-    hover = shown(client.ask("textDocument/hover", at(uri, 2, 5)))
+    hover = shown(lsp_client.ask("textDocument/hover", at(uri, 2, 5)))
     size = len(BINARY["attachments/internal-links-header.png"])
     assert f"PNG image, {size} bytes" in hover and header in hover
-    assert "Obsidian canvas" in shown(client.ask("textDocument/hover", at(uri, 3, 5)))
-    assert "PDF document" in shown(client.ask("textDocument/hover", at(uri, 2, 45)))
+    assert "Obsidian canvas" in shown(lsp_client.ask("textDocument/hover", at(uri, 3, 5)))
+    assert "PDF document" in shown(lsp_client.ask("textDocument/hover", at(uri, 2, 45)))
 
 
 def test_a_file_made_later_clears_the_editors_diagnostic(
-    shared_daemon: Daemon, client: RawClient
+    shared_daemon: Daemon, lsp_client: RawClient
 ) -> None:
     d = shared_daemon
     kb = make_vault(d)
     docs = d.docs(kb)
     uri = (docs / "notes/other.md").as_uri()
-    assert [x["code"] for x in open_note(client, uri, "# Other\n\n![[later.png]]\n")] == [
+    assert [x["code"] for x in open_note(lsp_client, uri, "# Other\n\n![[later.png]]\n")] == [
         "broken-link"
     ]
     (docs / "later.png").write_bytes(png())
-    assert client.diagnostics(uri) == []  # the KB's count of changes counts its files
+    assert lsp_client.diagnostics(uri) == []  # the KB's count of changes counts its files
 
 
 def targets(notes: dict[str, str], files: list[str]) -> dict[str, list[str | None]]:
@@ -262,7 +251,7 @@ def targets(notes: dict[str, str], files: list[str]) -> dict[str, list[str | Non
     ],
 )
 def test_a_rename_of_a_note_or_a_file_keeps_every_link_on_its_target(
-    shared_daemon: Daemon, client: RawClient, old: str, new: str
+    shared_daemon: Daemon, lsp_client: RawClient, old: str, new: str
 ) -> None:
     d = shared_daemon
     kb = make_vault(d)
@@ -270,7 +259,7 @@ def test_a_rename_of_a_note_or_a_file_keeps_every_link_on_its_target(
     files = d.client.get(d.client.kb(kb, "/paths"))["files"]
     notes = {"Help.md": HELP, "notes/today.md": NOTE}
     moved = [{"oldUri": (docs / old).as_uri(), "newUri": (docs / new).as_uri()}]
-    answer = client.ask("workspace/willRenameFiles", {"files": moved})
+    answer = lsp_client.ask("workspace/willRenameFiles", {"files": moved})
     assert "error" not in answer, answer
     after = dict(notes)
     for uri, edits in ((answer["result"] or {}).get("changes") or {}).items():

@@ -6,9 +6,6 @@ pipes, a real daemon; and the reading of fragments in linear time on hostile tex
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-
-import pytest
 
 from cofferctl.lsp import fragments
 from tests.daemon import Daemon
@@ -28,39 +25,30 @@ NOTE = (
 )
 
 
-@pytest.fixture(scope="module")
-def client(shared_daemon: Daemon) -> Iterator[RawClient]:
-    started = RawClient(shared_daemon.env()).start()
-    try:
-        yield started
-    finally:
-        started.kill()
-
-
 def test_definition_hover_and_diagnostics_follow_every_fragment(
-    shared_daemon: Daemon, client: RawClient
+    shared_daemon: Daemon, lsp_client: RawClient
 ) -> None:
     d = shared_daemon
     aliases = "# Aliases\n\nintro\n\n## Add an alias\n\nwrite aliases\n"
     kb = new_vault(d, "fr", {"Help.md": HELP, "Linking notes/Aliases.md": aliases})
     uri = (d.docs(kb) / "today.md").as_uri()
-    found = open_note(client, uri, NOTE)
+    found = open_note(lsp_client, uri, NOTE)
     assert sorted((x["code"], x["message"]) for x in found) == [
         ("missing-block", "Help.md has no block '^nowhere'"),
         ("missing-heading", "Help.md has no heading 'Questoins': did you mean 'Questions'?"),
     ]
 
     def line_of(line: int, character: int) -> int:
-        answer = client.ask("textDocument/definition", at(uri, line, character))["result"]
+        answer = lsp_client.ask("textDocument/definition", at(uri, line, character))["result"]
         return int(answer["range"]["start"]["line"])
 
     assert line_of(2, 3) == 6  # the Report bugs under Questions, not the one under Other
     assert line_of(2, 35) == 16  # the block's line
     assert line_of(3, 2) == 4  # `## Add an alias`, its link percent-encoded
-    nested = shown(client.ask("textDocument/hover", at(uri, 2, 3)))
+    nested = shown(lsp_client.ask("textDocument/hover", at(uri, 2, 3)))
     assert "file an issue" in nested and "not here" not in nested and "ask us" not in nested
-    assert "A block worth citing" in shown(client.ask("textDocument/hover", at(uri, 2, 35)))
-    assert "write aliases" in shown(client.ask("textDocument/hover", at(uri, 3, 2)))
+    assert "A block worth citing" in shown(lsp_client.ask("textDocument/hover", at(uri, 2, 35)))
+    assert "write aliases" in shown(lsp_client.ask("textDocument/hover", at(uri, 3, 2)))
 
 
 def test_fragments_are_read_in_linear_time() -> None:

@@ -5,15 +5,13 @@ refused with an error saying why. A real `cofferctl lsp` over pipes, a real daem
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
 from urllib.parse import unquote
 
 import pytest
 
 from cofferd.domain.links import key_of, links_of
 from tests.daemon import Daemon
-from tests.helpers import new_vault
+from tests.helpers import applied, new_vault
 from tests.test_lsp_reliability import RawClient, open_note
 
 REQUEST_FAILED = -32803
@@ -24,32 +22,6 @@ HEADING_LINKS = (
     "see [[plan#Budget]] and [[plan#budget|money]]\n[b](plan.md#Budget) [c](<plan.md#Budget>)\n"
 )
 MARKDOWN_LINKS = "[p](plan.md) [q](<plan.md#Budget>) [r](./plan.md#Budget 'title')\n"
-
-
-@pytest.fixture(scope="module")
-def client(shared_daemon: Daemon) -> Iterator[RawClient]:
-    started = RawClient(shared_daemon.env()).start()
-    try:
-        yield started
-    finally:
-        started.kill()
-
-
-def applied(body: str, edits: list[dict[str, Any]]) -> str:
-    """`body` with the editor's edits applied (positions in UTF-16 units)."""
-    lines = body.split("\n")
-    for edit in sorted(
-        edits,
-        key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
-        reverse=True,
-    ):
-        start, end = edit["range"]["start"], edit["range"]["end"]
-        assert start["line"] == end["line"]
-        line = lines[start["line"]].encode("utf-16-le")
-        head = line[: start["character"] * 2].decode("utf-16-le")
-        tail = line[end["character"] * 2 :].decode("utf-16-le")
-        lines[start["line"]] = head + edit["newText"] + tail
-    return "\n".join(lines)
 
 
 def names_of(body: str, relpath: str) -> list[tuple[str, str | None]]:
@@ -65,14 +37,14 @@ def names_of(body: str, relpath: str) -> list[tuple[str, str | None]]:
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES)
 def test_a_note_renamed_to_a_hostile_name_keeps_every_link_on_it(
-    shared_daemon: Daemon, client: RawClient, name: str
+    shared_daemon: Daemon, lsp_client: RawClient, name: str
 ) -> None:
     d = shared_daemon
     kb = new_vault(d, "hr", {"plan.md": "# Plan\n\n## Budget\n", "log.md": MARKDOWN_LINKS})
     docs = d.docs(kb)
     moved = f"{name}.md"
     files = [{"oldUri": (docs / "plan.md").as_uri(), "newUri": (docs / moved).as_uri()}]
-    answer = client.ask("workspace/willRenameFiles", {"files": files})
+    answer = lsp_client.ask("workspace/willRenameFiles", {"files": files})
     edits = answer["result"]["changes"][(docs / "log.md").as_uri()]
     after = applied(MARKDOWN_LINKS, edits)
     assert names_of(after, "log.md") == [
@@ -84,7 +56,7 @@ def test_a_note_renamed_to_a_hostile_name_keeps_every_link_on_it(
     files = [
         {"oldUri": (d.docs(wiki) / "plan.md").as_uri(), "newUri": (d.docs(wiki) / moved).as_uri()}
     ]
-    answer = client.ask("workspace/willRenameFiles", {"files": files})
+    answer = lsp_client.ask("workspace/willRenameFiles", {"files": files})
     if any(ch in name for ch in WIKI_REFUSED):
         assert answer["error"]["code"] == REQUEST_FAILED, answer
         assert "wiki link cannot name" in answer["error"]["message"]
@@ -95,15 +67,15 @@ def test_a_note_renamed_to_a_hostile_name_keeps_every_link_on_it(
 
 @pytest.mark.parametrize("new", HOSTILE_HEADINGS)
 def test_a_heading_renamed_to_hostile_text_keeps_every_link_on_it(
-    shared_daemon: Daemon, client: RawClient, new: str
+    shared_daemon: Daemon, lsp_client: RawClient, new: str
 ) -> None:
     d = shared_daemon
     plan = "# Plan\n\n## Budget\n\nnumbers\n"
     kb = new_vault(d, "hr", {"plan.md": plan, "log.md": HEADING_LINKS})
     uri = (d.docs(kb) / "plan.md").as_uri()
-    open_note(client, uri, plan)
+    open_note(lsp_client, uri, plan)
     params = {"textDocument": {"uri": uri}, "position": {"line": 2, "character": 4}}
-    answer = client.ask("textDocument/rename", {**params, "newName": new})
+    answer = lsp_client.ask("textDocument/rename", {**params, "newName": new})
     if any(ch in new for ch in "\r\u2028]|["):
         assert answer["error"]["code"] == REQUEST_FAILED, answer
         return

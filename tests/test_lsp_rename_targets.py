@@ -8,7 +8,6 @@ note's own `[[#heading]]` links too. A real `cofferctl lsp` over pipes, a real d
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -17,8 +16,7 @@ import pytest
 
 from cofferd.domain.links import DocumentIndexOfPaths, links_of
 from tests.daemon import Daemon
-from tests.helpers import new_vault
-from tests.test_lsp_hostile_renames import applied
+from tests.helpers import applied, new_vault
 from tests.test_lsp_reliability import RawClient, open_note
 
 VAULT = {
@@ -45,15 +43,6 @@ RENAMES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def client(shared_daemon: Daemon) -> Iterator[RawClient]:
-    started = RawClient(shared_daemon.env()).start()
-    try:
-        yield started
-    finally:
-        started.kill()
-
-
 def targets(files: dict[str, str]) -> dict[str, list[str | None]]:
     """Where each link of each note leads, as the daemon resolves them."""
     index = DocumentIndexOfPaths(files)
@@ -69,13 +58,13 @@ def relpath_of(uri: str, docs: Path) -> str:
 
 @pytest.mark.parametrize(("old", "new"), RENAMES)
 def test_a_rename_keeps_every_link_of_the_vault_on_its_target(
-    shared_daemon: Daemon, client: RawClient, old: str, new: str
+    shared_daemon: Daemon, lsp_client: RawClient, old: str, new: str
 ) -> None:
     d = shared_daemon
     kb = new_vault(d, "rt", VAULT)
     docs = d.docs(kb)
     files = [{"oldUri": (docs / old).as_uri(), "newUri": (docs / new).as_uri()}]
-    answer = client.ask("workspace/willRenameFiles", {"files": files})
+    answer = lsp_client.ask("workspace/willRenameFiles", {"files": files})
     assert "error" not in answer, answer
     changes: dict[str, list[dict[str, Any]]] = (answer["result"] or {}).get("changes", {})
     after = dict(VAULT)
@@ -91,13 +80,13 @@ def test_a_rename_keeps_every_link_of_the_vault_on_its_target(
         assert now[moved] == expected, (path, after[moved])
 
 
-def test_the_shortest_form_is_written(shared_daemon: Daemon, client: RawClient) -> None:
+def test_the_shortest_form_is_written(shared_daemon: Daemon, lsp_client: RawClient) -> None:
     d = shared_daemon
     kb = new_vault(d, "rt", VAULT)
     docs = d.docs(kb)
     old, new = "Plugins/Search.md", "Plugins/Core/Settings.md"
     files = [{"oldUri": (docs / old).as_uri(), "newUri": (docs / new).as_uri()}]
-    changes = client.ask("workspace/willRenameFiles", {"files": files})["result"]["changes"]
+    changes = lsp_client.ask("workspace/willRenameFiles", {"files": files})["result"]["changes"]
     other = applied(VAULT["Plugins/Other.md"], changes[(docs / "Plugins/Other.md").as_uri()])
     assert other == (
         "# Other\n\nsee [[Core/Settings]] and [[Core/Settings#Operators|ops]] "
@@ -112,7 +101,7 @@ def test_the_shortest_form_is_written(shared_daemon: Daemon, client: RawClient) 
 
 
 def test_a_name_in_the_linking_notes_folder_is_written_alone(
-    shared_daemon: Daemon, client: RawClient
+    shared_daemon: Daemon, lsp_client: RawClient
 ) -> None:
     """Two notes will be named Settings: from a note in the folder of one, Obsidian takes
     that one (its own folder first), so the bare name leads there; the renamed note's own
@@ -122,7 +111,7 @@ def test_a_name_in_the_linking_notes_folder_is_written_alone(
     docs = d.docs(kb)
     old, new = "Plugins/Search.md", "Plugins/Settings.md"
     files = [{"oldUri": (docs / old).as_uri(), "newUri": (docs / new).as_uri()}]
-    changes = client.ask("workspace/willRenameFiles", {"files": files})["result"]["changes"]
+    changes = lsp_client.ask("workspace/willRenameFiles", {"files": files})["result"]["changes"]
     other = applied(VAULT["Plugins/Other.md"], changes[(docs / "Plugins/Other.md").as_uri()])
     assert other == (
         "# Other\n\nsee [[Settings]] and [[Settings#Operators|ops]] [s](Settings.md)\n"
@@ -136,15 +125,15 @@ def test_a_name_in_the_linking_notes_folder_is_written_alone(
 
 
 def test_a_heading_rename_rewrites_the_notes_own_heading_links(
-    shared_daemon: Daemon, client: RawClient
+    shared_daemon: Daemon, lsp_client: RawClient
 ) -> None:
     d = shared_daemon
     kb = new_vault(d, "rt", VAULT)
     docs = d.docs(kb)
     uri = (docs / "Plugins/Search.md").as_uri()
-    open_note(client, uri, VAULT["Plugins/Search.md"])
+    open_note(lsp_client, uri, VAULT["Plugins/Search.md"])
     params = {"textDocument": {"uri": uri}, "position": {"line": 2, "character": 4}}
-    answer = client.ask("textDocument/rename", {**params, "newName": "Query operators"})
+    answer = lsp_client.ask("textDocument/rename", {**params, "newName": "Query operators"})
     changes = answer["result"]["changes"]
     own = applied(VAULT["Plugins/Search.md"], changes[uri])
     assert own.split("\n")[2:6] == [
@@ -158,7 +147,7 @@ def test_a_heading_rename_rewrites_the_notes_own_heading_links(
 
 
 def test_a_heading_rename_rewrites_links_naming_it_as_obsidian_matches_them(
-    shared_daemon: Daemon, client: RawClient
+    shared_daemon: Daemon, lsp_client: RawClient
 ) -> None:
     d = shared_daemon
     faq = "# FAQ\n\n## How large can a vault be?\n\nbig\n"
@@ -166,9 +155,9 @@ def test_a_heading_rename_rewrites_links_naming_it_as_obsidian_matches_them(
     kb = new_vault(d, "rt", {"FAQ.md": faq, "Q.md": linking})
     docs = d.docs(kb)
     uri = (docs / "FAQ.md").as_uri()
-    open_note(client, uri, faq)
+    open_note(lsp_client, uri, faq)
     params = {"textDocument": {"uri": uri}, "position": {"line": 2, "character": 4}}
-    answer = client.ask("textDocument/rename", {**params, "newName": "Vault size"})
+    answer = lsp_client.ask("textDocument/rename", {**params, "newName": "Vault size"})
     changes = answer["result"]["changes"]
     assert applied(linking, changes[(docs / "Q.md").as_uri()]).split("\n")[2] == (
         "[[FAQ#Vault size]] [[FAQ#Vault size|size]]"
