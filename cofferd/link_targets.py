@@ -174,6 +174,9 @@ class DocumentIndexOfPaths:
 # -- fragments ---------------------------------------------------------------------------
 
 BLOCK_ID = re.compile(r"[A-Za-z0-9-]+")
+# `^id` at a line's end marks its block: alone on the line, after a blank, or right after
+# an embed or a link (`![[x.png]]^id`, as Obsidian's help vault writes it); `2^10` is not
+BLOCK_MARKER = re.compile(r"(?:^|(?<=[^\S\n])|(?<=[\])]))\^([A-Za-z0-9-]+)[^\S\n]*$", re.MULTILINE)
 
 
 def fragment_of(kind: str, target: str) -> str | None:
@@ -229,13 +232,10 @@ def span_of(content: str, fragment: str) -> tuple[int, int] | None:
 def _block(content: str, block_id: str) -> tuple[int, int] | None:
     if not BLOCK_ID.fullmatch(block_id):
         return None
-    marker = "^" + block_id
-    lines = content.split("\n")
-    for number, line in enumerate(lines):
-        stripped = line.rstrip()
-        # ` ^id` ends a block, and `^id` right after an embed or a link (`![[x.png]]^id`)
-        before = stripped[-len(marker) - 1 : -len(marker)]
-        if stripped.endswith(marker) and (not before or before.isspace() or before in "])"):
+    for found in BLOCK_MARKER.finditer(content):
+        if found.group(1) == block_id:
+            number = content.count("\n", 0, found.start())
+            lines = content.split("\n")
             first = number
             while first > 0 and lines[first - 1].strip():
                 first -= 1

@@ -170,3 +170,12 @@ async def test_block_ids_after_a_caret(shared_daemon: Daemon, lsp: LanguageClien
     assert await at_end(4) == [("^mine", "^mine]]")]  # this note's own
     found = await complete_at(lsp, path, 0, len(lines[0]))
     assert found.items[1].label_details.description == "- paint the wall"
+
+
+def test_block_ids_are_offered_as_the_daemon_finds_them() -> None:
+    """Completion reads block ids by the rule links resolve by (link_targets.BLOCK_MARKER):
+    `^id` right after an embed is one, `2^10` is not."""
+    from cofferctl.lsp.completion import _blocks
+
+    content = "First. ^intro\n![[x.png]]^pic\n2^10\nwide\u3000^w-2\n"
+    assert [label for label, _, _ in _blocks(content, "Plan", "")] == ["^intro", "^pic", "^w-2"]

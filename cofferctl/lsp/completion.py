@@ -9,18 +9,17 @@ either."""
 from __future__ import annotations
 
 import posixpath
-import re
 import unicodedata
 from typing import Any
 
 from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import HEADING_READ_BYTES, Note, Workspace, param, uri_param
+from cofferd.link_targets import BLOCK_MARKER
 from cofferd.markdown_grammar import headings, prose_lines
 
 COMPLETIONS = 100
 COMPLETION_KINDS = {"note": 17, "path": 17, "heading": 15, "alias": 18, "tag": 14, "block": 18}
-BLOCK_MARKER = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$", re.MULTILINE)  # as fragments.py
 BLOCK_SHOWN_CHARS = 60  # of the block's line, beside its id
 WORD_SEPARATORS = " -_/."  # what starts a word in a name, as the daemon ranks
 NO_MATCH = 4  # what `_match` says of a name that does not hold what was typed
