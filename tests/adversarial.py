@@ -163,6 +163,33 @@ def _ignored(pattern: str) -> Callable[[], Callable[[str], object]]:
     return parse
 
 
+def _text_cleanup() -> Callable[[list[str]], object]:
+    from cofferd.infrastructure.conversion.text_cleanup import clean_pdf_pages
+
+    return clean_pdf_pages
+
+
+def _page_marks() -> Callable[[str], object]:
+    from cofferd.domain.pages import escaped, page_starts
+
+    return lambda text: (escaped(text), page_starts(text))
+
+
+def _converted(fmt: str) -> Callable[[], Callable[[str], object]]:
+    def parse() -> Callable[[str], object]:
+        from cofferd.infrastructure.conversion.derived_markdown import from_markitdown
+
+        return lambda text: from_markitdown(text, fmt, None, "markitdown")
+
+    return parse
+
+
+def _model_words() -> Callable[[str], object]:
+    from cofferd.domain.model_coverage import ENGLISH
+
+    return ENGLISH.words
+
+
 CJK = "東京大学"
 PRIVATE_USE = "\ue000"  # icon fonts put their glyphs here; a token character to FTS5
 
@@ -322,6 +349,49 @@ CASES = [
         lambda n: repeat("a", n),
         _ignored("**/a**/a**/b"),
     ),
+    Case("text cleanup", "one long word", lambda n: ["a" * n], _text_cleanup),
+    Case("text cleanup", "hyphens at line ends", lambda n: [repeat("ab-\n", n)], _text_cleanup),
+    Case(
+        "text cleanup",
+        "letters then hyphen runs",
+        lambda n: [repeat("a" * 60 + "-\n", n)],
+        _text_cleanup,
+    ),
+    Case("text cleanup", "hyphen chains", lambda n: [repeat("a-", n)], _text_cleanup),
+    Case("text cleanup", "space runs", lambda n: ["a" + " " * n + "b"], _text_cleanup),
+    Case(
+        "text cleanup", "many pages of one line", lambda n: ["same line"] * (n // 10), _text_cleanup
+    ),
+    Case(
+        "text cleanup",
+        "pages of many lines",
+        lambda n: ["\n".join(["x"] * (n // 8))] * 4,
+        _text_cleanup,
+    ),
+    Case("page marks", "one long mark", lambda n: "## Page " + "x" * n + "\n", _page_marks),
+    Case(
+        "page marks",
+        "many near-marks",
+        lambda n: repeat("## Sheet " + "y" * 70 + "\n", n),
+        _page_marks,
+    ),
+    Case(
+        "converted slides",
+        "slide marks",
+        lambda n: repeat("<!-- Slide number: 1 -->\nx\n", n),
+        _converted("pptx"),
+    ),
+    Case(
+        "converted sheets",
+        "sheet headings",
+        lambda n: repeat("## S\n| a |\n", n),
+        _converted("xlsx"),
+    ),
+    Case(
+        "converted e-books", "bold fields", lambda n: repeat("**Title:** ", n), _converted("epub")
+    ),
+    Case("model coverage", "one long word", lambda n: repeat("a", n), _model_words),
+    Case("model coverage", "CJK and Latin", lambda n: repeat("a東1", n), _model_words),
 ]
 
 

@@ -5,10 +5,7 @@ in time linear in its input, hostile input included."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from cofferd.infrastructure.conversion.text_cleanup import (
     clean_pdf_pages,
@@ -16,7 +13,6 @@ from cofferd.infrastructure.conversion.text_cleanup import (
     spelled_out,
     without_running_lines,
 )
-from tests.adversarial import GROWTH_LIMIT, LARGE, SMALL, best_time
 from tests.daemon import Daemon, wait_for
 from tests.helpers import write
 
@@ -89,28 +85,6 @@ def test_pdf_pages_cleaned_together() -> None:
         "A flow of cytokines",
         "The cytokines set",
     ]
-
-
-HOSTILE: dict[str, Callable[[int], list[str]]] = {
-    "one long word": lambda n: ["a" * n],
-    "hyphens at line ends": lambda n: ["ab-\n" * (n // 4)],
-    "letters then hyphen runs": lambda n: [("a" * 60 + "-\n") * (n // 62)],
-    "hyphen chains": lambda n: ["a-" * (n // 2)],
-    "space runs": lambda n: ["a" + " " * n + "b"],
-    "many pages of one line": lambda n: ["same line"] * (n // 10),
-    "pages of many lines": lambda n: ["\n".join(["x"] * (n // 8))] * 4,
-}
-
-
-@pytest.mark.parametrize("make", HOSTILE.values(), ids=list(HOSTILE))
-def test_time_grows_linearly(make: Callable[[int], list[str]]) -> None:
-    small, large = make(SMALL), make(LARGE)
-    ratios = []
-    for _ in range(3):  # load can slow one measurement; a quadratic one fails all three
-        ratios.append(best_time(clean_pdf_pages, large) / best_time(clean_pdf_pages, small))
-        if ratios[-1] < GROWTH_LIMIT:
-            return
-    pytest.fail(f"160k characters took {min(ratios):.0f} times as long as 10k")
 
 
 def test_a_table_repeated_on_every_page_stays_a_table() -> None:
