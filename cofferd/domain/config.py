@@ -48,7 +48,7 @@ LOCAL_DEFAULT_DIMENSIONS = 384  # both bundled models
 # vector hits": MiniLM on SciFact and tldr-pages; e5, whose similarities crowd near 1, on
 # JSQuAD and CMRC 2018: bench.e5_floor).
 LOCAL_MIN_SIMILARITY = 0.3
-MULTILINGUAL_MIN_SIMILARITY = 0.84
+MULTILINGUAL_MIN_SIMILARITY = 0.78
 
 
 # The trust boundary: settings that name a URL, a credential, a local path, a provider to
