@@ -143,3 +143,20 @@ async def test_an_index_chunked_before_headings_led_is_chunked_again(
     await coffer.stores.db.transact(chunked_as_format_5)
     result = await coffer.reindexer.reconcile(kb)
     assert (result.documents_updated, result.documents_unchanged) == (1, 0)
+
+
+def test_pages_and_slides_flow_into_passages_and_sheets_do_not() -> None:
+    body = "## Page 1\n\nfirst words\n\n## Page 2\n\nsecond words\n\n## Sheet Budget\n\nrows"
+    flowing = chunk_markdown(body, "Doc", 512, 64, pages=True)
+    assert [c.text for c in flowing] == [
+        "## Page 1\n\nfirst words\n\n## Page 2\n\nsecond words",
+        "## Sheet Budget\n\nrows",
+    ]
+    assert [c.heading for c in flowing] == [("Doc",), ("Doc", "Sheet Budget")]
+    assert (flowing[0].line_start, flowing[0].line_end) == (1, 7)
+    # a note's own `## Page 2` is a heading like any other
+    assert len(chunk_markdown(body, "Doc", 512, 64)) == 3
+    # a page's text past a passage's size is cut as Markdown's is
+    long = "## Page 1\n\n" + "word " * 300 + "\n\n## Page 2\n\n" + "more " * 300
+    cut = chunk_markdown(long, "Doc", 512, 64, pages=True)
+    assert len(cut) == 2 and cut[1].text.split()[:2] == ["word", "word"]  # the overlap

@@ -245,3 +245,31 @@ async def test_document_changes_count_names_and_times_not_embeddings(tmp_path: P
         assert await db.read(count) == {"kb": first["kb"] + 5, "other": first["other"]}
     finally:
         await db.close()
+
+
+def test_pdfs_and_decks_chunked_by_page_are_chunked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 13: pages flow into passages now, so a PDF's or deck's passages cut at
+    every page are made again (their chunking no longer the KB's); notes and workbooks keep
+    theirs."""
+    conn = sqlite.connect(tmp_path / "c.db")
+    with monkeypatch.context() as before:
+        before.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:12])
+        schema.migrate(conn)
+    for n, fmt in enumerate(("md", "pdf", "pptx", "xlsx")):
+        conn.execute(
+            "INSERT INTO documents (id, kind, resource_name, project_id, path, title,"
+            " content_sha256, source_mode, created_at, updated_at, file_size, file_mtime_ns,"
+            " chunking, format) VALUES (?, 'kb', 'k', '', ?, 't', 'x', 'converted', '', '',"
+            " 1, 1, 'v8:words:512:64', ?)",
+            (f"d{n}", f"f{n}.{fmt}", fmt),
+        )
+    schema.migrate(conn)
+    stamps = dict(conn.execute("SELECT format, chunking FROM documents").fetchall())
+    assert stamps == {
+        "md": "v8:words:512:64",
+        "pdf": "pages-cut",
+        "pptx": "pages-cut",
+        "xlsx": "v8:words:512:64",
+    }

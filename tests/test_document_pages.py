@@ -146,6 +146,31 @@ def test_slides_say_slide_and_sheets_their_name(shared_daemon: Daemon) -> None:
     assert "## Sheet Budget" in shown and "## Sheet Q2 plan" in shown
 
 
+def test_words_on_two_pages_are_found_in_one_passage_that_says_the_matchs_page(
+    shared_daemon: Daemon,
+) -> None:
+    """Pages flow into passages as the same text as Markdown would (issue 35 §5): a
+    question whose words fall on two pages matches one passage, and a passage says the page
+    of its match, not the page it starts on. A workbook's sheets stay passages of their own."""
+    d = shared_daemon
+    kb = new_kb(d, ["pdf", "xlsx"])
+    texts = ["zqalpha opening words", "zqbeta middle words", "zqgamma closing words"]
+    write(d.docs(kb) / "short.pdf", paged_pdf(texts))
+    write(d.docs(kb) / "book.xlsx", workbook({"One": ["zqzeta"], "Two": ["zqeta"]}))
+    wait_for(lambda: where(d, kb, "zqgamma") and where(d, kb, "zqeta"), 60)
+    assert where(d, kb, "zqalpha zqgamma") == [("short.pdf", 1, "page 1")]
+    found = d.client.post(d.client.kb(kb, "/search"), {"query": "zqgamma"})["passages"]
+    (passage,) = found  # it opens on page 1 and says the page of its match
+    assert "zqalpha" in passage["text"] and (passage["page"], passage["location"]) == (
+        3,
+        "page 3",
+    )
+    assert sorted(where(d, kb, "zqzeta zqeta")) == [
+        ("book.xlsx", 1, "sheet One"),
+        ("book.xlsx", 2, "sheet Two"),
+    ]
+
+
 def test_text_that_looks_like_a_mark_is_no_page(shared_daemon: Daemon) -> None:
     """A PDF whose own text holds `## Page 9` is not cut there: the mark is escaped."""
     d = shared_daemon

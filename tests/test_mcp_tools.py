@@ -172,8 +172,9 @@ async def test_documents_indexed_where_they_lie_through_mcp(shared_daemon: Daemo
     uri = f"coffer://{kb}/papers/study.pdf"
     async with Client(params(d.socket), client_info=AGENT) as client:
         found = await call(client, "search", kb=kb, query="zqmcptoken", format=["pdf"])
-        passages = found["passages"]  # a page each: the text is on both
-        assert sorted(p["page"] for p in passages) == [1, 2]
+        # the text is on both pages, which flow into one passage: its first match's page
+        passages = found["passages"]
+        assert [(p["page"], p["location"]) for p in passages] == [(1, "page 1")]
         assert {p["uri"] for p in passages} == {uri}
         assert passages[0]["path"] == str(d.docs(kb) / "papers" / "study.pdf")
         read = await client.read_resource(uri)

@@ -91,9 +91,11 @@ async def test_an_english_snippet_is_cut_between_words(
 def test_the_snippet_holds_the_most_different_matches() -> None:
     filler = " ".join(["word"] * 60)
     marked = f"\x02boiler\x03 {filler} \x02boiler\x03 \x02pressure\x03 {filler} end"
-    cut = snippet(marked)
+    cut, at = snippet(marked)
     assert "\x02boiler\x03 \x02pressure\x03" in cut and cut.startswith("…")
-    assert snippet("short \x02text\x03") == "short \x02text\x03"
+    text = marked.replace("\x02", "").replace("\x03", "")
+    assert text[at:].startswith("boiler pressure")  # where its first match is in the text
+    assert snippet("short \x02text\x03") == ("short \x02text\x03", 6)
 
 
 async def test_vector_passages_have_snippets_as_wide(

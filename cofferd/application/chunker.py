@@ -3,6 +3,11 @@
 Sizes are in words: a run of non-space characters, or one CJK character (CJK has no spaces).
 Code fences and tables stay whole when they fit. Every chunk carries its heading path,
 which starts with the document title.
+
+In a converted document (`pages=True`) a page or slide is no section: its mark (`## Page 3`,
+domain/pages) stays in the text, where the page starts, and the text flows on across it as
+it does on paper, so a passage is cut where the same text as Markdown would be. A sheet is
+a section of its own.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Iterator
 from functools import cache
 
 from cofferd.domain.models import Chunk
+from cofferd.domain.pages import is_flowing_mark
 from cofferd.domain.scripts import CJK_RANGES
 from cofferd.markdown_grammar import CLOSES, OPENS, code_lines, heading
 
@@ -212,13 +218,14 @@ def chunk_markdown(
     overlap: int,
     first_line: int = 1,
     max_chunks: int | None = None,
+    pages: bool = False,
 ) -> list[Chunk]:
     """Chunks with the lines they come from (`first_line` is the body's first line in its
     file, counting from 1); TooManyChunks as soon as there would be more than
-    `max_chunks`."""
+    `max_chunks`. `pages`: the body is a converted text, its pages marked."""
     chunks = _Chunks(title, size, overlap, first_line, max_chunks)
     for level, name, block, start in _blocks(body):
-        if level:
+        if level and not (pages and is_flowing_mark(level, name)):
             chunks.heading(level, name, block, start)
         else:
             chunks.add(block, start)

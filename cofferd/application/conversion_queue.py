@@ -27,7 +27,7 @@ from cofferd.application.reindexer import Reindexer
 from cofferd.domain.errors import CofferError
 from cofferd.domain.failures import ConversionFailed
 from cofferd.domain.formats import format_of
-from cofferd.domain.pages import PageStart, page_of, page_starts
+from cofferd.domain.pages import PageStart, page_starts
 from cofferd.domain.ports import (
     DerivedTextStore,
     DocsTree,
@@ -235,8 +235,8 @@ class Pages:
         self.limit = limit
         self._starts = lru_cache(maxsize=PAGES_KEPT)(self._read_starts)
 
-    def page(self, kb: str, digest: str, line: int) -> PageStart | None:
-        return page_of(self._starts(kb, digest), line)
+    def starts(self, kb: str, digest: str) -> list[PageStart]:
+        return self._starts(kb, digest)
 
     def _read_starts(self, kb: str, digest: str) -> list[PageStart]:
         text = self.texts.text(kb, digest, self.limit)

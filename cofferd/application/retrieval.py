@@ -30,7 +30,7 @@ from cofferd.domain.errors import InvalidPattern, ModeDisabled, ValidationFailed
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.formats import PAGED_FORMATS, format_of
 from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, SearchResult
-from cofferd.domain.pages import PageStart
+from cofferd.domain.pages import PageStart, page_in_passage
 from cofferd.domain.ports import DocsTree, DocumentCatalog, Grepper, KeywordSearch, VectorStore
 from cofferd.domain.query_syntax import parse_query
 
@@ -183,22 +183,17 @@ class Retrieval:
         where = await places(self.tree, kb_name, [p.path for p in result.passages])
         pages = await self._pages(kb_name, result.passages)
         passages = [
-            _on_page(
-                replace(p, knowledge_base=kb_name, file=where[p.path]),
-                pages.get(p.document_id, {}).get(p.line_start),
-            )
-            for p in result.passages
+            _on_page(replace(p, knowledge_base=kb_name, file=where[p.path]), page)
+            for p, page in zip(result.passages, pages, strict=True)
         ]
         return replace(result, passages=passages, query_cut=parse_query(query).cut)
 
-    async def _pages(
-        self, kb: str, passages: Sequence[Passage]
-    ) -> dict[str, dict[int, PageStart | None]]:
-        """The page (slide, sheet) each passage of a PDF (slide deck, workbook) is on, by
-        document and line."""
+    async def _pages(self, kb: str, passages: Sequence[Passage]) -> list[PageStart | None]:
+        """The page (slide, sheet) of each passage's match in a PDF (slide deck, workbook);
+        None for other passages."""
         paged = {p.document_id for p in passages if format_of(p.path) in PAGED_FORMATS}
         if not paged or self.pages is None:
-            return {}
+            return [None] * len(passages)
         pages = self.pages
         digests = {}
         for doc_id in paged:
@@ -206,13 +201,19 @@ class Retrieval:
             if found:
                 digests[doc_id] = found[0].content_sha256
 
-        def look() -> dict[str, dict[int, PageStart | None]]:
-            out: dict[str, dict[int, PageStart | None]] = {}
-            for p in passages:
-                if p.document_id in digests:
-                    page = pages.page(kb, digests[p.document_id], p.line_start)
-                    out.setdefault(p.document_id, {})[p.line_start] = page
-            return out
+        def look() -> list[PageStart | None]:
+            return [
+                page_in_passage(
+                    pages.starts(kb, digests[p.document_id]),
+                    p.text,
+                    p.match_at,
+                    p.line_start,
+                    p.line_end,
+                )
+                if p.document_id in digests
+                else None
+                for p in passages
+            ]
 
         return await asyncio.to_thread(look)
 

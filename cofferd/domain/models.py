@@ -91,8 +91,11 @@ class Passage:
     line_start: int = 0
     line_end: int = 0
     file: str = ""  # the absolute path of the file, when known
-    # of a PDF, a slide deck or a workbook: the page (slide, sheet) the passage is on, its
-    # ordinal from 1, and where it is as the document names it ("page iv", "sheet Budget")
+    # where in `text` the snippet's first match is (where the snippet starts, if none)
+    match_at: int = 0
+    # of a PDF, a slide deck or a workbook: the page (slide, sheet) the passage's match is on
+    # (a passage flows across pages), its ordinal from 1, and where it is as the document
+    # names it ("page iv", "sheet Budget")
     page: int | None = None
     location: str | None = None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mmap
 import re
+from collections import deque
 from dataclasses import dataclass
 
 KIND_OF_FORMAT = {"pdf": "page", "pptx": "slide", "xlsx": "sheet"}  # formats.PAGED_FORMATS
@@ -60,6 +61,12 @@ def is_mark_heading(level: int, text: str) -> bool:
     return level == 2 and MARKS.fullmatch(f"## {text}") is not None
 
 
+def is_flowing_mark(level: int, text: str) -> bool:
+    """Whether a heading is the mark of a page or slide, which text flows across (a sheet is
+    a section of its own)."""
+    return is_mark_heading(level, text) and not text.startswith("Sheet ")
+
+
 def mark(kind: str, page_label: str) -> str:
     """The line that starts a page of this kind (`page`, `slide`, `sheet`)."""
     return f"## {kind.capitalize()} {page_label}"
@@ -96,6 +103,26 @@ def page_starts_in(data: bytes | bytearray | mmap.mmap) -> list[PageStart]:
         name = (page_label or old).decode("utf-8", "replace")
         starts.append(PageStart(lines, len(starts) + 1, (kind or b"slide").decode().lower(), name))
     return starts
+
+
+def page_in_passage(
+    starts: list[PageStart], text: str, offset: int, line_start: int, line_end: int
+) -> PageStart | None:
+    """The page (slide, sheet) of the character at `offset` of a passage that holds lines
+    `line_start`-`line_end` of its converted text (`starts`: the text's page_starts): the
+    last mark in the passage before `offset`, else the page its first line is on. A
+    passage flows across pages, and may open with the tail of the passage before it, so
+    a mark is known by its label (the last page of that label within the passage's lines),
+    not by counting."""
+    last = deque(MARKS.finditer(text, 0, max(0, offset)), maxlen=1)
+    if last:
+        kind, page_label, old = last[0].groups()
+        kind, page_label = (kind or "slide").lower(), page_label or old
+        named = [s for s in starts if s.label == page_label and s.kind == kind]
+        within = [s for s in named if s.line <= line_end]
+        if within:
+            return within[-1]
+    return page_of(starts, line_start)
 
 
 def line_in_page(start: PageStart, line: int) -> int:

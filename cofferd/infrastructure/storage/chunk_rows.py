@@ -115,8 +115,8 @@ def with_documents(conn: Connection, key: str, values: Sequence[Any]) -> dict[An
     return {r[key]: r for r in rows}
 
 
-def passage(row: Any, text: str, score: float, snippet: str) -> Passage:
-    """A row of `with_documents` as a passage."""
+def passage(row: Any, text: str, score: float, snippet: tuple[str, int]) -> Passage:
+    """A row of `with_documents` as a passage (`snippet`: fts_text.snippet's)."""
     return Passage(
         document_id=row["document_id"],
         title=row["title"],
@@ -125,7 +125,8 @@ def passage(row: Any, text: str, score: float, snippet: str) -> Passage:
         position=int(row["position"]),
         path=row["path"],
         heading=tuple(json.loads(row["heading"])),
-        snippet=snippet,
+        snippet=snippet[0],
+        match_at=snippet[1],
         line_start=int(row["line_start"]),
         line_end=int(row["line_end"]),
     )

@@ -89,24 +89,26 @@ def unmark(marked: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(plain), spans
 
 
-def snippet(marked: str, columns: int = SNIPPET_COLUMNS) -> str:
+def snippet(marked: str, columns: int = SNIPPET_COLUMNS) -> tuple[str, int]:
     """About `columns` of a passage as a terminal shows them, matches still marked: the
     stretch with the most different matches (the start when none), cut between words, `…`
     where it is cut. A wide character (CJK) takes two columns, so a Chinese snippet is as
-    wide on screen as an English one, not as many characters."""
+    wide on screen as an English one, not as many characters. With it, where in the
+    passage's text (its marks out) the snippet's first match is (where it starts, if none)."""
     text, spans = unmark(marked)
     at = _Columns(text)
     if at.column(len(text)) <= columns:
-        return marked
+        return marked, spans[0][0] if spans else 0
     first, last = _most_matches(text, spans, at, columns)
     lead = max(0, columns - (at.column(last[1]) - at.column(first[0]))) // 2
     begin = max(0, min(at.column(first[0]) - lead, at.column(len(text)) - columns))
     start = _word_start(text, at.index_from(begin), first[0])
     end = _word_end(text, at.index_until(begin + columns), max(start, last[1]))
     inside = [(a - start, b - start) for a, b in spans if start <= a and b <= end]
-    return (
+    shown = (
         ("…" if start else "") + _mark(text[start:end], inside) + ("…" if end < len(text) else "")
     )
+    return shown, start + (inside[0][0] if inside else 0)
 
 
 class _Columns:

@@ -229,6 +229,10 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX idx_documents_format ON documents(kind, resource_name, format)
     """,
     _one_byte_cjk_separator,
+    # 13: a PDF's pages and a deck's slides flow into passages (chunker): their documents
+    # are chunked again, from the converted text kept (a chunking no KB has makes the next
+    # pass prepare them; nothing is converted again)
+    "UPDATE documents SET chunking = 'pages-cut' WHERE format IN ('pdf', 'pptx')",
 ]
 
 
