@@ -10,6 +10,7 @@ never holds or reads more than the caps allow.
 from __future__ import annotations
 
 import contextlib
+import re
 import resource
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,16 @@ from cofferd.domain.index_records import Converted
 MiB = 1024 * 1024
 ENGINE = "markitdown"
 TOO_MUCH_MEMORY = "too large: the document needs more memory than allowed"
+# Office containers go straight to markitdown's converter of their format: what
+# convert_local would choose for them, without magika's guess at every file (~40 ms of a
+# Word file's ~100). Text formats keep convert_local, which guesses their charset.
+OWN_CONVERTER = {
+    "docx": "DocxConverter",
+    "pptx": "PptxConverter",
+    "xlsx": "XlsxConverter",
+    "epub": "EpubConverter",
+}
+_BLANK_LINES = re.compile(r"\n{3,}")
 
 
 def limit_memory(megabytes: int) -> None:
@@ -31,6 +42,9 @@ def limit_memory(megabytes: int) -> None:
 def load() -> Any:
     from markitdown import MarkItDown  # heavy (~0.75 s): once per process
 
+    from cofferd.infrastructure.conversion import word_xml
+
+    word_xml.use_in_mammoth()
     return MarkItDown(enable_plugins=False)
 
 
@@ -46,7 +60,11 @@ def convert(markitdown: Any, path: str, fmt: str) -> Converted | tuple[str, str]
         title = _plain(own_title(Path(path), fmt))
         if fmt == "pdf":
             return derived_markdown.from_pdf(pdf_pages.read_pages(Path(path)), title, ENGINE)
-        result = markitdown.convert_local(path, file_extension="." + fmt)
+        result = (
+            _by_own_converter(path, fmt)
+            if fmt in OWN_CONVERTER
+            else markitdown.convert_local(path, file_extension="." + fmt)
+        )
         markdown = _plain(result.markdown) or ""
         return derived_markdown.from_markitdown(
             markdown, fmt, title or _plain(result.title), ENGINE
@@ -57,6 +75,20 @@ def convert(markitdown: Any, path: str, fmt: str) -> Converted | tuple[str, str]
         return ("refused", TOO_MUCH_MEMORY)
     except Exception as exc:  # noqa: BLE001 - any converter failure is the document's
         return ("failed", f"{type(exc).__name__}: {exc}"[:500])
+
+
+def _by_own_converter(path: str, fmt: str) -> Any:
+    """markitdown's converter of this format on the file, its text made as convert_local
+    makes it (each line's trailing blanks out, at most one blank line in a row)."""
+    from markitdown import StreamInfo, converters
+
+    converter = getattr(converters, OWN_CONVERTER[fmt])()
+    where = StreamInfo(extension="." + fmt, local_path=path, filename=Path(path).name)
+    with open(path, "rb") as stream:
+        result = converter.convert(stream, where, file_extension="." + fmt)
+    lines = (line.rstrip() for line in result.text_content.replace("\r\n", "\n").split("\n"))
+    result.text_content = _BLANK_LINES.sub("\n\n", "\n".join(lines))
+    return result
 
 
 def _plain(text: object) -> str | None:
