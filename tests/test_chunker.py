@@ -146,17 +146,24 @@ async def test_an_index_chunked_before_headings_led_is_chunked_again(
 
 
 def test_pages_and_slides_flow_into_passages_and_sheets_do_not() -> None:
-    body = "## Page 1\n\nfirst words\n\n## Page 2\n\nsecond words\n\n## Sheet Budget\n\nrows"
-    flowing = chunk_markdown(body, "Doc", 512, 64, pages=True)
-    assert [c.text for c in flowing] == [
-        "## Page 1\n\nfirst words\n\n## Page 2\n\nsecond words",
-        "## Sheet Budget\n\nrows",
-    ]
-    assert [c.heading for c in flowing] == [("Doc",), ("Doc", "Sheet Budget")]
-    assert (flowing[0].line_start, flowing[0].line_end) == (1, 7)
+    deck = "## Slide 1\n\n# Plan\n\nfirst\n\n## Slide 2\n\n# Plan (2)\n\nsecond"
+    (slides,) = chunk_markdown(deck, "Talk", 512, 64, paged="slide")  # titles flow too
+    assert slides.text == deck and slides.heading == ("Talk",)
+    # a page's mark leads the heading after it, never a passage of its own
+    sections = chunk_markdown(deck, "Talk", 512, 64, paged="page")
+    assert [c.text for c in sections] == deck.replace("\n\n## Slide 2", "\n\n\0## Slide 2").split(
+        "\n\n\0"
+    )
+    body = "## Page 1\n\nfirst words\n\n## Page 2\n\nsecond words"
+    (flowing,) = chunk_markdown(body, "Doc", 512, 64, paged="page")
+    assert flowing.text == body and flowing.heading == ("Doc",)
+    assert (flowing.line_start, flowing.line_end) == (1, 7)
     # a note's own `## Page 2` is a heading like any other
-    assert len(chunk_markdown(body, "Doc", 512, 64)) == 3
+    assert len(chunk_markdown(body, "Doc", 512, 64)) == 2
+    book = "## Sheet One\n\nrows\n\n## Sheet Two\n\nmore rows"
+    sheets = chunk_markdown(book, "Book", 512, 64, paged="sheet")
+    assert [c.heading for c in sheets] == [("Book", "Sheet One"), ("Book", "Sheet Two")]
     # a page's text past a passage's size is cut as Markdown's is
     long = "## Page 1\n\n" + "word " * 300 + "\n\n## Page 2\n\n" + "more " * 300
-    cut = chunk_markdown(long, "Doc", 512, 64, pages=True)
+    cut = chunk_markdown(long, "Doc", 512, 64, paged="page")
     assert len(cut) == 2 and cut[1].text.split()[:2] == ["word", "word"]  # the overlap

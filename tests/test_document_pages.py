@@ -153,11 +153,13 @@ def test_words_on_two_pages_are_found_in_one_passage_that_says_the_matchs_page(
     question whose words fall on two pages matches one passage, and a passage says the page
     of its match, not the page it starts on. A workbook's sheets stay passages of their own."""
     d = shared_daemon
-    kb = new_kb(d, ["pdf", "xlsx"])
+    kb = new_kb(d, ["pdf", "pptx", "xlsx"])
     texts = ["zqalpha opening words", "zqbeta middle words", "zqgamma closing words"]
     write(d.docs(kb) / "short.pdf", paged_pdf(texts))
     write(d.docs(kb) / "book.xlsx", workbook({"One": ["zqzeta"], "Two": ["zqeta"]}))
+    write(d.docs(kb) / "talk.pptx", deck(["zqdelta first", "zqepsilon second"]))
     wait_for(lambda: where(d, kb, "zqgamma") and where(d, kb, "zqeta"), 60)
+    wait_for(lambda: where(d, kb, "zqepsilon"), 60)
     assert where(d, kb, "zqalpha zqgamma") == [("short.pdf", 1, "page 1")]
     found = d.client.post(d.client.kb(kb, "/search"), {"query": "zqgamma"})["passages"]
     (passage,) = found  # it opens on page 1 and says the page of its match
@@ -165,6 +167,9 @@ def test_words_on_two_pages_are_found_in_one_passage_that_says_the_matchs_page(
         3,
         "page 3",
     )
+    # a deck's slides flow too, their titles with them
+    assert where(d, kb, "zqdelta zqepsilon") == [("talk.pptx", 1, "slide 1")]
+    assert where(d, kb, "zqepsilon") == [("talk.pptx", 2, "slide 2")]
     assert sorted(where(d, kb, "zqzeta zqeta")) == [
         ("book.xlsx", 1, "sheet One"),
         ("book.xlsx", 2, "sheet Two"),

@@ -4,10 +4,11 @@ Sizes are in words: a run of non-space characters, or one CJK character (CJK has
 Code fences and tables stay whole when they fit. Every chunk carries its heading path,
 which starts with the document title.
 
-In a converted document (`pages=True`) a page or slide is no section: its mark (`## Page 3`,
-domain/pages) stays in the text, where the page starts, and the text flows on across it as
-it does on paper, so a passage is cut where the same text as Markdown would be. A sheet is
-a section of its own.
+In a converted document a page is no section: its mark (`## Page 3`, domain/pages) stays in
+the text, where the page starts, and the text flows on across it as it does on paper, so
+a passage is cut where the same text as Markdown would be. A deck's slides flow alike, and
+their titles with them (a deck's headings are its slides' titles: the slide is said by its
+mark). A sheet is a section of its own.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from functools import cache
 
 from cofferd.domain.models import Chunk
-from cofferd.domain.pages import is_flowing_mark
+from cofferd.domain.pages import is_mark_heading
 from cofferd.domain.scripts import CJK_RANGES
 from cofferd.markdown_grammar import CLOSES, OPENS, code_lines, heading
 
@@ -149,8 +150,9 @@ class _Chunks:
         self.path: list[tuple[int, str]] = []
         self.blocks: list[tuple[int, str]] = []  # the section's, under way: (first line, text)
         self.words = 0
-        self.only_headings = False  # what is under way is headings alone
+        self.only_headings = False  # what is under way is headings (or page marks) alone
         self.parts = 0  # chunks of this section so far (then the next repeats a tail)
+        self.marks: set[int] = set()  # the first lines of the page marks under way
 
     def heading(self, level: int, name: str, block: str, start: int) -> None:
         if not self.only_headings:
@@ -160,6 +162,12 @@ class _Chunks:
             self.path.pop()
         self.path.append((level, name))
         self.add(block, start, is_heading=True)
+
+    def page_mark(self, block: str, start: int) -> None:
+        """A page's mark, in the text where the page starts: it leads what follows, as a
+        heading does, but starts no section."""
+        self.marks.add(start)
+        self.add(block, start, is_heading=self.only_headings or not self.blocks)
 
     def add(self, block: str, start: int, *, is_heading: bool = False) -> None:
         n = count_words(block)
@@ -193,6 +201,9 @@ class _Chunks:
             self.flush()
 
     def flush(self) -> None:
+        carried: list[tuple[int, str]] = []  # page marks at the end lead the next chunk, not end this one
+        while self.blocks and self.blocks[-1][0] in self.marks and not self.only_headings:
+            carried.insert(0, self.blocks.pop())
         text = "\n\n".join(block for _, block in self.blocks).strip()
         if text:
             if self.parts and self.overlap:
@@ -205,6 +216,9 @@ class _Chunks:
             self.chunks.append(Chunk(len(self.chunks), text, self.heading_path(), *span))
             self.parts += 1
         self.blocks, self.words, self.only_headings = [], 0, False
+        self.marks = {start for start, _ in carried}
+        for start, block in carried:
+            self.add(block, start, is_heading=True)
 
     def heading_path(self) -> tuple[str, ...]:
         names = [name for _, name in self.path]
@@ -218,14 +232,17 @@ def chunk_markdown(
     overlap: int,
     first_line: int = 1,
     max_chunks: int | None = None,
-    pages: bool = False,
+    paged: str | None = None,
 ) -> list[Chunk]:
     """Chunks with the lines they come from (`first_line` is the body's first line in its
     file, counting from 1); TooManyChunks as soon as there would be more than
-    `max_chunks`. `pages`: the body is a converted text, its pages marked."""
+    `max_chunks`. `paged`: the body is a converted text marked by `page`, `slide` or
+    `sheet` (domain/pages)."""
     chunks = _Chunks(title, size, overlap, first_line, max_chunks)
     for level, name, block, start in _blocks(body):
-        if level and not (pages and is_flowing_mark(level, name)):
+        if level and paged in ("page", "slide") and is_mark_heading(level, name):
+            chunks.page_mark(block, start)
+        elif level and paged != "slide":  # a deck's other headings: its slides' titles
             chunks.heading(level, name, block, start)
         else:
             chunks.add(block, start)

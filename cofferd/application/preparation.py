@@ -13,9 +13,10 @@ from cofferd.application import markdown
 from cofferd.application.chunker import TooManyChunks, chunk_markdown, plain_chunks
 from cofferd.domain.budgets import size_text
 from cofferd.domain.file_records import FileContent
-from cofferd.domain.formats import CONVERTED_FORMATS, NAMED_BY_FILE, PAGED_FORMATS, TEXT_FORMATS
+from cofferd.domain.formats import CONVERTED_FORMATS, NAMED_BY_FILE, TEXT_FORMATS
 from cofferd.domain.index_records import DocumentWrite, IndexedChunk
 from cofferd.domain.models import Chunk, Document, utc_from_ns, utc_now
+from cofferd.domain.pages import KIND_OF_FORMAT
 from cofferd.domain.prepare_jobs import Outcome, PrepareItem, PrepareSettings, Skipped, Unchanged
 
 TextForIndex = Callable[[str], str]
@@ -77,7 +78,7 @@ def prepare(
             settings.chunk_overlap,
             first_line=parsed.body_line,
             max_chunks=budget.chunks,
-            pages=in_place in PAGED_FORMATS,
+            paged=KIND_OF_FORMAT.get(in_place or ""),
         )
     except TooManyChunks:
         degraded.append(

@@ -61,12 +61,6 @@ def is_mark_heading(level: int, text: str) -> bool:
     return level == 2 and MARKS.fullmatch(f"## {text}") is not None
 
 
-def is_flowing_mark(level: int, text: str) -> bool:
-    """Whether a heading is the mark of a page or slide, which text flows across (a sheet is
-    a section of its own)."""
-    return is_mark_heading(level, text) and not text.startswith("Sheet ")
-
-
 def mark(kind: str, page_label: str) -> str:
     """The line that starts a page of this kind (`page`, `slide`, `sheet`)."""
     return f"## {kind.capitalize()} {page_label}"
