@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib.util
 import io
 import os
 import shutil
@@ -149,6 +150,19 @@ def word_files(work: Path, docs: list[dict[str, str]]) -> None:
         ),
         "... by ElementTree": each(lambda _: ElementTree.fromstring(styles)),
     }
+    if importlib.util.find_spec("cofferd.infrastructure.conversion.word_xml") is not None:
+        from cofferd.infrastructure.conversion import markitdown_run, word_xml
+
+        made = markitdown_run.load()  # word_xml in mammoth from here on
+
+        def fresh(n: int) -> object:
+            word_xml._kept.clear()  # as if each file had styles of its own
+            return markitdown_run.convert(made, str(paths[n]), "docx")
+
+        figures["the converter's (markitdown_run.convert), styles of its own"] = each(fresh)
+        figures["... the files of one template (styles kept)"] = each(
+            lambda n: markitdown_run.convert(made, str(paths[n]), "docx")
+        )
     for what, values in figures.items():
         print(f"(b) per Word file, {what}: {sum(values) / len(values):.0f} ms CPU")
 
