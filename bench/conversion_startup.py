@@ -153,7 +153,7 @@ def word_files(work: Path, docs: list[dict[str, str]]) -> None:
     if importlib.util.find_spec("cofferd.infrastructure.conversion.word_xml") is not None:
         from cofferd.infrastructure.conversion import markitdown_run, word_xml
 
-        made = markitdown_run.load()  # word_xml in mammoth from here on
+        made = markitdown_run.load()  # word_xml in mammoth with the first Word file
 
         def fresh(n: int) -> object:
             word_xml._kept.clear()  # as if each file had styles of its own

@@ -262,3 +262,34 @@ async def test_a_converted_text_over_its_cap_is_refused_in_the_worker(tmp_path: 
         )
     finally:
         derived_markdown.MAX_CHARS = original
+
+
+def test_the_converter_imports_only_what_a_format_needs(tmp_path: Path) -> None:
+    """The converter's process starts without the libraries a file may never need (magika
+    and onnxruntime, pandas, ...: most of `import markitdown`'s time, issue 35 §6), and
+    each format imports its own when its first file comes. In a fresh process: what a
+    test process imported already would hide it."""
+    import subprocess
+    import sys
+
+    (tmp_path / "a.docx").write_bytes(make_docx("zqword"))
+    (tmp_path / "b.xlsx").write_bytes(make_xlsx("zqcell"))
+    script = f"""
+import sys
+from cofferd.infrastructure.conversion import markitdown_run
+from cofferd.infrastructure.conversion.deferred_imports import is_deferred
+engine = markitdown_run.load()
+print(sorted(n for n in markitdown_run.DEFERRED if not is_deferred(n)))
+assert "zqword" in markitdown_run.convert(engine, {str(tmp_path / "a.docx")!r}, "docx").markdown
+print(sorted(n for n in markitdown_run.DEFERRED if not is_deferred(n)))
+assert "zqcell" in markitdown_run.convert(engine, {str(tmp_path / "b.xlsx")!r}, "xlsx").markdown
+print(sorted(n for n in markitdown_run.DEFERRED if not is_deferred(n)))
+"""
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert ran.stdout.splitlines() == [
+        "[]",  # nothing of them at the start
+        "['mammoth']",  # a Word file: mammoth
+        "['mammoth', 'openpyxl', 'pandas']",  # a workbook: pandas and openpyxl
+    ]

@@ -96,7 +96,7 @@ def test_the_markdown_is_markitdowns_to_the_byte(tmp_path: Path, fmt: str, data:
     path = tmp_path / f"file.{fmt}"
     path.write_bytes(data)
     expected = MarkItDown(enable_plugins=False).convert_local(str(path)).markdown
-    made = markitdown_run.load()  # with word_xml in mammoth
+    made = markitdown_run.load()
     assert markitdown_run._by_own_converter(str(path), fmt).markdown == expected
     assert made is not None
 

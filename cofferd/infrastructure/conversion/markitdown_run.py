@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 import resource
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,9 @@ OWN_CONVERTER = {
     "epub": "EpubConverter",
 }
 _BLANK_LINES = re.compile(r"\n{3,}")
+# what `import markitdown` would import for every format (deferred_imports): each is
+# imported by the first file that needs it
+DEFERRED = ("magika", "pandas", "openpyxl", "xlrd", "pptx", "pdfplumber", "mammoth")
 
 
 def limit_memory(megabytes: int) -> None:
@@ -39,16 +43,27 @@ def limit_memory(megabytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def load() -> Any:
-    from markitdown import MarkItDown  # heavy (~0.75 s): once per process
+class Engine:
+    """markitdown in this process: its converters, and the whole MarkItDown (with magika's
+    model, which guesses what a file is) made only for a format that needs it."""
 
-    from cofferd.infrastructure.conversion import word_xml
+    @cached_property
+    def markitdown(self) -> Any:
+        from markitdown import MarkItDown
 
-    word_xml.use_in_mammoth()
-    return MarkItDown(enable_plugins=False)
+        return MarkItDown(enable_plugins=False)
 
 
-def convert(markitdown: Any, path: str, fmt: str) -> Converted | tuple[str, str]:
+def load() -> Engine:
+    from cofferd.infrastructure.conversion import deferred_imports
+
+    deferred_imports.defer(DEFERRED)
+    import markitdown  # noqa: F401 - its modules once, their heavy libraries deferred
+
+    return Engine()
+
+
+def convert(engine: Engine, path: str, fmt: str) -> Converted | tuple[str, str]:
     """The Markdown kept of the file (derived_markdown: its pages marked, its frontmatter
     written), or ("refused", why) for a document with nothing to index or too much, or
     ("failed", the library's exception) for one that cannot be read. A PDF is read page
@@ -63,7 +78,7 @@ def convert(markitdown: Any, path: str, fmt: str) -> Converted | tuple[str, str]
         result = (
             _by_own_converter(path, fmt)
             if fmt in OWN_CONVERTER
-            else markitdown.convert_local(path, file_extension="." + fmt)
+            else engine.markitdown.convert_local(path, file_extension="." + fmt)
         )
         markdown = _plain(result.markdown) or ""
         return derived_markdown.from_markitdown(
@@ -82,6 +97,10 @@ def _by_own_converter(path: str, fmt: str) -> Any:
     makes it (each line's trailing blanks out, at most one blank line in a row)."""
     from markitdown import StreamInfo, converters
 
+    if fmt == "docx":
+        from cofferd.infrastructure.conversion import word_xml
+
+        word_xml.use_in_mammoth()
     converter = getattr(converters, OWN_CONVERTER[fmt])()
     where = StreamInfo(extension="." + fmt, local_path=path, filename=Path(path).name)
     with open(path, "rb") as stream:

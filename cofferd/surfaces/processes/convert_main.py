@@ -20,12 +20,12 @@ DEFAULT_MEMORY_MB = 2048
 
 def main() -> None:
     memory_mb = int(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_MEMORY_MB
-    markitdown = markitdown_run.load()
+    engine = markitdown_run.load()
     markitdown_run.limit_memory(memory_mb)  # after loading: the cap is for documents
 
     def handle(_head: Any, item: tuple[str, str]) -> Any:
         path, fmt = item
-        return markitdown_run.convert(markitdown, path, fmt)
+        return markitdown_run.convert(engine, path, fmt)
 
     serve_items(handle)
 
