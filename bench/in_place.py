@@ -364,6 +364,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--per-format", type=int, default=50)
+    parser.add_argument(
+        "--parts", default="mixed,per-format,quality", help="which of the three to run"
+    )
     add_repo_argument(parser)
     args = parser.parse_args()
     print(f"machine: {machine()}; code: {describe_code(args.repo)}", flush=True)
@@ -375,9 +378,12 @@ def main() -> None:
     api = Client(socket_path)
     try:
         wait(lambda: api.get("/api/v1/health"), daemon, 60, 0.05)
+        parts = args.parts.split(",")
         made = mixed(api, daemon, home, work, corpus[: args.files], args.files)
-        per_format(api, daemon, work, corpus[args.files :], args.per_format)
-        quality(api, daemon, work, made)
+        if "per-format" in parts:
+            per_format(api, daemon, work, corpus[args.files :], args.per_format)
+        if "quality" in parts:
+            quality(api, daemon, work, made)
     finally:
         stop_daemon(daemon)
         shutil.rmtree(home, ignore_errors=True)
