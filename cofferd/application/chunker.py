@@ -201,7 +201,7 @@ class _Chunks:
             self.flush()
 
     def flush(self) -> None:
-        carried: list[tuple[int, str]] = []  # page marks at the end lead the next chunk, not end this one
+        carried: list[tuple[int, str]] = []  # marks at the end lead the next chunk instead
         while self.blocks and self.blocks[-1][0] in self.marks and not self.only_headings:
             carried.insert(0, self.blocks.pop())
         text = "\n\n".join(block for _, block in self.blocks).strip()
