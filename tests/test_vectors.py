@@ -370,3 +370,16 @@ async def test_documents_converted_where_they_lie_get_vectors(
     assert result.passages[0].page == 1
     result = await coffer.retrieval.search("vecdocs", "purr mice garden")
     assert result.passages[0].path == "cats.docx"
+
+
+def test_what_is_embedded_is_the_text_not_coffers_marks() -> None:
+    """A converted deck's slide marks say where its text is, not what it says: the model,
+    which reads a few hundred tokens, is given the text (issue 35 §5); a note's own heading
+    that reads like a mark stays, in its heading path."""
+    from cofferd.infrastructure.storage.vector_store import embedding_text
+
+    deck = "## Slide 1\n\n# Plan\n\nfirst\n\n## Slide 2\n\n# Plan (2)\n\nsecond"
+    embedded = embedding_text(["Talk"], deck)
+    assert "Slide" not in embedded and embedded.startswith("Talk\n\n# Plan\n\nfirst")
+    assert embedding_text(["Doc", "Page 3"], "## Page 3\n\ntext") == "Doc / Page 3\n\ntext"
+    assert embedding_text(["Doc", "Intro"], "## Intro\n\ntext") == "Doc\n\n## Intro\n\ntext"

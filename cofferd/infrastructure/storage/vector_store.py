@@ -13,6 +13,7 @@ from typing import Any
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.index_records import EmbedJob
 from cofferd.domain.models import KB_KIND, Passage
+from cofferd.domain.pages import MARKS
 from cofferd.domain.query_syntax import Query
 from cofferd.infrastructure.storage import chunk_rows, document_rows, fts_index, fts_text, vec_index
 from cofferd.infrastructure.storage.database import Database
@@ -22,11 +23,14 @@ from cofferd.infrastructure.storage.sqlite import Connection
 
 def embedding_text(heading: list[str], text: str) -> str:
     """A chunk as it is embedded: its heading path for context, without repeating the
-    heading the chunk itself starts with."""
-    first_line = text.lstrip().split("\n", 1)[0]
-    if heading and first_line.lstrip("#").strip() == heading[-1]:
+    heading the chunk itself starts with, and without the marks of pages, slides and sheets
+    (domain/pages: where the text is, not what it says; the model reads a few hundred
+    tokens)."""
+    body = MARKS.sub("", text).strip()
+    first_line = body.split("\n", 1)[0]
+    if heading and body == text.strip() and first_line.lstrip("#").strip() == heading[-1]:
         heading = heading[:-1]
-    return " / ".join(heading) + "\n\n" + text if heading else text
+    return " / ".join(heading) + "\n\n" + body if heading else body
 
 
 class SqliteVectors:
