@@ -3,9 +3,10 @@
 The converter's worker writes a line `## Page iv` (the document's own page label, else
 its number), `## Slide 3` or `## Sheet Budget` where each starts, and escapes any line of
 the document's own text that would read as one (`\\## Page 3`): every mark in a converted
-text is Coffer's. The chunker cuts passages at these headings, so a passage is on one page;
-search, grep and `show` read the marks back to say where a line is. Texts converted before
-these marks (`<!-- Slide number: 3 -->`, markitdown's) are read too.
+text is Coffer's. The chunker keeps a page's or slide's mark in the passage's text and
+goes on across it (a sheet's is a section); search reads the marks back to say the page of
+a passage's match, grep and `show` where a line is. Texts converted before these marks
+(`<!-- Slide number: 3 -->`, markitdown's) are read too.
 """
 
 from __future__ import annotations
