@@ -6,6 +6,7 @@ Real daemons: a synced KB folder naming a URL and a credential, files added by p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -136,8 +137,13 @@ def test_knowledge_base_names_windows_cannot_hold_are_refused(shared_daemon: Dae
 
 
 def _peak_kb(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text().splitlines()
-    return int(next(line.split()[1] for line in status if line.startswith("VmHWM")))
+    """A process's peak resident memory; 0 once it has ended (a worker let go when idle:
+    gone, or a zombie not yet waited on, whose status holds no memory)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except FileNotFoundError:
+        return 0
+    return next((int(line.split()[1]) for line in status if line.startswith("VmHWM")), 0)
 
 
 def _family(pid: int) -> list[int]:
@@ -146,8 +152,9 @@ def _family(pid: int) -> list[int]:
     while queue:
         current = queue.pop()
         found.append(current)
-        for task in Path(f"/proc/{current}/task").iterdir():
-            queue += [int(c) for c in (task / "children").read_text().split()]
+        with contextlib.suppress(FileNotFoundError):  # ended meanwhile
+            for task in Path(f"/proc/{current}/task").iterdir():
+                queue += [int(c) for c in (task / "children").read_text().split()]
     return found
 
 
