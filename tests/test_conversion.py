@@ -279,11 +279,11 @@ import sys
 from cofferd.infrastructure.conversion import markitdown_run
 from cofferd.infrastructure.conversion.deferred_imports import is_deferred
 engine = markitdown_run.load()
-print(sorted(n for n in markitdown_run.DEFERRED if not is_deferred(n)))
+print(sorted(n for n in markitdown_run.DEFERRED if n in sys.modules and not is_deferred(n)))
 assert "zqword" in markitdown_run.convert(engine, {str(tmp_path / "a.docx")!r}, "docx").markdown
-print(sorted(n for n in markitdown_run.DEFERRED if not is_deferred(n)))
+print(sorted(n for n in markitdown_run.DEFERRED if n in sys.modules and not is_deferred(n)))
 assert "zqcell" in markitdown_run.convert(engine, {str(tmp_path / "b.xlsx")!r}, "xlsx").markdown
-print(sorted(n for n in markitdown_run.DEFERRED if not is_deferred(n)))
+print(sorted(n for n in markitdown_run.DEFERRED if n in sys.modules and not is_deferred(n)))
 """
     ran = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
@@ -293,3 +293,15 @@ print(sorted(n for n in markitdown_run.DEFERRED if not is_deferred(n)))
         "['mammoth']",  # a Word file: mammoth
         "['mammoth', 'openpyxl', 'pandas']",  # a workbook: pandas and openpyxl
     ]
+
+
+def test_a_library_not_installed_is_not_deferred() -> None:
+    """Its import fails where the library wrote it (markitdown expects that of optional
+    ones, such as xlrd), not later at some other module's look at it (hypothesis's did)."""
+    import sys
+
+    from cofferd.infrastructure.conversion.deferred_imports import defer, is_deferred
+
+    defer(["coffer_surely_not_installed"])
+    assert "coffer_surely_not_installed" not in sys.modules
+    assert not is_deferred("coffer_surely_not_installed")

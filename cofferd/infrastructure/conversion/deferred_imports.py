@@ -13,6 +13,7 @@ submodule's import reads it at once, which costs nothing but the saving.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import types
 from collections.abc import Iterable
@@ -29,9 +30,11 @@ class _Deferred(types.ModuleType):
 
 
 def defer(names: Iterable[str]) -> None:
-    """Each of these top-level modules imported when first used, unless imported already."""
+    """Each of these top-level modules imported when first used, unless imported already or
+    not installed (then its import fails where it is written, as the library expects)."""
     for name in names:
-        sys.modules.setdefault(name, _Deferred(name))
+        if name not in sys.modules and importlib.util.find_spec(name) is not None:
+            sys.modules[name] = _Deferred(name)
 
 
 def is_deferred(name: str) -> bool:

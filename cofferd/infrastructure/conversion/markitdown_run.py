@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 import resource
+import zipfile
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ OWN_CONVERTER = {
 _BLANK_LINES = re.compile(r"\n{3,}")
 # what `import markitdown` would import for every format (deferred_imports): each is
 # imported by the first file that needs it
-DEFERRED = ("magika", "pandas", "openpyxl", "xlrd", "pptx", "pdfplumber", "mammoth")
+DEFERRED = ("magika", "pandas", "openpyxl", "pptx", "pdfplumber", "mammoth")
 
 
 def limit_memory(megabytes: int) -> None:
@@ -75,11 +76,9 @@ def convert(engine: Engine, path: str, fmt: str) -> Converted | tuple[str, str]:
         title = _plain(own_title(Path(path), fmt))
         if fmt == "pdf":
             return derived_markdown.from_pdf(pdf_pages.read_pages(Path(path)), title, ENGINE)
-        result = (
-            _by_own_converter(path, fmt)
-            if fmt in OWN_CONVERTER
-            else engine.markitdown.convert_local(path, file_extension="." + fmt)
-        )
+        result = _by_own_converter(path, fmt) if fmt in OWN_CONVERTER else None
+        if result is None:
+            result = engine.markitdown.convert_local(path, file_extension="." + fmt)
         markdown = _plain(result.markdown) or ""
         return derived_markdown.from_markitdown(
             markdown, fmt, title or _plain(result.title), ENGINE
@@ -94,17 +93,26 @@ def convert(engine: Engine, path: str, fmt: str) -> Converted | tuple[str, str]:
 
 def _by_own_converter(path: str, fmt: str) -> Any:
     """markitdown's converter of this format on the file, its text made as convert_local
-    makes it (each line's trailing blanks out, at most one blank line in a row)."""
+    makes it (each line's trailing blanks out, at most one blank line in a row); None when
+    that converter cannot read it (a text named x.docx, a damaged container): then
+    convert_local tries every converter, as it always did."""
     from markitdown import StreamInfo, converters
 
+    if not zipfile.is_zipfile(path):
+        return None
     if fmt == "docx":
         from cofferd.infrastructure.conversion import word_xml
 
         word_xml.use_in_mammoth()
     converter = getattr(converters, OWN_CONVERTER[fmt])()
     where = StreamInfo(extension="." + fmt, local_path=path, filename=Path(path).name)
-    with open(path, "rb") as stream:
-        result = converter.convert(stream, where, file_extension="." + fmt)
+    try:
+        with open(path, "rb") as stream:
+            result = converter.convert(stream, where, file_extension="." + fmt)
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - convert_local tries again, and says why it fails
+        return None
     lines = (line.rstrip() for line in result.text_content.replace("\r\n", "\n").split("\n"))
     result.text_content = _BLANK_LINES.sub("\n\n", "\n".join(lines))
     return result
