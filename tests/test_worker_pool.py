@@ -251,3 +251,20 @@ async def test_a_worker_that_cannot_start_ends_its_job_with_the_reason() -> None
             await asyncio.wait_for(run(pool, [[("echo", 1)]]), 30)
     finally:
         await pool.close()
+
+
+async def test_a_save_goes_to_the_running_express_worker_not_a_new_one() -> None:
+    """A bulk slot with no worker does not start one for a job a running worker, idle, can
+    take: a save (or a converted document indexed again) waits for no process start."""
+    pool = WorkerPool(MODULE, 2, idle_s=60)
+    pool.start()
+    try:
+        deadline = time.monotonic() + 10
+        while pool.status()["running"] < 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        for n in range(5):
+            (pair,) = await run(pool, [[("echo", n)]], interactive=True)
+            assert pair[1][0] == "done"
+        assert pool.state.started == 1  # the express worker only
+    finally:
+        await pool.close()

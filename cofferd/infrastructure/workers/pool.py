@@ -130,6 +130,7 @@ class WorkerPool:
         self._jobs: list[_Job[Any]] = []
         self._wake = asyncio.Event()
         self._workers: dict[int, Worker] = {}  # by slot
+        self._waiting: set[int] = set()  # slots whose worker runs and waits for work
         self._slots: list[asyncio.Task[None]] = []
         self._closing = False
 
@@ -211,7 +212,15 @@ class WorkerPool:
 
     # -- the slots: one task per worker it may run ----------------------------------------
 
-    def _pick(self, express: bool) -> _Unit[Any] | None:
+    def _takes(self, slot: int, job: _Job[Any]) -> bool:
+        """Whether the worker of `slot` may serve `job` (the express one: saves only)."""
+        return (
+            job.priority == 0 if slot == EXPRESS else self.interactive_on_bulk or job.priority > 0
+        )
+
+    def _pick(self, index: int) -> _Unit[Any] | None:
+        """The next unit for the worker of slot `index`; a slot with no worker running
+        leaves a unit to a worker that runs and waits (no process started for it)."""
         window = WINDOW * (self.size + 1)
         ready = [
             job
@@ -219,8 +228,10 @@ class WorkerPool:
             if job.pending
             and not job.closed
             and job.in_flight + job.out.qsize() < window
-            and (job.priority == 0 if express else self.interactive_on_bulk or job.priority)
+            and self._takes(index, job)
         ]
+        if index not in self._workers:
+            ready = [job for job in ready if not any(self._takes(s, job) for s in self._waiting)]
         if not ready:
             return None
         job = min(ready, key=lambda j: (j.priority, j.served))
@@ -228,18 +239,25 @@ class WorkerPool:
         job.in_flight += 1  # taken: in flight until its replies are out (or it is put back)
         return job.pending.popleft()
 
-    async def _next(self, express: bool, idle_s: float | None) -> _Unit[Any] | None:
+    async def _next(self, index: int, idle_s: float | None) -> _Unit[Any] | None:
         """The next unit to work on; None after `idle_s` without one."""
         while not self._closing:
-            unit = self._pick(express)
+            unit = self._pick(index)
             if unit is not None:
+                self._waiting.discard(index)
+                if any(job.pending for job in self._jobs):
+                    self._wake.set()  # what is left may go to another worker
                 return unit
+            if index in self._workers:
+                self._waiting.add(index)
             self._wake.clear()
             try:
                 async with asyncio.timeout(idle_s):
                     await self._wake.wait()
             except TimeoutError:
+                self._waiting.discard(index)
                 return None
+        self._waiting.discard(index)
         return None
 
     async def _slot(self, index: int) -> None:
@@ -258,7 +276,7 @@ class WorkerPool:
         kept = express and self.keep_express  # kept running: a save never waits for a start
         if kept and index not in self._workers:
             await self._start(index)
-        unit = await self._next(express, None if kept else self.idle_s)
+        unit = await self._next(index, None if kept else self.idle_s)
         if unit is None:
             worker = self._workers.pop(index, None)
             if worker is not None:
