@@ -238,6 +238,7 @@ class IndexingService:
                 for task in cut:
                     task.cancel()
         await asyncio.gather(*self._runners.values(), *self._background, return_exceptions=True)
+        await self.reindexer.upkeep_done(grace_s)
 
     @property
     def queue_depth(self) -> int:

@@ -23,6 +23,7 @@ from cofferd.application.progress import Progress, ProgressBoard
 from cofferd.application.registry import KBRegistry
 from cofferd.domain.budgets import DEFAULT, Budget
 from cofferd.domain.conflicts import ConflictCopy
+from cofferd.domain.errors import CofferError
 from cofferd.domain.file_records import FileStat, TreeScan
 from cofferd.domain.index_records import DocumentWrite, IndexedFile, IndexedFiles
 from cofferd.domain.models import KnowledgeBase, ReindexResult
@@ -46,12 +47,16 @@ log = logging.getLogger(__name__)
 # commit carries many documents.
 BATCH = 100
 BATCH_BYTES = 512 * 1024
+# ... and while the writer has nothing to do, a batch is written once it holds this much:
+# the writer starts on the first files prepared rather than waiting for a full batch.
+IDLE_BATCH_BYTES = 64 * 1024
 # A path sync of at most this many files to prepare goes before bulk work (a save, an
 # API write, a few files synced in); a larger one is bulk work itself.
 INTERACTIVE_FILES = 64
 # After this much text is indexed in one pass, memory is given back (Database.reclaim).
 LARGE_WORK = 4 * 1024 * 1024
-# After a pass that wrote this many documents, the KB's keyword index is merged.
+# After a pass that wrote this many documents, the KB's keyword index is merged (once the
+# pass has answered: Reindexer._upkeep_later).
 MERGE_AFTER_DOCUMENTS = 1_000
 # Markdown made from a document can be larger than the original (tables, frontmatter);
 # a Markdown file is skipped only beyond this multiple of max_document_bytes.
@@ -68,10 +73,9 @@ class _Batch:
     restat: list[tuple[str, FileStat]] = field(default_factory=list)
     bytes: int = 0
 
-    def full(self) -> bool:
-        return (
-            len(self.writes) + len(self.removed) + len(self.restat) >= BATCH
-            or self.bytes >= BATCH_BYTES
+    def full(self, writer_idle: bool = False) -> bool:
+        return len(self.writes) + len(self.removed) + len(self.restat) >= BATCH or self.bytes >= (
+            IDLE_BATCH_BYTES if writer_idle else BATCH_BYTES
         )
 
     def __bool__(self) -> bool:
@@ -125,6 +129,8 @@ class Reindexer:
         # KBs whose pass in flight is to stop at its next document (a settings change
         # waits for the lock it holds; the pass the change asks for follows).
         self._halted: set[str] = set()
+        # The merge (and reclaim) after a bulk pass, by KB: run once the pass has answered.
+        self._upkeep: dict[str, asyncio.Task[None]] = {}
 
     def halt(self, kb: str) -> None:
         """Make a pass over `kb` in flight stop at its next document and let go of its
@@ -314,14 +320,51 @@ class Reindexer:
         if self.on_change is not None and (result.documents_added or result.documents_updated):
             self.on_change()
         written = result.documents_added + result.documents_updated + result.documents_removed
-        if written >= MERGE_AFTER_DOCUMENTS:
-            await self.store.merge_keyword_index(kb.name)
         large = todo_bytes >= LARGE_WORK
+        if written >= MERGE_AFTER_DOCUMENTS:
+            self._upkeep_later(kb.name, large)
         # Removed and replaced rows leave free pages, large work memory: looked at after a
         # removal, large work or a bulk pass; a save or an API edit waits for no such look.
-        if result.documents_removed or large or not interactive:
+        elif result.documents_removed or large or not interactive:
             await self.store.reclaim(large_work=large)
         return result
+
+    def _upkeep_later(self, kb: str, large: bool) -> None:
+        """After the pass has answered: its KB's keyword index merged into one piece, then
+        the space and memory the pass left given back. Search is right meanwhile (it reads
+        every piece, a little slower); a second bulk pass's upkeep follows the first's."""
+        before = self._upkeep.get(kb)
+        task = asyncio.create_task(self._upkeep_after(kb, large, before), name=f"upkeep-{kb}")
+        self._upkeep[kb] = task
+
+        def ended(done: asyncio.Task[None]) -> None:
+            if self._upkeep.get(kb) is done:
+                del self._upkeep[kb]
+            if not done.cancelled() and (exc := done.exception()) is not None:
+                log.error("%s: merging the keyword index failed", kb, exc_info=exc)
+
+        task.add_done_callback(ended)
+
+    async def _upkeep_after(self, kb: str, large: bool, before: asyncio.Task[None] | None) -> None:
+        if before is not None:
+            await asyncio.wait([before])
+        try:
+            await self.store.merge_keyword_index(kb)
+            await self.store.reclaim(large_work=large)
+        except CofferError as exc:  # the disk refused, or the index is being rebuilt: the
+            # next bulk pass merges again (queries are right with the pieces as they are)
+            log.warning("%s: the keyword index was left in pieces: %s", kb, exc.message)
+
+    async def upkeep_done(self, timeout_s: float | None = None) -> None:
+        """Wait for the upkeep after bulk passes (`timeout_s` at most; what is left then is
+        cancelled: the index is right without it)."""
+        tasks = list(self._upkeep.values())
+        if not tasks:
+            return
+        _, cut = await asyncio.wait(tasks, timeout=timeout_s)
+        for task in cut:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _plan(self, kb: KnowledgeBase, scan: TreeScan, indexed: IndexedFiles) -> _Plan:
         """What a pass must do: the files to prepare, the documents whose files are gone,
@@ -391,7 +434,7 @@ class Reindexer:
                     async for outcome in outcomes:
                         self._take(kb.name, outcome, plan.known, plan.observed, batch, result)
                         progress.advance(1)
-                        if batch.full():
+                        if batch.full(writer_idle=pending is None or pending.done()):
                             await flush()
                         if kb.name in self._halted:
                             break

@@ -27,6 +27,10 @@ WORKER_MODULE = "cofferd.surfaces.processes.prepare_main"
 # every worker busy and let a save in between.
 UNIT_FILES = 128
 UNIT_BYTES = 1024 * 1024
+# A unit's outcomes come back together, once it is done: the first units are small (their
+# size doubles from this up to UNIT_BYTES), so the writer has work within a few files
+# rather than after a megabyte of them.
+FIRST_UNIT_BYTES = 32 * 1024
 OUTCOMES = (Gone, Unchanged, Skipped, Unconverted, DocumentWrite)
 
 
@@ -75,10 +79,12 @@ class ProcessPreparer:
 def _units(items: Sequence[PrepareItem]) -> Iterator[list[PrepareItem]]:
     unit: list[PrepareItem] = []
     size = 0
+    limit = FIRST_UNIT_BYTES
     for item in items:
-        if unit and (len(unit) >= UNIT_FILES or size + item.size > UNIT_BYTES):
+        if unit and (len(unit) >= UNIT_FILES or size + item.size > limit):
             yield unit
             unit, size = [], 0
+            limit = min(2 * limit, UNIT_BYTES)
         unit.append(item)
         size += item.size
     if unit:
