@@ -18,8 +18,10 @@ docs/benchmarks.md) and cannot raise a syntax error.
 
 from __future__ import annotations
 
+import array
 import bisect
 import re
+import sys
 
 from cofferd.domain.query_syntax import Query
 from cofferd.domain.scripts import CJK_RANGES, WIDE_RANGES
@@ -47,6 +49,18 @@ SPLIT_ANYWAY = frozenset(
     " \t\n\r" + SEPARATOR + ",.;:!?()[]{}<>\"'-/"
     "\u3000，。、！？：；「」『』（）《》〈〉【】〔〕“”‘’・…—～．"  # noqa: RUF001
 )
+_JOINED_RUNS = SEPARATOR + "\n" + SEPARATOR
+_SEPARATOR_CODE = [ord(SEPARATOR)]
+_CODE_POINT = "I" if array.array("I").itemsize == 4 else "L"  # 4 bytes: a UTF-32 unit
+_UTF32 = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"  # as the array holds it
+# index_text: where a run was (`_RUN`), and where it is to be followed by a SEPARATOR
+# (`_MARK`, until the SEPARATORs before runs are placed): two CJK characters, so neither
+# is in the text between runs.
+_RUN, _MARK = "\u4e00", "\u4e01"
+_RUN_AND_MARK = _RUN + _MARK
+_NOT_SPLIT = "[^" + re.escape("".join(sorted(SPLIT_ANYWAY))) + "]"
+_RUN_AFTER = re.compile(f"{_RUN}(?={_NOT_SPLIT})")
+_RUN_BEFORE = re.compile(f"(?<={_NOT_SPLIT}){_RUN}")
 
 
 def index_text(text: str) -> str:
@@ -56,18 +70,30 @@ def index_text(text: str) -> str:
         text = text.replace(ZWSP, SEPARATOR)
     if _CJK_ONE.search(text) is None:
         return text
-    parts = _CJK_RUNS.split(text)  # the text before a run, the run, ..., the text after
-    for i in range(1, len(parts), 2):
-        # beside the run too: `Pythonファイル` is the word `python`, then CJK characters.
-        # Nothing beside it: the text's start or end, or another piece of a long run.
-        run = SEPARATOR.join(parts[i])
-        before, after = parts[i - 1], parts[i + 1]
-        if (before[-1] not in SPLIT_ANYWAY) if before else i > 1:
-            run = SEPARATOR + run
-        if (after[0] not in SPLIT_ANYWAY) if after else i + 2 < len(parts):
-            run += SEPARATOR
-        parts[i] = run
+    # A few calls over all of the text rather than a few for each run (a Chinese text has a
+    # run between every two punctuation marks): the text before a run, the run, ...
+    parts = _CJK_RUNS.split(text)
+    runs = parts[1::2]
+    # ... each run's characters split (no run holds a newline) ...
+    parts[1::2] = _interleaved("\n".join(runs)).split(_JOINED_RUNS)
+    # ... and beside a run too: `Pythonファイル` is the word `python`, then CJK characters.
+    # The text between runs is joined with a CJK character where each run was (none is in
+    # it), which gets a SEPARATOR on each side where unicode61 would not split already.
+    # Nothing beside it: the text's start or end, or another piece of a long run.
+    between = _RUN_AFTER.sub(_RUN_AND_MARK, _RUN.join(parts[0::2]))
+    between = _RUN_BEFORE.sub(SEPARATOR + _RUN, between).replace(_MARK, SEPARATOR)
+    parts[0::2] = between.split(_RUN)
     return "".join(parts)
+
+
+def _interleaved(text: str) -> str:
+    """SEPARATOR.join(text), without a string object for each character: as code points
+    (UTF-32), every other one a SEPARATOR."""
+    codes = array.array(_CODE_POINT, text.encode(_UTF32))
+    spread = array.array(_CODE_POINT, bytes(8 * len(codes)))
+    spread[0::2] = codes
+    spread[1::2] = array.array(_CODE_POINT, _SEPARATOR_CODE) * len(codes)
+    return spread.tobytes().decode(_UTF32)[:-1]
 
 
 def display_text(text: str) -> str:
