@@ -2,7 +2,7 @@
 ElementTree into mammoth's own nodes (conversion/word_xml), and Office containers handed
 to markitdown's converter of their format (markitdown_run). The trees are mammoth's to the
 node and the Markdown is markitdown's to the byte, on real files made here; hostile parts
-cost a loop, or are refused by expat as before."""
+cost a loop, or are refused."""
 
 from __future__ import annotations
 
@@ -114,5 +114,5 @@ def test_deep_nesting_costs_a_loop_and_entities_are_refused() -> None:
     for n in range(1, 12):
         laughs += f'<!ENTITY {"a" * (n + 1)} "{("&" + "a" * n + ";") * 10}">'.encode()
     laughs += b"]><l>&" + b"a" * 12 + b";</l>"
-    with pytest.raises(Exception, match=r"amplification|recursive|limit"):
+    with pytest.raises(ValueError, match="document type"):  # (expat: amplification)
         word_xml.parse_xml(io.BytesIO(laughs))

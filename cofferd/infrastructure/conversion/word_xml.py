@@ -3,11 +3,13 @@
 mammoth (markitdown's Word converter) parses each part with minidom, then copies the DOM
 into its nodes: for the 350 KB `styles.xml` a Word template carries, 140-230 ms of a
 file's 240-300 ms (docs/benchmarks.md, issue 35 §6). ElementTree reads it with the same
-expat parser, and so the same protection against entity expansion, several times faster
-and in less memory; the nodes are made here without recursion, so no depth of nesting
-costs more than a loop. A large part is kept by its SHA-256 (the last few): files made
-from one template carry the same styles, read once. `use_in_mammoth` installs it in the
-converter's process.
+expat parser several times faster and in less memory; the nodes are made here without
+recursion, so no depth of nesting costs more than a loop. A part that declares a document
+type (`<!DOCTYPE`, where entities are declared) is refused at that declaration: Word
+never writes one (mammoth's minidom read it, expanding internal entities up to expat's
+amplification limit and dropping external ones). A large part is kept by its SHA-256
+(the last few, none past KEPT_MAX_BYTES): files made from one template carry the same
+styles, read once. `use_in_mammoth` installs it in the converter's process.
 
 The tree is mammoth's to the node (tests/test_word_xml.py compares both on real files)
 but for what Word does not write: the text on either side of a comment or processing
@@ -24,7 +26,9 @@ from typing import IO, Any
 from xml.etree import ElementTree
 
 KEPT_MIN_BYTES = 32 * 1024  # styles, their effects, a theme: what files of a template share
+KEPT_MAX_BYTES = 1024 * 1024  # (Word's own are 50-400 KB): a tree holds ~10x its part
 KEPT_PARTS = 4
+DOCTYPE_REFUSED = "a Word part declares a document type (<!DOCTYPE>), which Word never writes"
 _kept: OrderedDict[tuple[bytes, tuple[tuple[str, str], ...]], Any] = OrderedDict()
 
 
@@ -37,7 +41,7 @@ def parse_xml(
     tree, and folds its alternate content the same way again)."""
     mapping = tuple(namespace_mapping or ())
     data = fileobj.read()
-    if len(data) < KEPT_MIN_BYTES:
+    if not KEPT_MIN_BYTES <= len(data) <= KEPT_MAX_BYTES:
         return _parse(data, mapping)
     key = (hashlib.sha256(data).digest(), mapping)
     if key in _kept:
@@ -75,6 +79,9 @@ def _parse(data: bytes, mapping: tuple[tuple[str, str], ...]) -> Any:
         def start(self, tag: str, attrib: dict[str, str]) -> None:
             self.flush()
             self.open.append((name(tag), {name(k): v for k, v in attrib.items()}, []))
+
+        def doctype(self, name: str, pubid: str | None, system: str | None) -> None:
+            raise ValueError(DOCTYPE_REFUSED)
 
         def data(self, text: str) -> None:
             self.text.append(text)
