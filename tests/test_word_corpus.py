@@ -6,6 +6,7 @@ of its own or a template's, read cold or kept; a part that declares a document t
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import time
 import zipfile
@@ -51,6 +52,10 @@ def with_part(data: bytes, name: str, change: Callable[[bytes], bytes]) -> bytes
     return out.getvalue()
 
 
+def declared_in(doctype: bytes, part: bytes) -> bytes:
+    return part.replace(b"?>", b"?>" + doctype, 1)
+
+
 def test_every_word_file_is_markitdowns_markdown_to_the_byte(tmp_path: Path) -> None:
     markitdown = MarkItDown(enable_plugins=False)
     word_xml._kept.clear()
@@ -83,9 +88,7 @@ def test_a_part_declaring_a_document_type_is_refused(tmp_path: Path) -> None:
     }
     engine = markitdown_run.load()
     for name, doctype in declared.items():
-        data = with_part(
-            varied_docx(1), "word/styles.xml", lambda p: p.replace(b"?>", b"?>" + doctype, 1)
-        )
+        data = with_part(varied_docx(1), "word/styles.xml", functools.partial(declared_in, doctype))
         path = write(tmp_path / f"{name}.docx", data)
         started = time.perf_counter()
         made = markitdown_run.convert(engine, str(path), "docx")
