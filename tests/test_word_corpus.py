@@ -18,10 +18,10 @@ import pytest
 from mammoth.docx import office_xml, xmlparser
 from markitdown import MarkItDown
 
+from bench.word_corpus import styles_of, varied_docx
 from cofferd.infrastructure.conversion import markitdown_run, word_xml
 from tests.helpers import write
 from tests.samples import make_docx
-from tests.word_samples import styles_of, varied_docx
 
 
 @contextlib.contextmanager

@@ -1,11 +1,10 @@
-"""Word files of many shapes, made by python-docx (tests and bench.word_rate): headings,
-lists, tables, an image, footnotes, comments, hyperlinks, non-ASCII text; each may carry
-styles of its own (a style added, as real files each carry their own styles.xml)."""
+"""Word files of many shapes, made by python-docx (tests/test_word_corpus, bench.word_rate):
+headings, lists, tables, an image, footnotes, comments, hyperlinks, non-ASCII text; each
+may carry styles of its own (a style added, as real files each carry their own styles.xml)."""
 
 from __future__ import annotations
 
 import io
-import re
 import zipfile
 
 import docx
@@ -112,7 +111,3 @@ def with_footnote(data: bytes, words: str) -> bytes:
 def styles_of(data: bytes) -> bytes:
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         return z.read("word/styles.xml")
-
-
-def words_of(markdown: str) -> set[str]:
-    return set(re.findall(r"\w+", markdown))
