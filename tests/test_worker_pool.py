@@ -268,3 +268,35 @@ async def test_a_save_goes_to_the_running_express_worker_not_a_new_one() -> None
         assert pool.state.started == 1  # the express worker only
     finally:
         await pool.close()
+
+
+def _nices(pid: int) -> set[int]:
+    """The niceness of every thread of a process."""
+    tasks = Path(f"/proc/{pid}/task")
+    return {
+        int((tasks / tid / "stat").read_text().rsplit(")", 1)[1].split()[16])
+        for tid in os.listdir(tasks)
+    }
+
+
+async def test_a_warmed_worker_starts_at_full_priority_and_is_lowered_after_its_first_unit() -> (
+    None
+):
+    """The converter's pool: a bulk worker started ahead of its work (`warm`) waits at full
+    priority, takes its first unit so, then yields the CPU for the rest of the backlog."""
+    pool = WorkerPool(
+        MODULE, 1, idle_s=60, express=False, keep_express=False, first_at_full_priority=True
+    )
+    try:
+        pool.warm()
+        deadline = time.monotonic() + 10
+        while not pool.status()["running"] and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        (pid,) = pool.status()["pids"]
+        assert _nices(pid) == {0}
+        assert (await run(pool, [[("echo", 1)]]))[0][1][0] == "done"
+        assert _nices(pid) == {10}
+        assert (await run(pool, [[("echo", 2)]]))[0][1][0] == "done"
+        assert pool.status()["pids"] == [pid] and pool.state.started == 1
+    finally:
+        await pool.close()

@@ -100,12 +100,19 @@ class Conversions:
         self._finish(kb)
         await asyncio.to_thread(self.texts.remove_kb, kb)
 
+    def expect(self, kb: str) -> None:
+        """A pass over `kb` is to read files it converts: the converter starts while the
+        pass prepares them, not once it meets the first whose text is to be converted."""
+        if not self._queue and self._current is None:
+            self.converter.warm()
+
     def status(self) -> dict[str, object]:
         return {
             "queued": len(self._queue),
             "converting": self._current[1] if self._current else None,
             "converted": self.converted,
             "failed": self.failed,
+            "converter": self.converter.status(),
         }
 
     def waiting(self, kb: str) -> int:

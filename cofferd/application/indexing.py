@@ -73,6 +73,7 @@ class IndexingService:
         self.conversions = conversions
         if conversions is not None:
             reindexer.on_unconverted = conversions.submit
+            reindexer.on_convertible = conversions.expect
             conversions.on_converted = lambda kb, path: self.paths_changed(kb, [path])
         self.reconcile_interval_s = reconcile_interval_s
         self.state = IndexingState()

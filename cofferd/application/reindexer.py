@@ -25,6 +25,7 @@ from cofferd.domain.budgets import DEFAULT, Budget
 from cofferd.domain.conflicts import ConflictCopy
 from cofferd.domain.errors import CofferError
 from cofferd.domain.file_records import FileStat, TreeScan
+from cofferd.domain.formats import is_converted
 from cofferd.domain.index_records import DocumentWrite, IndexedFile, IndexedFiles
 from cofferd.domain.models import KnowledgeBase, ReindexResult
 from cofferd.domain.ports import ActivityLog, DocsTree, DocumentIndex
@@ -93,6 +94,7 @@ class _Plan:
     known: dict[str, IndexedFile] = field(default_factory=dict)  # of those to prepare
     removed: list[str] = field(default_factory=list)  # documents whose files are gone
     forget: list[tuple[str, str]] = field(default_factory=list)  # skipped files now gone
+    converts: bool = False  # a file to read is converted (its text may need converting)
 
 
 class Reindexer:
@@ -116,6 +118,9 @@ class Reindexer:
         self.on_change: Callable[[], None] | None = None  # e.g. wake the embedding queue
         # (kb, path, digest) of a document whose text is to be converted out of its file
         self.on_unconverted: Callable[[str, str, str], None] | None = None
+        # (kb) a pass is to read a file that is converted: its text may need converting
+        # (the converter starts meanwhile, while the pass prepares its files)
+        self.on_convertible: Callable[[str], None] | None = None
         # Documents waiting for their text to be converted, with the stat they had: not
         # read again meanwhile (their rows, if any, stay until the new text is indexed).
         self._converting: dict[tuple[str, str], FileStat] = {}
@@ -307,6 +312,8 @@ class Reindexer:
     ) -> ReindexResult:
         # a full pass plans over every file of the KB: off the serving loop
         plan = await asyncio.to_thread(self._plan, kb, scan, indexed)
+        if plan.converts and self.on_convertible is not None:
+            self.on_convertible(kb.name)
         await self._look_closer(kb.name, plan, indexed)
         for key in plan.forget:
             self._skipped.pop(key, None)
@@ -387,6 +394,7 @@ class Reindexer:
                 plan.result.skipped.append({"relative_path": path, "reason": skip[1]})
             else:
                 plan.to_read.append((path, stat.size))
+        plan.converts = any(is_converted(path) for path, _ in plan.to_read)
         return plan
 
     async def _look_closer(self, kb: str, plan: _Plan, indexed: IndexedFiles) -> None:

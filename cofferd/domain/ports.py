@@ -239,6 +239,14 @@ class MarkdownConverter(Protocol):
 
     async def convert(self, path: Path, fmt: str) -> Converted: ...
 
+    def warm(self) -> None:
+        """Get ready to convert (start what takes time to start): files are coming."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """The converter's processes, for the daemon's status."""
+        ...
+
     async def interrupt(self) -> None:
         """Stop the conversion in flight at once (the daemon is stopping)."""
         ...

@@ -5,8 +5,12 @@ the process is surfaces/processes/convert_main) with a memory cap, a wall-clock 
 document, and HOME, caches and temp files in a folder of the data home; zip-based formats
 are checked for bombs before they reach it. One pool serves `add` (its express worker, at
 full priority) and the conversions in the background (its one bulk worker, at a lower
-priority): an `add` never waits behind a backlog. Both stop after `IDLE_S` without a
-conversion (~160 MB each go back to the system) and start again for the next.
+priority): an `add` never waits behind a backlog. The bulk worker is started ahead of
+its first file when a KB that converts begins its first pass (`warm`), and takes the first
+file after a wait at full priority (workers.pool: `first_at_full_priority`), so that the
+first conversion is not kept waiting by the scan nor by a loaded machine. Both stop after
+`IDLE_S` without a conversion (~160 MB each go back to the system) and start again for
+the next.
 """
 
 from __future__ import annotations
@@ -141,6 +145,7 @@ class ConverterPool:
             environment=self._environment,
             tries=1,  # a crash is the document's reason at once (tried again a day later)
             interactive_on_bulk=False,  # one process for `add`, one for the background
+            first_at_full_priority=True,
         )
         self.interactive = PoolConverter(self, interactive=True)
         self.background = PoolConverter(self, interactive=False)
@@ -207,6 +212,14 @@ class PoolConverter:
 
     async def convert(self, path: Path, fmt: str) -> Converted:
         return await self._pool.convert(path, fmt, interactive=self._interactive)
+
+    def warm(self) -> None:
+        """Start the converter's process now: files to convert are on their way."""
+        if not self._interactive:
+            self._pool.pool.warm()
+
+    def status(self) -> dict[str, Any]:
+        return self._pool.status()
 
     async def interrupt(self) -> None:
         """Stop the conversions in flight at once (the daemon is stopping)."""

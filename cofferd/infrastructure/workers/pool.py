@@ -21,6 +21,10 @@ Jobs of one kind take turns. A job has a few units in flight at a time, so its c
 (the index writer) sets the pace and memory stays bounded. The `size` bulk workers start
 when there is work for them and stop after `idle_s` without any; the express worker is
 kept (`keep_express`) or stops the same way.
+
+Long on purpose: one scheduler. Which slot takes which unit, when a worker starts, is
+lowered, replaced or let go, and how every item is answered once are one set of rules
+that hold only together.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ RESTART_S = 1.0  # after a worker could not start
 WINDOW = 2  # units per worker a job may have in flight or waiting for its consumer
 EXPRESS = 0  # the slot that serves interactive jobs only
 BULK_NICE = 10  # bulk workers yield the CPU to serving, writing and the express worker
+FIRST_UNIT_S = 2.0  # a worker started at full priority is lowered after this long on its first unit
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,7 @@ class _Job(Generic[Item]):
 @dataclass
 class PoolState:
     started: int = 0
+    starting: int = 0  # processes started that have not said READY yet
     start_error: str | None = None  # why the last worker could not start
     replaced_over_time: int = 0
     replaced_after_death: int = 0
@@ -98,7 +104,10 @@ class WorkerPool:
     in a thread before each start, the worker's environment (None: the daemon's; raising
     EngineUnavailable: no worker can start); `tries`: how many workers an item may see
     die before it fails; `interactive_on_bulk`: whether bulk workers serve interactive
-    jobs too (when the express worker is busy), or bulk jobs only."""
+    jobs too (when the express worker is busy), or bulk jobs only;
+    `first_at_full_priority`: a bulk worker starts at niceness 0 and is lowered to `nice`
+    once its first unit is answered, or FIRST_UNIT_S after it was sent (the first file
+    after a wait is not kept waiting by a loaded machine; a backlog still yields)."""
 
     def __init__(
         self,
@@ -113,6 +122,7 @@ class WorkerPool:
         environment: Callable[[], Mapping[str, str] | None] | None = None,
         tries: int = 2,
         interactive_on_bulk: bool = True,
+        first_at_full_priority: bool = False,
     ) -> None:
         if size < 1:
             raise ValueError("a pool needs at least one worker")
@@ -126,11 +136,14 @@ class WorkerPool:
         self.environment = environment
         self.tries = max(1, tries)
         self.interactive_on_bulk = interactive_on_bulk or not express
+        self.first_at_full_priority = first_at_full_priority
         self.state = PoolState()
         self._jobs: list[_Job[Any]] = []
         self._wake = asyncio.Event()
         self._workers: dict[int, Worker] = {}  # by slot
         self._waiting: set[int] = set()  # slots whose worker runs and waits for work
+        self._full_priority: set[int] = set()  # slots whose worker is not lowered yet
+        self._warming = False  # a bulk worker is to start before its work comes
         self._slots: list[asyncio.Task[None]] = []
         self._closing = False
 
@@ -146,6 +159,15 @@ class WorkerPool:
             asyncio.create_task(self._slot(i), name=f"worker-slot-{i}")
             for i in range(first, self.size + 1)
         ]
+
+    def warm(self) -> None:
+        """Start a bulk worker now, work being on its way (it goes as usual after `idle_s`
+        without any): its start overlaps what comes before the work."""
+        if self._closing or any(index != EXPRESS for index in self._workers):
+            return
+        self._warming = True
+        self.start()
+        self._wake.set()
 
     async def close(self) -> None:
         """Stop every worker at once; every job still running ends (EngineUnavailable).
@@ -167,6 +189,7 @@ class WorkerPool:
         return {
             "size": self.size,
             "running": len(self._workers),
+            "starting": self.state.starting,
             "busy": self.state.busy,
             "pids": sorted(w.pid for w in self._workers.values()),
             "replaced_over_time": self.state.replaced_over_time,
@@ -250,6 +273,8 @@ class WorkerPool:
                 return unit
             if index in self._workers:
                 self._waiting.add(index)
+            elif self._warming and index != EXPRESS:
+                return None  # (its turn starts the worker)
             self._wake.clear()
             try:
                 async with asyncio.timeout(idle_s):
@@ -276,6 +301,9 @@ class WorkerPool:
         kept = express and self.keep_express  # kept running: a save never waits for a start
         if kept and index not in self._workers:
             await self._start(index)
+        elif self._warming and not express and index not in self._workers:
+            self._warming = False
+            await self._start(index)
         unit = await self._next(index, None if kept else self.idle_s)
         if unit is None:
             worker = self._workers.pop(index, None)
@@ -291,9 +319,16 @@ class WorkerPool:
     async def _start(self, index: int, job: _Job[Any] | None = None) -> bool:
         try:
             env = await asyncio.to_thread(self.environment) if self.environment else None
-            self._workers[index] = await Worker.start(
-                self.module, 0 if index == EXPRESS else self.nice, self.args, env
-            )
+            full = index == EXPRESS or self.first_at_full_priority
+            self.state.starting += 1
+            try:
+                self._workers[index] = await Worker.start(
+                    self.module, 0 if full else self.nice, self.args, env
+                )
+            finally:
+                self.state.starting -= 1
+            if index != EXPRESS and self.first_at_full_priority:
+                self._full_priority.add(index)
         except Exception as exc:  # noqa: BLE001 - OSError (EMFILE), its environment, any
             if not isinstance(exc, EngineUnavailable):
                 reason = f"a worker process cannot start: {type(exc).__name__}: {exc}"
@@ -313,6 +348,10 @@ class WorkerPool:
         job, worker = unit.job, self._workers[index]
         self.state.busy += 1
         done: list[tuple[Any, Any]] = []
+        lowering = None
+        if index in self._full_priority:
+            loop = asyncio.get_running_loop()
+            lowering = loop.call_later(FIRST_UNIT_S, self._lower, index, worker)
         try:
             if job.closed:
                 return
@@ -349,6 +388,9 @@ class WorkerPool:
             reason = f"its worker could not be used: {type(exc).__name__}"
             done += [(item, WorkFailed(reason)) for item in unit.items[len(done) :]]
         finally:
+            if lowering is not None:
+                lowering.cancel()
+                self._lower(index, worker)
             job.in_flight -= 1
             self.state.busy -= 1
             if done and not job.closed:
@@ -382,6 +424,13 @@ class WorkerPool:
         if items:
             job.pending.appendleft(_Unit(job, items))
 
+    def _lower(self, index: int, worker: Worker) -> None:
+        """The worker of `index`, started at full priority, lowered to the pool's nice."""
+        if index in self._full_priority and self._workers.get(index) is worker:
+            self._full_priority.discard(index)
+            worker.lower(self.nice)
+
     async def _drop(self, index: int) -> int | None:
+        self._full_priority.discard(index)
         worker = self._workers.pop(index, None)
         return await worker.kill() if worker is not None else None

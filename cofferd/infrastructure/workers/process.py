@@ -78,6 +78,17 @@ class Worker:
             raise EngineUnavailable(f"a worker process ({module}) answered {ready!r}")
         return worker
 
+    def lower(self, nice: int) -> None:
+        """Lower the priority of every thread of the process to `nice` (each thread has
+        its own on Linux; threads it starts later take their creator's)."""
+        try:
+            threads = [int(tid) for tid in os.listdir(f"/proc/{self.pid}/task")]
+        except (OSError, ValueError):  # no /proc (macOS): the process's own
+            threads = [self.pid]
+        for tid in threads:
+            with contextlib.suppress(OSError, AttributeError):  # gone meanwhile
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+
     @property
     def pid(self) -> int:
         return self.proc.pid
