@@ -33,8 +33,9 @@ OWN_CONVERTER = {
 }
 _BLANK_LINES = re.compile(r"\n{3,}")
 # what `import markitdown` would import for every format (deferred_imports): each is
-# imported by the first file that needs it
-DEFERRED = ("magika", "pandas", "openpyxl", "pptx", "pdfplumber", "mammoth")
+# imported by the first file that needs it (soupsieve: bs4's CSS selectors, ~40 ms, which
+# no converter of ours selects with)
+DEFERRED = ("magika", "pandas", "openpyxl", "pptx", "pdfplumber", "mammoth", "soupsieve")
 
 
 def limit_memory(megabytes: int) -> None:
@@ -60,6 +61,9 @@ def load() -> Engine:
 
     deferred_imports.defer(DEFERRED)
     import markitdown  # noqa: F401 - its modules once, their heavy libraries deferred
+
+    # what every conversion uses, imported while the process starts (a warm one waits)
+    from cofferd.infrastructure.conversion import derived_markdown, format_titles  # noqa: F401
 
     return Engine()
 
