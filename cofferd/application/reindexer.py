@@ -355,6 +355,8 @@ class Reindexer:
     async def _upkeep_after(self, kb: str, large: bool, before: asyncio.Task[None] | None) -> None:
         if before is not None:
             await asyncio.wait([before])
+        async with self.registry.lock(kb):
+            pass  # the pass has answered (its last writes do not wait behind a merge step)
         try:
             await self.store.merge_keyword_index(kb)
             await self.store.reclaim(large_work=large)
