@@ -23,10 +23,12 @@ from cofferd.domain.errors import IndexRebuilding, StorageError
 from cofferd.infrastructure import memory
 from cofferd.infrastructure.storage import schema, vec_index
 from cofferd.infrastructure.storage.sqlite import (
+    CHECKPOINT_PAGES,
     Connection,
     Error,
     Extension,
     atomic,
+    checkpoint_every,
     connect,
     damaged,
     storage_failed,
@@ -183,13 +185,17 @@ class Database:
         """Give the space of deleted rows back to the file system once there is enough of
         it, a few MB per write so that other writes go on in between (a database made
         before incremental vacuum is converted, VACUUM, the first time); then, or after
-        `large_work`, the memory that work left behind back to the OS. Bytes freed."""
+        `large_work` or a bulk load, the memory that work left behind back to the OS (and
+        the WAL written back). Bytes freed."""
         freed = 0
         while step := await self.write(partial(_reclaim_step, under_way=bool(freed))):
             freed += step
         if freed:
             log.info("gave %.1f MB of the index back to the file system", freed / 1e6)
-        if freed or large_work:
+        # a bulk load has ended (every bulk pass ends here): its WAL written back now, and
+        # every ~4 MB again
+        was = await self.write(lambda conn: checkpoint_every(conn, CHECKPOINT_PAGES))
+        if freed or large_work or was != CHECKPOINT_PAGES:
             await self.write(_give_back_memory)
         return freed
 

@@ -26,10 +26,22 @@ from cofferd.infrastructure.storage import (
     tracked_sources,
 )
 from cofferd.infrastructure.storage.database import Database
-from cofferd.infrastructure.storage.sqlite import Connection, Error, atomic, damaged, storage_failed
+from cofferd.infrastructure.storage.sqlite import (
+    BULK_CHECKPOINT_PAGES,
+    Connection,
+    Error,
+    atomic,
+    checkpoint_every,
+    damaged,
+    storage_failed,
+)
 from cofferd.infrastructure.storage.tracked_sources import SqliteTrackedSources
 
 MERGE_STEP = 2_000  # FTS5 pages (~4 KB) written per step of merging a keyword index
+# A batch of this much text is part of a bulk load: the WAL is written back less often
+# (sqlite.BULK_CHECKPOINT_PAGES) until the load has ended (Database.reclaim, which every
+# bulk pass ends with).
+BULK_BATCH_BYTES = 64 * 1024
 
 
 def _write_documents(
@@ -135,7 +147,11 @@ class SqliteDocumentIndex:
     ) -> list[WriteFailure]:
         """Write a batch in one transaction; the documents that could not be written."""
 
+        bulk = sum(len(c.fts_text) for w in writes for c in w.chunks) >= BULK_BATCH_BYTES
+
         def run(conn: Connection) -> list[WriteFailure]:
+            if bulk:
+                checkpoint_every(conn, BULK_CHECKPOINT_PAGES)
             document_rows.restat(conn, kb, restat)
             for doc_id in removed:
                 _remove_document(conn, kb, doc_id, actor, "file_removed")
