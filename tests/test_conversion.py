@@ -14,6 +14,7 @@ import pytest
 
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import ConversionFailed
+from cofferd.domain.index_records import Converted
 from cofferd.infrastructure.conversion import converter as converter_module
 from cofferd.infrastructure.conversion.converter import ConverterPool, check_zip
 from cofferd.surfaces.core import Coffer
@@ -200,13 +201,19 @@ async def test_a_bomb_named_otherwise_is_too_large(tmp_path: Path) -> None:
 async def test_add_and_the_background_share_one_pool_and_both_go_when_idle(
     files: dict[str, Path],
 ) -> None:
-    """`add` converts at full priority and the background at a lower one, in the same pool;
-    neither process stays once there is nothing to convert (each once stayed ~160 MB for
-    the daemon's life, the background's in a pool of its own)."""
+    """`add` converts at full priority and the background at a lower one (past the first
+    file its process takes after starting), in the same pool; neither process stays once
+    there is nothing to convert (each once stayed ~160 MB for the daemon's life, the
+    background's in a pool of its own)."""
     converter = ConverterPool(idle_s=0.2)
+
+    async def backlog() -> Converted:
+        await converter.background.convert(files["ok.docx"], "docx")  # its first: full priority
+        return await converter.background.convert(files["big.pdf"], "pdf")
+
     try:
         add = asyncio.ensure_future(converter.interactive.convert(files["big.pdf"], "pdf"))
-        background = asyncio.ensure_future(converter.background.convert(files["big.pdf"], "pdf"))
+        background = asyncio.ensure_future(backlog())
         niceness: set[int] = set()
         while not (add.done() and background.done()):  # polled while they convert
             for pid in pids(converter):

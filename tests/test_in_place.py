@@ -228,9 +228,10 @@ def test_what_cannot_be_converted_is_listed_with_its_reason_and_not_tried_again(
     d.stop()
     d.start()
     wait_for(lambda: set(skipped(d, kb)) == expected, 60)
-    assert d.client.get("/api/v1/status")["conversions"] == {
-        "queued": 0, "converting": None, "converted": 0, "failed": 0,
-    }  # fmt: skip
+    conversions = d.client.get("/api/v1/status")["conversions"]
+    counts = {key: conversions[key] for key in ("queued", "converting", "converted", "failed")}
+    assert counts == {"queued": 0, "converting": None, "converted": 0, "failed": 0}
+    assert conversions["converter"]["busy"] == 0  # a pass may warm it; nothing is converted
     assert found_in(d, kb, "zqfinetoken") == ["fine.pdf"]
 
 
