@@ -15,13 +15,15 @@ and MB/s (CPU time: a shared machine's other work inflates it less than the wall
 and once under cProfile, then the writer's floor: the prepared rows inserted into an FTS5
 table with Coffer's tokenizer, alone, in one transaction. `--stages` runs only that stage
 timing; `--tokenizers` only the writer's floor, with Coffer's tokenizer and with parts of it
-left out (what each part costs on CJK text).
+left out (what each part costs on CJK text). `--writer` runs a cold reconcile with the
+database writer thread watched: when its first write starts, how long it is busy and idle,
+its CPU seconds in each storage step, and the keyword index merge after the pass.
 
 In-process (no daemon), with the code of `--repo` (default this checkout; another checkout
 is run by bench.common.run_in_repo).
 
     .venv/bin/python -m bench.cjk_index [--repeat N] [--target-mb 12.8]
-        [--profile | --stages | --tokenizers] [--repo PATH]
+        [--profile | --stages | --tokenizers | --writer] [--repo PATH]
 """
 
 from __future__ import annotations
@@ -203,6 +205,169 @@ async def profiled_reconcile(home: Path, source: Path) -> None:
     print_top(stats, "cold reconcile, all threads merged")
 
 
+# What the writer thread does during a cold reconcile (`--writer`): these storage steps are
+# timed in thread CPU seconds, by module attribute (those missing in an older checkout are
+# left out); `fts insert` is inside `chunk rows`.
+WATCHED = (
+    ("cofferd.infrastructure.storage.fts_index", "insert", "fts insert"),
+    ("cofferd.infrastructure.storage.chunk_rows", "insert", "chunk rows"),
+    ("cofferd.infrastructure.storage.document_rows", "upsert", "document rows"),
+    ("cofferd.infrastructure.storage.graph_store", "add", "tags and links"),
+    ("cofferd.infrastructure.storage.activity_store", "record", "audit"),
+    ("cofferd.infrastructure.storage.fts_index", "merge_step", "merge"),
+)
+
+
+class WriterWatch:
+    """Each call on the writer (Database.write): its wall start and end, its thread CPU;
+    and the CPU of the watched storage steps inside."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, float, float]] = []  # (start, end, cpu)
+        self.steps: dict[str, float] = {}
+        self.first_outcome: float | None = None
+        self.asked: float | None = None  # when the pass asked its files to be prepared
+        self.workers: list[float] = []  # when each worker process was started
+        self.start = 0.0
+        self._undo: list[Callable[[], None]] = []
+
+    def _patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+        original = getattr(owner, name)
+        setattr(owner, name, make(original))
+        self._undo.append(lambda: setattr(owner, name, original))
+
+    def install(self) -> None:
+        import importlib
+
+        def timed(label: str) -> Callable[[Any], Any]:
+            def make(fn: Callable[..., T]) -> Callable[..., T]:
+                @functools.wraps(fn)
+                def inner(*args: Any, **kwargs: Any) -> T:
+                    started = time.thread_time()
+                    try:
+                        return fn(*args, **kwargs)
+                    finally:
+                        spent = time.thread_time() - started
+                        self.steps[label] = self.steps.get(label, 0.0) + spent
+
+                return inner
+
+            return make
+
+        for module, name, label in WATCHED:
+            owner = importlib.import_module(module)
+            if hasattr(owner, name):
+                self._patch(owner, name, timed(label))
+
+        def write(original: Any) -> Any:
+            async def inner(db: Database, fn: Callable[[Any], T]) -> T:
+                def watched(conn: Any) -> T:
+                    wall, cpu = time.perf_counter(), time.thread_time()
+                    try:
+                        return fn(conn)
+                    finally:
+                        end = time.perf_counter()
+                        self.calls.append((wall, end, time.thread_time() - cpu))
+
+                return await original(db, watched)  # type: ignore[no-any-return]
+
+            return inner
+
+        self._patch(Database, "write", write)
+
+        def take(original: Any) -> Any:
+            def inner(*args: Any, **kwargs: Any) -> Any:
+                if self.first_outcome is None:
+                    self.first_outcome = time.perf_counter()
+                return original(*args, **kwargs)
+
+            return inner
+
+        self._patch(Reindexer, "_take", take)
+
+        def prepare(original: Any) -> Any:
+            def inner(*args: Any, **kwargs: Any) -> Any:
+                if self.asked is None:
+                    self.asked = time.perf_counter()
+                return original(*args, **kwargs)
+
+            return inner
+
+        from cofferd.infrastructure.workers import prepare_pool, process
+
+        self._patch(prepare_pool.ProcessPreparer, "prepare", prepare)
+
+        def start(original: Any) -> Any:
+            async def inner(*args: Any, **kwargs: Any) -> Any:
+                worker = await original(*args, **kwargs)
+                self.workers.append(time.perf_counter())
+                return worker
+
+            return staticmethod(inner)
+
+        self._patch(process.Worker, "start", start)
+
+    def uninstall(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+
+    def report(self, answered: float, merged: float) -> None:
+        def at(moment: float) -> float:
+            return moment - self.start
+
+        during = [c for c in self.calls if c[0] <= answered]
+        after = [c for c in self.calls if c[0] > answered]
+        if self.asked is not None:
+            print(f"  files asked to be prepared at {at(self.asked):.2f} s (scan and plan)")
+        started = ", ".join(f"{at(t):.2f}" for t in self.workers)
+        print(f"  worker processes ready at: {started or 'none started'} s")
+        if self.first_outcome is not None:
+            print(f"  first prepared file back at {at(self.first_outcome):.2f} s")
+        if during:
+            first, last = during[0][0], during[-1][1]
+            busy = sum(end - start for start, end, _ in during)
+            cpu = sum(c for _, _, c in during)
+            print(
+                f"  writer: {len(during)} writes, first at {at(first):.2f} s, last ends at "
+                f"{at(last):.2f} s; busy {busy:.2f} s (CPU {cpu:.2f} s), idle between "
+                f"{last - first - busy:.2f} s; the pass answered at {at(answered):.2f} s"
+            )
+        if after:
+            busy = sum(end - start for start, end, _ in after)
+            cpu = sum(c for _, _, c in after)
+            print(
+                f"  after the answer: {len(after)} writes (merge, reclaim), busy {busy:.2f} s "
+                f"(CPU {cpu:.2f} s), done at {at(merged):.2f} s"
+            )
+        for label, spent in self.steps.items():
+            print(f"  writer CPU in {label:<15} {spent:5.2f} s")
+
+
+async def watched_reconcile(home: Path, source: Path) -> None:
+    """A cold reconcile with the writer watched (`--writer`)."""
+    watch = WriterWatch()
+    locations = Locations(home=home, socket=home / "cofferd.sock")
+    watch.install()
+    try:
+        async with await Coffer.open(locations) as coffer:
+            kb = await coffer.kbs.create("cjk")
+            docs = locations.docs_dir("cjk")
+            docs.rmdir()
+            shutil.copytree(source, docs)
+            watch.calls.clear()
+            watch.start = time.perf_counter()
+            result = await coffer.reindexer.reconcile(kb)
+            answered = time.perf_counter()
+            upkeep = getattr(coffer.reindexer, "upkeep_done", None)
+            if upkeep is not None:
+                await upkeep()
+            merged = time.perf_counter()
+    finally:
+        watch.uninstall()
+    print(f"cold reconcile, writer watched: {result.documents_added} files")
+    watch.report(answered, merged)
+
+
 def stage_pass(datas: list[tuple[bytes, str]]) -> dict[str, float]:
     spent = {"hash": 0.0, "parse": 0.0, "chunk": 0.0, "index_text": 0.0}
     clock = time.process_time  # CPU: a busy shared machine slows it less than the wall
@@ -310,7 +475,9 @@ async def run(args: argparse.Namespace) -> None:
         print(
             f"corpus: {len(files)} files, {mb:.2f} MB (UTF-8), ~{1e6 * mb / len(files):,.0f} B each"
         )
-        if not (args.stages or args.tokenizers):
+        if args.writer:
+            await watched_reconcile(root / "home-watched", source)
+        elif not (args.stages or args.tokenizers):
             home = root / "home"
             added, seconds, db_mb, own, workers, settled = await cold_reconcile(home, source)
             assert added == len(files), f"indexed {added} of {len(files)} files"
@@ -345,6 +512,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile reconcile and stages")
     parser.add_argument("--stages", action="store_true", help="only time the stages")
     parser.add_argument("--tokenizers", action="store_true", help="FTS5 insert per tokenizer")
+    parser.add_argument("--writer", action="store_true", help="the writer's timeline")
     add_repo_argument(parser)
     args = parser.parse_args()
     run_in_repo(args.repo)
