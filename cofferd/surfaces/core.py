@@ -35,7 +35,7 @@ from cofferd.infrastructure.files.tree_scan import FileDocsTree
 from cofferd.infrastructure.models.credentials import credential_problem
 from cofferd.infrastructure.models.embedders import BundledModels, make_embedder
 from cofferd.infrastructure.sandbox import private_folders
-from cofferd.infrastructure.storage import vec_index
+from cofferd.infrastructure.storage import cjk_tokens, vec_index
 from cofferd.infrastructure.storage.activity_store import KEEP_DEFAULT, SqliteActivity
 from cofferd.infrastructure.storage.database import Database
 from cofferd.infrastructure.storage.document_rows import SqliteDocumentCatalog
@@ -198,6 +198,7 @@ class Coffer:
         return {
             "sqlite_version": SQLITE_VERSION,
             "vector_search": vec_index.load_error or "available",
+            "cjk_tokenizer": cjk_tokens.load_error or "native",
             "index_rebuilds": self.stores.db.damage,
         }
 

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from cofferd.domain.errors import IndexRebuilding, StorageError
 from cofferd.infrastructure import memory
-from cofferd.infrastructure.storage import schema, vec_index
+from cofferd.infrastructure.storage import cjk_tokens, schema, vec_index
 from cofferd.infrastructure.storage.sqlite import (
     CHECKPOINT_PAGES,
     Connection,
@@ -41,7 +41,7 @@ READERS = 2
 RECLAIM_MIN_PAGES = 2048
 RECLAIM_SHARE = 0.05
 RECLAIM_STEP_PAGES = 1024  # per write: the writer is free in between
-EXTENSIONS: tuple[Extension, ...] = (vec_index.load,)  # every connection loads them
+EXTENSIONS: tuple[Extension, ...] = (cjk_tokens.load, vec_index.load)  # every connection loads them
 
 
 class _Worker:
