@@ -4,7 +4,7 @@ SQLite's own tokenizer: the same results, slower."""
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +17,15 @@ class NativeBuildHook(BuildHookInterface):
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        spec = importlib.util.spec_from_file_location(
-            "coffer_native_build", Path(self.root) / NATIVE / "build.py"
-        )
-        assert spec is not None and spec.loader is not None
-        build = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(build)
+        sys.path.insert(0, self.root)  # the packages it imports are the standard library's
+        try:
+            from cofferd.infrastructure.storage.native import LIBRARY_NAME, build
+        finally:
+            sys.path.remove(self.root)
         if version == "editable":  # the code is read from the source tree: built beside it
             target = build.LIBRARY
         else:
-            target = Path(self.directory) / "native" / build.LIBRARY_NAME
+            target = Path(self.directory) / "native" / LIBRARY_NAME
         why = build.compile_library(target)
         if why is not None:
             self.app.display_warning(
@@ -36,4 +35,4 @@ class NativeBuildHook(BuildHookInterface):
         if version != "editable":
             build_data["pure_python"] = False
             build_data["infer_tag"] = True
-            build_data["force_include"][str(target)] = f"{NATIVE}/{build.LIBRARY_NAME}"
+            build_data["force_include"][str(target)] = f"{NATIVE}/{LIBRARY_NAME}"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import sqlean
 
-from cofferd.infrastructure.storage import cjk_tokens, fts_index, fts_text
+from cofferd.infrastructure.storage import cjk_tokens, fts_index, fts_text, native
 from cofferd.infrastructure.storage.native import build
 from tests.helpers import Daemon
 
@@ -21,7 +21,7 @@ COFFERS = fts_index.TOKENIZER
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Built from this checkout's source (what an install builds), whatever is installed."""
-    target = tmp_path_factory.mktemp("native") / build.LIBRARY_NAME
+    target = tmp_path_factory.mktemp("native") / native.LIBRARY_NAME
     why = build.compile_library(target)
     if why is not None:
         pytest.skip(f"the tokenizer cannot be built here: {why}")
@@ -32,7 +32,7 @@ def connection(library: Path | None) -> sqlean.Connection:
     conn = sqlean.connect(":memory:", isolation_level=None)
     if library is not None:
         conn.enable_load_extension(True)
-        conn.execute("SELECT load_extension(?, ?)", (str(library), build.ENTRY_POINT))
+        conn.execute("SELECT load_extension(?, ?)", (str(library), native.ENTRY_POINT))
         conn.enable_load_extension(False)
     return conn
 
@@ -137,10 +137,23 @@ def test_queries_find_the_same_rows(library: Path) -> None:
 def test_loaded_twice_on_a_connection_is_loaded_once(library: Path) -> None:
     conn = connection(library)
     conn.enable_load_extension(True)
-    conn.execute("SELECT load_extension(?, ?)", (str(library), build.ENTRY_POINT))
+    conn.execute("SELECT load_extension(?, ?)", (str(library), native.ENTRY_POINT))
     conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize = '{COFFERS}')")
     conn.execute("INSERT INTO t VALUES (?)", ("中\x1f文\x1f",))
     assert conn.execute("SELECT count(*) FROM t WHERE t MATCH '\"中 文\"'").fetchone() == (1,)
+
+
+def test_index_text_in_c_is_index_text(library: Path) -> None:
+    """The workers' `index_text` in C writes what the Python one writes, to the byte."""
+    native_text = fts_text.native_index_text(library)
+    assert native_text is not None
+    chars = list(every_character())
+    texts = [ctx.format(c) for c in chars for ctx in ("{}", "a{}", "{}a", "中{}文", "。{}")]
+    texts += random_texts(5, 4000)
+    texts += ["x\u200b中", "\0中\0", "中" * 3100, "a" + "中" * 1024 + "b"]
+    texts += ["中\ud800文", "\udfff"]  # lone surrogates: no UTF-8 (Python's reading)
+    for text in texts:
+        assert native_text(text) == fts_text.python_index_text(text), repr(text[:40])
 
 
 def test_the_installed_daemon_uses_it(shared_daemon: Daemon) -> None:

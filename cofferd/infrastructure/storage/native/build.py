@@ -1,6 +1,7 @@
 """Builds the SQLite extension of `cjk_tokens.c`: at install (hatch_build.py, beside the code
 in an editable install, into the wheel otherwise) and in tests. The standard library only:
-it runs in the install's own build environment. The headers are SQLite 3.50.4's.
+it runs in the install's own build environment, imported from the source tree. The
+headers are SQLite 3.50.4's.
 
 Without a C compiler nothing is built and SQLite's own tokenizer indexes CJK text: the same
 tokens, about half as fast (docs/benchmarks.md, issue 36).
@@ -17,11 +18,9 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from cofferd.infrastructure.storage.native import HERE, LIBRARY
+
 SOURCE = HERE / "cjk_tokens.c"
-LIBRARY_NAME = "cjk_tokens.dylib" if sys.platform == "darwin" else "cjk_tokens.so"
-LIBRARY = HERE / LIBRARY_NAME
-ENTRY_POINT = "sqlite3_cjktokens_init"
 COMPILE_TIMEOUT_S = 120
 
 

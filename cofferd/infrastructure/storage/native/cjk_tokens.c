@@ -288,6 +288,96 @@ static void cjkDelete(Fts5Tokenizer *pTok) {
   sqlite3_free(t);
 }
 
+/* ------------------------------------------------------------------ index text */
+
+/* fts_text.index_text, for the preparing workers (through ctypes): the same text out, byte
+** for byte (tests/test_cjk_tokens.py compares the two on every character). */
+
+static const unsigned int aCjk[][2] = {
+    /* domain/scripts.CJK_RANGES */
+    {0x1100, 0x11FF}, {0x2E80, 0x2FDF}, {0x3040, 0x30FF}, {0x3100, 0x312F},
+    {0x3130, 0x318F}, {0x31F0, 0x31FF}, {0x3400, 0x4DBF}, {0x4E00, 0x9FFF},
+    {0xA960, 0xA97F}, {0xAC00, 0xD7AF}, {0xF900, 0xFAFF}, {0xFF66, 0xFF9F},
+    {0x20000, 0x3134F},
+};
+
+static const unsigned int aSplitAnyway[] = {
+    /* fts_text.SPLIT_ANYWAY past ASCII, sorted */
+    0x2014, 0x2018, 0x2019, 0x201C, 0x201D, 0x2026, 0x3000, 0x3001, 0x3002, 0x3008, 0x3009,
+    0x300A, 0x300B, 0x300C, 0x300D, 0x300E, 0x300F, 0x3010, 0x3011, 0x3014, 0x3015, 0x30FB,
+    0xFF01, 0xFF08, 0xFF09, 0xFF0C, 0xFF0E, 0xFF1A, 0xFF1B, 0xFF1F, 0xFF5E,
+};
+
+#define SEPARATOR 0x1F
+#define ZWSP 0x200B
+#define RUN_PIECE 1024 /* index_text's runs are cut in pieces of this many characters */
+
+static int isCjk(unsigned int c) {
+  size_t i;
+  if (c < 0x1100) return 0;
+  for (i = 0; i < sizeof(aCjk) / sizeof(aCjk[0]); i++) {
+    if (c < aCjk[i][0]) return 0;
+    if (c <= aCjk[i][1]) return 1;
+  }
+  return 0;
+}
+
+static int splitsAnyway(unsigned int c) {
+  size_t lo = 0, hi = sizeof(aSplitAnyway) / sizeof(aSplitAnyway[0]);
+  if (c < 0x80) return c != 0 && strchr(" \t\n\r\x1f,.;:!?()[]{}<>\"'-/", (int)c) != 0;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (aSplitAnyway[mid] == c) return 1;
+    if (aSplitAnyway[mid] < c) lo = mid + 1;
+    else hi = mid;
+  }
+  return 0;
+}
+
+/* `in` is UTF-8 (a Python str encoded); `out` holds 2 * n + 16 bytes. Answers the length
+** written. */
+#ifdef _WIN32
+__declspec(dllexport)
+#endif
+size_t coffer_index_text(const unsigned char *in, size_t n, unsigned char *out) {
+  enum { START, CJK, SPLIT, OTHER } prev = START;
+  size_t i = 0, o = 0, run = 0, len;
+  unsigned int c;
+  while (i < n) {
+    if (in[i] < 0x80) {
+      c = in[i];
+      len = 1;
+    } else {
+      len = in[i] >= 0xF0 ? 4 : in[i] >= 0xE0 ? 3 : 2;
+      if (i + len > n) len = n - i;
+      c = in[i] & (0x3F >> (len - 1));
+      for (size_t k = 1; k < len; k++) c = (c << 6) | (in[i + k] & 0x3F);
+    }
+    if (isCjk(c)) {
+      if (prev == OTHER || prev == CJK) out[o++] = SEPARATOR;
+      if (prev == CJK && run % RUN_PIECE == 0) out[o++] = SEPARATOR; /* between two pieces */
+      memcpy(&out[o], &in[i], len);
+      o += len;
+      prev = CJK;
+      run++;
+    } else {
+      int isSplit;
+      if (c == ZWSP) c = SEPARATOR;
+      isSplit = splitsAnyway(c);
+      if (prev == CJK && !isSplit) out[o++] = SEPARATOR;
+      if (c == SEPARATOR) out[o++] = SEPARATOR;
+      else {
+        memcpy(&out[o], &in[i], len);
+        o += len;
+      }
+      prev = isSplit ? SPLIT : OTHER;
+      run = 0;
+    }
+    i += len;
+  }
+  return o;
+}
+
 /* ------------------------------------------------------------------ loading */
 
 static fts5_api *fts5Api(sqlite3 *db) {
