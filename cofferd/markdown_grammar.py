@@ -35,7 +35,9 @@ MARKDOWN_SUFFIX = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
 WIKI_LINK = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")  # linear: a match cannot reach past a bracket
 TAG_CHARS = r"[\w/-]"
 INLINE_TAG = re.compile(rf"(?:^|(?<=\s))#({TAG_CHARS}+)")
-MAYBE_TAG = re.compile(rf"(?:^|\s)#{TAG_CHARS}")
+# whether a text may hold a tag: `#` first, so the search looks for it alone (as fast as a
+# `find`), then what stands before it
+MAYBE_TAG = re.compile(rf"#(?<!\S#){TAG_CHARS}")
 TAG_BEING_TYPED = re.compile(rf"(?:^|(?<=\s))#({TAG_CHARS}*)$")  # `#` starts a word
 BARE_TARGET_END = re.compile(r"[)\s]")  # where a Markdown link's bare target ends
 

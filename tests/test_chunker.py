@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from cofferd.application.chunker import chunk_markdown, count_words
 from cofferd.domain.models import KnowledgeBase
+from cofferd.domain.scripts import CJK_RANGES
 from cofferd.surfaces.core import Coffer
 from tests.helpers import write
 
@@ -43,6 +45,15 @@ def test_code_fences_and_tables_stay_whole() -> None:
 
 def test_cjk_characters_count_as_words() -> None:
     assert count_words("东京都 hello world") == 5
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from("中文ｱ한 \t\n\u3000\u00a0\x1c\x85\u2028ab。,"), max_size=40)
+)
+def test_words_are_counted_as_they_are_defined(text: str) -> None:
+    """A word: one CJK character, or a run of other characters that are not whitespace."""
+    assert count_words(text) == len(re.findall(f"[{CJK_RANGES}]|[^\\s{CJK_RANGES}]+", text))
 
 
 def test_overlap_repeats_the_tail_of_the_previous_chunk() -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.filters import parse_filters
 from cofferd.domain.tags import aliases_of, inline_tags, tags_of
+from cofferd.markdown_grammar import INLINE_TAG, MAYBE_TAG
 
 
 @pytest.mark.parametrize(
@@ -43,6 +45,17 @@ def test_frontmatter_tags(frontmatter: dict[str, Any], tags: tuple[str, ...]) ->
 )
 def test_inline_tags(body: str, tags: list[str]) -> None:
     assert inline_tags(body) == tags
+
+
+def test_the_quick_look_for_tags_misses_none() -> None:
+    """`MAYBE_TAG` (whether to read a body's lines for tags) finds one exactly where the
+    reading would: a `#` at the start or after a space, then a tag's character."""
+    rng = random.Random(34)
+    pieces = ["#", "##", "a", "1", " ", "\n", "\t", "中", "x#y", "&#39;", "/", "-", "\u3000", "é"]
+    for _ in range(50_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        lines = text.split("\n")
+        assert (MAYBE_TAG.search(text) is None) == (not any(map(INLINE_TAG.search, lines)))
 
 
 def test_frontmatter_tags_come_first_and_each_tag_once() -> None:

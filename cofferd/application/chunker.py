@@ -24,7 +24,6 @@ from cofferd.markdown_grammar import CLOSES, OPENS, code_lines, heading
 
 _ONE_WORD = f"[{CJK_RANGES}]|[^\\s{CJK_RANGES}]+"
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
-_SPACED_WORD = re.compile(f"[^\\s{CJK_RANGES}]+")
 
 
 class TooManyChunks(Exception):
@@ -32,7 +31,10 @@ class TooManyChunks(Exception):
 
 
 def count_words(text: str) -> int:
-    return len(_SPACED_WORD.findall(text)) + sum(map(len, _CJK_RUN.findall(text)))
+    # each CJK run made one space: its characters are counted by the length lost, and
+    # what is left splits into the other words (str.split's whitespace is \s's)
+    rest, runs = _CJK_RUN.subn(" ", text)
+    return len(text) - len(rest) + runs + len(rest.split())
 
 
 @cache

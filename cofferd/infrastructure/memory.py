@@ -8,14 +8,15 @@ good. `trim()` asks glibc to return what is free; elsewhere it does nothing.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 from collections.abc import Callable
 
 _trim: Callable[[int], int] | None = None
 if sys.platform.startswith("linux"):
     try:
-        _trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        # the process's own symbols, libc's among them (find_library ran `ldconfig -p`: 20 ms
+        # of every worker's start)
+        _trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
         _trim = None
 
