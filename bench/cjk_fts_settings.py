@@ -8,7 +8,8 @@ batches) on a WAL database with Coffer's writer pragmas; then the merge after th
 seconds (median of 3) of the inserts and of the merge, and the files' size after. Each
 variant changes one thing: FTS5's `automerge`, `hashsize` or `pgsz`, the page cache, one
 transaction for all, `wal_autocheckpoint` off (with the checkpoint after, timed), or the
-table's `remove_diacritics 0` (what prefolding in the workers would save).
+table's `remove_diacritics 0` (what prefolding in the workers would save); and with the
+native tokenizer (native/cjk_tokens.c: the same tokens), which every other variant leaves out.
 
     .venv/bin/python -m bench.cjk_fts_settings [--target-mb 12.8]
 """
@@ -25,7 +26,7 @@ import sqlean as sqlite3
 
 from bench.cjk_index import build_corpus, prepared_rows
 from bench.common import machine, scratch_home
-from cofferd.infrastructure.storage import fts_index
+from cofferd.infrastructure.storage import cjk_tokens, fts_index
 
 TRANSACTIONS = 16
 MERGE_PAGES = 2_000
@@ -39,6 +40,7 @@ class Variant:
     transactions: int = TRANSACTIONS
     tokenizer: str = fts_index.TOKENIZER
     checkpoint_after: bool = False
+    native: bool = False  # the tokenizer of native/cjk_tokens.c loaded (Coffer's, where built)
 
 
 @dataclass
@@ -50,7 +52,8 @@ class Figures:
 
 
 VARIANTS = (
-    Variant("Coffer's (16 transactions)"),
+    Variant("SQLite's tokenizer (16 transactions)"),
+    Variant("native tokenizer (Coffer's)", native=True),
     Variant("one transaction", transactions=1),
     Variant("automerge 0", config=("automerge", "0")),
     Variant("automerge 16", config=("automerge", "16")),
@@ -68,6 +71,8 @@ def trial(rows: list[tuple[str, str]], variant: Variant, figures: Figures) -> No
     home = scratch_home("cjk-fts-settings")
     conn = sqlite3.connect(home / "t.db", isolation_level=None)
     try:
+        if variant.native and not cjk_tokens.load(conn):
+            raise SystemExit(f"the native tokenizer: {cjk_tokens.load_error}")
         for pragma in (
             "PRAGMA journal_mode = WAL",
             "PRAGMA synchronous = NORMAL",
