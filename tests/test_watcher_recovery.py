@@ -79,3 +79,33 @@ async def test_periodic_full_reconcile(coffer: Coffer, kb: KnowledgeBase) -> Non
         await until(lambda: w.state.last_full_reconcile_at != first)
     finally:
         await w.stop()
+
+
+async def test_a_folder_attached_is_watched_at_once(
+    coffer: Coffer, kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A KB created, attached or deleted is watched (or no longer) at once, not at the next
+    look at the layout (an hour away here): saves in an attached folder's first seconds
+    come as events."""
+    monkeypatch.setattr(watcher_module, "LAYOUT_CHECK_S", 3600.0)
+    indexing = coffer.indexing
+    w = Watcher(coffer.policy, indexing)
+    indexing.start(full_reconcile=False)
+    w.start()
+    try:
+        await until(lambda: w.state.running)
+        folder = tmp_path / "attached"
+        folder.mkdir()
+        await coffer.kbs.create("papers", folder=folder)
+        await until(lambda: "papers" in w.status()["watching"], timeout=5)
+        seen = w.state.events_seen
+        write(folder / "first.md", "# First\n\nzqattachedtoken, saved at once")
+        await until(lambda: w.state.events_seen > seen)  # by the watch of its folder
+        deadline = asyncio.get_running_loop().time() + 10
+        while not (hits := await coffer.retrieval.search("papers", "zqattachedtoken")).passages:
+            assert asyncio.get_running_loop().time() < deadline, "the save was not indexed"
+            await asyncio.sleep(0.05)
+        assert [p.path for p in hits.passages] == ["first.md"]
+    finally:
+        await w.stop()
+        await indexing.stop()

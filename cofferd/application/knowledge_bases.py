@@ -56,6 +56,8 @@ class KnowledgeBases:
         self.credential_problem: Callable[[str | None], str | None] = lambda ref: None
         # Queues a pass over every document of a KB (the indexing service's request_full).
         self.schedule_pass: Callable[[str], None] = lambda name: None
+        # Tells the file watcher that a KB's folder came, went or moved (set by the watcher).
+        self.on_layout_change: Callable[[], None] = lambda: None
         self.pending: dict[str, PendingPass] = {}  # KB -> the pass its settings await
         self._changes = 0
 
@@ -110,6 +112,7 @@ class KnowledgeBases:
             )
             await asyncio.to_thread(self._create_folder, kb, folder)
             self.registry.put(kb)
+        self.on_layout_change()
         await self.activity.audit("resource_created", actor, name, None, kb.snapshot())
         return kb
 
@@ -154,6 +157,7 @@ class KnowledgeBases:
             updated = await self.registry.reload(name)
             if updated is None:
                 raise KBNotFound(name)
+        self.on_layout_change()
         await self.activity.audit("resource_attached", actor, name, None, {"path": str(real)})
         return updated
 
@@ -282,6 +286,7 @@ class KnowledgeBases:
             await self.store.delete_kb(name)
             await asyncio.to_thread(self.repo.remove, name)
             self.registry.drop(name)
+        self.on_layout_change()
         self.reindexer.forget_skipped(name)
         await self.activity.audit("resource_deleted", actor, name, None, kb.snapshot())
         return kb

@@ -36,6 +36,7 @@ DEBOUNCE_MS = 1000  # longest a burst is grouped before it is handed over
 POLL_DELAY_MS = 2000  # polling, when the OS has no watches left for us
 WATCH_LIMIT = "watch limit"  # in the OSError watchfiles raises when inotify watches run out
 LAYOUT_CHECK_S = 2.0  # how often KB roots and folders are checked for coming and going
+# (at once when the KB service has created, attached or deleted one)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class WatcherState:
     # Unreadable folders are skipped only once one was met: skipping them from the start
     # would also hide that the OS has no watches left (watchfiles reports both alike).
     skip_unreadable: bool = False
+    watched: tuple[str, ...] = ()  # the KBs whose roots the watch under way covers
 
 
 class Watcher:
@@ -74,6 +76,7 @@ class Watcher:
         self.state = WatcherState()
         self._stop = asyncio.Event()
         self._cycle = asyncio.Event()  # ends one watch, to start the next
+        self._look = asyncio.Event()  # the layout is to be checked now, not at the next check
         self._probe = FsProbe("knowledge bases' folders")
         self.boundary = policy.boundary
         self._logged: set[str] = set()
@@ -81,6 +84,7 @@ class Watcher:
     def start(self) -> None:
         """Watch until stopped; the indexing service restarts each watch that ends."""
         self.root.mkdir(parents=True, exist_ok=True)
+        self.indexing.kbs.on_layout_change = self._look.set
         self.indexing.supervise("file watcher", self.session, self.adapt)
 
     async def stop(self) -> None:
@@ -93,7 +97,9 @@ class Watcher:
         return {
             "healthy": s.running and s.polling is None,
             "running": s.running,
-            "watching": [kb.name for kb in self.indexing.kbs.list() if kb.enabled],
+            "watching": [
+                kb.name for kb in self.indexing.kbs.list() if kb.enabled and kb.name in s.watched
+            ],
             "last_event_at": s.last_event_at,
             "events_seen": s.events_seen,
             "restarts": s.restarts,
@@ -124,6 +130,7 @@ class Watcher:
             if trees:
                 watches.append(asyncio.create_task(self._watch(list(trees.values()), True, trees)))
             await asyncio.sleep(0)  # each watch is set up on its first step: now it is
+            self.state.watched = tuple(sorted(trees))
             # Whatever changed while nothing watched (before the first session, between two,
             # in a folder that is no KB yet) is read now that the watch sees what follows.
             self.indexing.request_full()
@@ -134,6 +141,7 @@ class Watcher:
                 for task in done:
                     task.result()  # a failed watch ends the session with its error
             finally:
+                self.state.watched = ()
                 self._cycle.set()
                 for task in watches:
                     task.cancel()
@@ -201,9 +209,12 @@ class Watcher:
     async def _until_layout_changes(self, cycle: asyncio.Event, watched: _Layout) -> None:
         """Ends the watch when a root or a folder of knowledge/ comes, goes or changes. The
         layout is looked at in a thread with a time limit: a root on a dead mount never
-        holds the daemon up."""
+        holds the daemon up. A KB created or attached is watched at once, so a file saved in
+        its first seconds is not left for the next check."""
         while True:
-            await asyncio.sleep(LAYOUT_CHECK_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._look.wait(), LAYOUT_CHECK_S)
+            self._look.clear()
             now = await self._probe(self._layout)
             if now is not None and now != watched:
                 break
