@@ -151,6 +151,7 @@ def test_index_text_in_c_is_index_text(library: Path) -> None:
     texts = [ctx.format(c) for c in chars for ctx in ("{}", "a{}", "{}a", "中{}文", "。{}")]
     texts += random_texts(5, 4000)
     texts += ["x\u200b中", "\0中\0", "中" * 3100, "a" + "中" * 1024 + "b"]
+    texts += ["é" + "中a" * 300_000, "中" * 10]  # past the kept buffer, then within it again
     texts += ["中\ud800文", "\udfff"]  # lone surrogates: no UTF-8 (Python's reading)
     for text in texts:
         assert native_text(text) == fts_text.python_index_text(text), repr(text[:40])

@@ -45,6 +45,7 @@ _WIDE_RUN = re.compile(f"[{WIDE_RANGES}]+")
 # A snippet is this many columns wide on screen in any script: about 150 letters, or 75
 # Chinese, Japanese or Korean characters (two columns each).
 SNIPPET_COLUMNS = 150
+KEPT_BUFFER = 1 << 20  # bytes of index_text's output buffer kept per thread (C)
 WORD_CUT_MAX = 20  # characters looked at to end a snippet between words
 
 
@@ -71,7 +72,7 @@ _RUN_BEFORE = re.compile(f"(?<={_NOT_SPLIT}){_RUN}")
 def index_text(text: str) -> str:
     """Text as stored in FTS5: CJK characters split into single-character tokens. A ZWSP
     in the text becomes a SEPARATOR, as migration 12 made the ZWSPs of older indexes.
-    Done in C where the install built native/cjk_tokens.c (8x as fast on Chinese text),
+    Done in C where the install built native/cjk_tokens.c (3.5x as fast on Chinese text),
     else in Python (`python_index_text`): the same text out."""
     if text.isascii():  # no CJK and no ZWSP: as it is
         return text
@@ -86,8 +87,8 @@ def native_index_text(library: Path) -> Callable[[str], str] | None:
         return None
     function.argtypes = (ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p)
     function.restype = ctypes.c_size_t
-    kept = threading.local()  # each thread's buffer, grown as needed: a new one each call
-    # (zeroed) cost more than the C
+    kept = threading.local()  # a buffer per thread: a new (zeroed) one each call cost more
+    # than the C; one for a text past KEPT_BUFFER is made for it alone, not kept
 
     def index_text(text: str) -> str:
         try:
@@ -96,8 +97,10 @@ def native_index_text(library: Path) -> Callable[[str], str] | None:
             return python_index_text(text)
         needed = 2 * len(data) + 16
         out = getattr(kept, "out", None)
-        if out is None or len(out) < needed:
-            out = kept.out = ctypes.create_string_buffer(max(needed, 1 << 16))
+        if needed > KEPT_BUFFER:
+            out = ctypes.create_string_buffer(needed)
+        elif out is None:
+            out = kept.out = ctypes.create_string_buffer(KEPT_BUFFER)
         return ctypes.string_at(out, function(data, len(data), out)).decode()
 
     return index_text

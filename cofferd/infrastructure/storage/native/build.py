@@ -4,7 +4,7 @@ it runs in the install's own build environment, imported from the source tree. T
 headers are SQLite 3.50.4's.
 
 Without a C compiler nothing is built and SQLite's own tokenizer indexes CJK text: the same
-tokens, about half as fast (docs/benchmarks.md, issue 36).
+tokens, more slowly (docs/install.md says how much).
 """
 
 from __future__ import annotations
