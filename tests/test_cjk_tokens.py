@@ -118,6 +118,21 @@ def test_text_as_coffer_stores_it_and_broken_utf8(library: Path) -> None:
     assert_same(library, texts)
 
 
+def test_byte_soup_reads_alike(library: Path) -> None:
+    """Bytes that are no UTF-8 read as SQLite reads them: a lead byte takes every
+    continuation byte after it (`中。` then a stray continuation byte is one token), an
+    overlong or cut character is U+FFFD, a stray continuation byte a character of its own."""
+    rng = random.Random(35)
+    pieces = [
+        b"\xe4\xb8\xad", b"\x1f", b" ", b"a", b"\xe4", b"\xb8", b"\xad", b"\xf0\xa0\x80\x80",
+        b"\xf0", b"\xc3\xa9", b"\xcc\x81", b"\xff", b"\x00", b"\xe3\x80\x82", b"\xed\xa0\x80",
+        b"\xef\xbc\x8c", b"\xc0\x80", b"\xe0\x80\x80", b"\xf8", b"\x80\x80\x80", b"\xef\xbf\xbe",
+        b"\xe3\x81\x82", b"\xea\xb0\x80", b"\xe2\x80\x94", b"\xc2\xaa", b"\xc2\xad",
+    ]  # fmt: skip
+    texts = [b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 30))) for _ in range(6000)]
+    assert_same(library, texts)
+
+
 def test_queries_find_the_same_rows(library: Path) -> None:
     texts = [fts_text.index_text(t) for t in random_texts(11, 1500)]
     queries = ['"中 文"', '"한"', "a*", '"あ" OR "ア"', '"文" NOT "中"', "e*"]

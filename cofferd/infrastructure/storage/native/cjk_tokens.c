@@ -145,27 +145,33 @@ static int isAsciiAlnum(unsigned char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-/* A well-formed 3- or 4-byte character at z (n bytes left): its code point and length, else
-** 0 (what this file does not take apart goes to unicode61 as it is). */
+/* The character at z (n > 0 bytes left) read as unicode61 reads it (SQLite's READ_UTF8: a
+** lead byte takes every continuation byte after it, and what is no character is U+FFFD):
+** its code point, and its length in bytes. */
+static const unsigned char aTrans1[] = {
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c,
+    0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19,
+    0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06,
+    0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x00, 0x01, 0x02, 0x03,
+    0x04, 0x05, 0x06, 0x07, 0x00, 0x01, 0x02, 0x03, 0x00, 0x01, 0x00, 0x00,
+};
+
 static int decode(const unsigned char *z, int n, unsigned int *pc) {
-  unsigned int c;
-  if (z[0] >= 0xE0 && z[0] < 0xF0) {
-    if (n < 3 || (z[1] & 0xC0) != 0x80 || (z[2] & 0xC0) != 0x80) return 0;
-    c = ((z[0] & 0x0Fu) << 12) | ((z[1] & 0x3Fu) << 6) | (z[2] & 0x3Fu);
-    if (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-    *pc = c;
-    return 3;
+  unsigned int c = z[0];
+  int len = 1;
+  if (c >= 0xC0) {
+    c = aTrans1[c - 0xC0];
+    while (len < n && (z[len] & 0xC0) == 0x80) c = (c << 6) + (0x3F & z[len++]);
+    if (c < 0x80 || (c & 0xFFFFF800) == 0xD800 || (c & 0xFFFFFFFE) == 0xFFFE) c = 0xFFFD;
   }
-  if (z[0] >= 0xF0 && z[0] < 0xF5) {
-    if (n < 4 || (z[1] & 0xC0) != 0x80 || (z[2] & 0xC0) != 0x80 || (z[3] & 0xC0) != 0x80) {
-      return 0;
-    }
-    c = ((z[0] & 0x07u) << 18) | ((z[1] & 0x3Fu) << 12) | ((z[2] & 0x3Fu) << 6) | (z[3] & 0x3Fu);
-    if (c < 0x10000 || c > 0x10FFFF) return 0;
-    *pc = c;
-    return 4;
-  }
-  return 0;
+  *pc = c;
+  return len;
+}
+
+/* Are these n bytes the one way UTF-8 writes their character (as unicode61 writes a token)? */
+static int canonical(const unsigned char *z, int n, unsigned int c) {
+  char a[4];
+  return n <= 4 && utf8(c, a) == n && memcmp(a, z, n) == 0;
 }
 
 static int classOf(unsigned int c) {
@@ -179,7 +185,8 @@ static int separatorAt(const unsigned char *z, int n) {
   unsigned int c;
   if (n == 0) return 1;
   if (z[0] < 0x80) return !isAsciiAlnum(z[0]);
-  return decode(z, n, &c) && (classOf(c) & CLASS_S);
+  decode(z, n, &c);
+  return (classOf(c) & CLASS_S) != 0;
 }
 
 typedef struct Shifted Shifted;
@@ -213,15 +220,9 @@ static int fastTokenize(Tokenizer *t, void *pCtx, int flags, const char *pText, 
       continue;
     }
     n = decode(&z[i], nText - i, &c);
-    if (n == 0) {
-      bContent = 1;
-      bAfterSeparator = 0;
-      i++;
-      while (i < nText && (z[i] & 0xC0) == 0x80) i++;
-      continue;
-    }
     int cls = classOf(c);
-    if ((cls & CLASS_T) && bAfterSeparator && separatorAt(&z[i + n], nText - i - n)) {
+    if ((cls & CLASS_T) && bAfterSeparator && canonical(&z[i], n, c) &&
+        separatorAt(&z[i + n], nText - i - n)) {
       if (bContent) {
         shifted.iBase = iSeg;
         rc = t->pParent->x.xTokenize(t->pReal, &shifted, flags, pText + iSeg, i - iSeg,
