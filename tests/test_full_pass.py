@@ -40,7 +40,15 @@ def test_indexed_files_tell_what_changed_and_what_is_gone() -> None:
         "rechunked.md": (10, 100),
         "new.md": (1, 1),
     }
-    assert sorted(indexed.changed(files)) == ["grown.md", "new.md", "rechunked.md", "touched.md"]
+    fits = lambda path, size: False  # noqa: E731
+    assert sorted(indexed.changed(files, fits)) == [
+        "grown.md",
+        "new.md",
+        "rechunked.md",
+        "touched.md",
+    ]
+    # a file indexed as it is, now over its KB's (lowered) size limit
+    assert indexed.changed({"same.md": (10, 100)}, lambda path, size: size > 9) == ["same.md"]
     assert indexed.gone(files) == ["gone.md"]
     assert "same.md" in indexed and "new.md" not in indexed and len(indexed) == 5
     assert FileStat(10, 100) == files["same.md"]  # a scan's plain tuple equals its FileStat
@@ -54,9 +62,10 @@ async def test_the_index_lists_its_files_lightly_and_tells_more_of_those_asked(
     await coffer.reindexer.reconcile(kb)
     store, chunking = coffer.stores.index, kb.config.chunking_key()
     files = coffer.reindexer.tree.scan(kb.name).files
-    assert (await store.indexed_files(kb.name, chunking)).changed(files) == []
+    fits = lambda path, size: False  # noqa: E731
+    assert (await store.indexed_files(kb.name, chunking)).changed(files, fits) == []
     rechunked = await store.indexed_files(kb.name, chunking + "-other", ["sub/n1.md"])
-    assert list(rechunked) == ["sub/n1.md"] and rechunked.changed(files) == list(files)
+    assert list(rechunked) == ["sub/n1.md"] and rechunked.changed(files, fits) == list(files)
     details = await store.indexed_details(kb.name, ["sub/n0.md", "sub/none.md", "sub"])
     assert list(details) == ["sub/n0.md"]
     assert details["sub/n0.md"].stat == FileStat(*files["sub/n0.md"])

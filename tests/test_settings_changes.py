@@ -48,3 +48,28 @@ def test_a_rechunk_runs_in_the_background_and_a_later_change_supersedes_it(
     # every document is chunked as the KB chunks now: a full pass finds nothing to do
     again = d.client.post(d.client.kb(kb, "/reindex"))
     assert again["documents_updated"] == 0 and again["documents_unchanged"] == NOTES
+
+
+def test_a_size_limit_lowered_then_raised_drops_and_brings_back_what_it_covers(
+    shared_daemon: Daemon,
+) -> None:
+    """A document indexed under a larger limit leaves the index when the limit falls below
+    it (its file is unchanged: it was kept before), and comes back when the limit rises; a
+    converted document alike, by its original's size."""
+    d = shared_daemon
+    kb = "limits-" + uuid.uuid4().hex[:6]
+    d.client.post("/api/v1/knowledge_bases", {"name": kb, "config": {"index_formats": ["html"]}})
+
+    def documents() -> list[str]:
+        listed = d.client.get(d.client.kb(kb, "/documents"), limit=50)["documents"]
+        return sorted(item["relative_path"] for item in listed)
+
+    write(d.docs(kb) / "big.md", "# Big\n\n" + "zqbigword " * 1000)  # ~10 KB
+    write(d.docs(kb) / "page.html", "<h1>Page</h1><p>" + "zqpageword " * 300 + "</p>")  # ~3 KB
+    write(d.docs(kb) / "small.md", "# Small\n\nfine\n")
+    wait_for(lambda: documents() == ["big.md", "page.html", "small.md"], 60)
+    lowered = d.client.request("PATCH", d.client.kb(kb), {"config": {"max_document_bytes": 1024}})
+    assert lowered["reindexing"] == "size limit changed"
+    wait_for(lambda: documents() == ["small.md"], 60)
+    d.client.request("PATCH", d.client.kb(kb), {"config": {"max_document_bytes": 1024 * 1024}})
+    wait_for(lambda: documents() == ["big.md", "page.html", "small.md"], 60)

@@ -46,10 +46,10 @@ def prepare(
     text converted from a file in another format (its digest is the file's). Neither
     says tags or links the way notes do."""
     known = item.known
+    if too_large(content.size, settings):  # first: indexed before its KB's limit was lowered
+        return Skipped(item.path, content.stat, "too_large")
     if unchanged(item, content.digest, settings):
         return Unchanged(item.path, content.stat)
-    if too_large(content.size, settings):
-        return Skipped(item.path, content.stat, "too_large")
     budget = settings.budget
     data = content.data
     degraded: list[str] = []

@@ -212,7 +212,7 @@ class Reindexer:
     ) -> ReindexResult:
         """Bring the whole index of `kb` in line with its docs tree."""
         async with self.registry.lock(kb.name):
-            return await self.reconcile_locked(kb, actor=actor, audit=audit)
+            return await self.reconcile_locked(self._current(kb), actor=actor, audit=audit)
 
     async def reconcile_locked(
         self, kb: KnowledgeBase, *, actor: str = "system", audit: bool = False
@@ -244,7 +244,14 @@ class Reindexer:
     ) -> ReindexResult:
         """Reconcile just these paths (files or folders, present or gone)."""
         async with self.registry.lock(kb.name):
-            return await self.sync_paths_locked(kb, relpaths, actor=actor)
+            return await self.sync_paths_locked(self._current(kb), relpaths, actor=actor)
+
+    def _current(self, kb: KnowledgeBase) -> KnowledgeBase:
+        """The KB as it is now that its lock is held: its settings may have changed while
+        the caller waited for it (a pass asked for before a settings change must read the
+        files with the new ones: a document over a new size limit was indexed, and later
+        passes, finding it unchanged, kept it)."""
+        return self.registry.get(kb.name) or kb
 
     async def sync_paths_locked(
         self, kb: KnowledgeBase, relpaths: Iterable[str], *, actor: str = "system"
@@ -385,7 +392,12 @@ class Reindexer:
             if scan.covers(path):
                 plan.gone.append(path)
                 plan.forget.append((kb.name, path))
-        changed = indexed.changed(files)
+        limit = kb.config.max_document_bytes  # as preparation and the converter apply it
+
+        def too_large(path: str, size: int) -> bool:
+            return size > (limit if is_converted(path) else limit * MARKDOWN_LIMIT_FACTOR)
+
+        changed = indexed.changed(files, too_large)
         plan.result.documents_unchanged = len(files) - len(changed)
         for path in changed:
             stat = FileStat(*files[path])

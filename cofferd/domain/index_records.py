@@ -3,7 +3,7 @@ stats, prepared chunks and writes, documents owing vectors, link rows, converted
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from cofferd.domain.file_records import FileStat
@@ -46,14 +46,16 @@ class IndexedFiles:
     def __contains__(self, path: object) -> bool:
         return path in self._rows
 
-    def changed(self, files: Mapping[str, tuple[int, int]]) -> list[str]:
+    def changed(
+        self, files: Mapping[str, tuple[int, int]], too_large: Callable[[str, int], bool]
+    ) -> list[str]:
         """The paths of `files` not indexed as they are now: new, of another size or time,
-        or chunked another way."""
+        or chunked another way; or indexed but `too_large` now (its KB's limit lowered)."""
         rows = self._rows
         found = []
         for path, (size, mtime_ns) in files.items():
             row = rows.get(path)
-            if row is None or row[1] != size or row[2] != mtime_ns:
+            if row is None or row[1] != size or row[2] != mtime_ns or too_large(path, size):
                 found.append(path)
         return found
 

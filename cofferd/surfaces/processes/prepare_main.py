@@ -75,10 +75,10 @@ def _prepare_converted(
     """A document in another format, from the text converted out of its bytes: none kept
     yet is Unconverted; a conversion that failed for these bytes stays skipped."""
     stat, digest = original.stat, original.digest
+    if settings.max_document_bytes and original.size > settings.max_document_bytes:
+        return Skipped(item.path, stat, "too_large")  # (first: its KB's limit may be lowered)
     if preparation.unchanged(item, digest, settings):
         return Unchanged(item.path, stat)
-    if settings.max_document_bytes and original.size > settings.max_document_bytes:
-        return Skipped(item.path, stat, "too_large")
     home, folder = Path(settings.data_home), Path(settings.derived)
     try:
         failed = derived_texts.failure(home, folder, digest)
