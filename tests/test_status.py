@@ -142,8 +142,12 @@ def test_grep_answers_in_path_then_line_order(shared_daemon: Daemon) -> None:
     for name in names:
         write(d.docs(kb) / name, "needle one\nhay\nneedle two\n")
     body = {"pattern": "needle"}
-    hits = wait_for(
-        lambda: len(h := d.client.post(d.client.kb(kb, "/grep"), body)["hits"]) == 12 and h
+    hits = wait_for(  # every file found, and indexed (a hit names its document then)
+        lambda: (
+            len(h := d.client.post(d.client.kb(kb, "/grep"), body)["hits"]) == 12
+            and all(hit["document_id"] for hit in h)
+            and h
+        )
     )
     order = [(h["relative_path"], h["line_number"]) for h in hits]
     assert order == [(name, line) for name in sorted(names) for line in (1, 3)]
