@@ -18,6 +18,9 @@ from cofferd.infrastructure.workers import frames
 from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
 
 MODULE = "tests.pool_worker"
+# a worker's pipes are closed by the pool, however its end comes: none is left for the
+# garbage collector to close after the loop is gone ("Event loop is closed")
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 
 
 @pytest.fixture

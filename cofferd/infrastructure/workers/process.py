@@ -163,16 +163,17 @@ class Worker:
                 await self.proc.wait()
         except TimeoutError:
             await self.kill()
-        self.transport.close()
+        finally:  # cancelled too (the pool closing): closing kills a process still running
+            self.transport.close()
 
     async def kill(self) -> int | None:
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
         try:  # a process stuck in the kernel (a dead network mount) dies when it returns
             async with asyncio.timeout(STOP_TIMEOUT_S):
-                code = await self.proc.wait()
+                return await self.proc.wait()
         except TimeoutError:
             log.warning("worker %d does not exit; left to the kernel", self.pid)
             return None
-        self.transport.close()
-        return code
+        finally:  # its pipes closed now, not by the garbage collector after the loop ends
+            self.transport.close()
