@@ -201,8 +201,10 @@ def test_a_restore_raced_against_a_swap_never_writes_outside(
     with Swapper(docs / "race", outside) as swapper:
         for _ in range(10):
             with swapper.held():  # the delete is not what races: the restore is
-                wait_for(lambda: d.client.get(d.client.document("notes", "race/otter.md")))
-                trashed = d.client.request("DELETE", d.client.document("notes", "race/otter.md"))
+                # (a pass over the swapped folder may take the note out and back meanwhile)
+                trashed = wait_for(
+                    lambda: d.client.request("DELETE", d.client.document("notes", "race/otter.md"))
+                )
             restore = d.client.kb("notes", f"/trash/{trashed['trash']['id']}/restore")
             # refused while the folder is a link, or after the files moved back (the note
             # was indexed again through a link): the entry leaving the trash tells
