@@ -275,27 +275,24 @@ class WriterWatch:
 
         self._patch(Database, "write", write)
 
-        def take(original: Any) -> Any:
-            def inner(*args: Any, **kwargs: Any) -> Any:
-                if self.first_outcome is None:
-                    self.first_outcome = time.perf_counter()
-                return original(*args, **kwargs)
+        def noting_first(field: str) -> Callable[[Any], Any]:
+            """A wrapper that notes when it is first called, in `self.<field>`."""
 
-            return inner
+            def make(original: Any) -> Any:
+                def inner(*args: Any, **kwargs: Any) -> Any:
+                    if getattr(self, field) is None:
+                        setattr(self, field, time.perf_counter())
+                    return original(*args, **kwargs)
 
-        self._patch(Reindexer, "_take", take)
+                return inner
 
-        def prepare(original: Any) -> Any:
-            def inner(*args: Any, **kwargs: Any) -> Any:
-                if self.asked is None:
-                    self.asked = time.perf_counter()
-                return original(*args, **kwargs)
+            return make
 
-            return inner
+        self._patch(Reindexer, "_take", noting_first("first_outcome"))
 
         from cofferd.infrastructure.workers import prepare_pool, process
 
-        self._patch(prepare_pool.ProcessPreparer, "prepare", prepare)
+        self._patch(prepare_pool.ProcessPreparer, "prepare", noting_first("asked"))
 
         def start(original: Any) -> Any:
             async def inner(*args: Any, **kwargs: Any) -> Any:

@@ -4,8 +4,10 @@ may carry styles of its own (a style added, as real files each carry their own s
 
 from __future__ import annotations
 
+import contextlib
 import io
 import zipfile
+from collections.abc import Iterator
 
 import docx
 from docx.enum.style import WD_STYLE_TYPE
@@ -111,3 +113,17 @@ def with_footnote(data: bytes, words: str) -> bytes:
 def styles_of(data: bytes) -> bytes:
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         return z.read("word/styles.xml")
+
+
+@contextlib.contextmanager
+def mammoths_own_parser() -> Iterator[None]:
+    """mammoth as markitdown ships it: every part parsed by its minidom reader (what the
+    converter did before word_xml), for comparison."""
+    from mammoth.docx import office_xml, xmlparser
+
+    ours = office_xml.parse_xml
+    office_xml.parse_xml = xmlparser.parse_xml
+    try:
+        yield
+    finally:
+        office_xml.parse_xml = ours

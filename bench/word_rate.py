@@ -16,30 +16,17 @@ each file is compared to markitdown's to the byte.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench.common import add_repo_argument, describe_code, machine, run_in_repo
 from bench.in_place import make_docx
 from bench.scifact_keyword import load_scifact
-from bench.word_corpus import varied_docx
-
-
-@contextlib.contextmanager
-def mammoths_own_parser() -> Iterator[None]:
-    from mammoth.docx import office_xml, xmlparser  # type: ignore[import-untyped]
-
-    ours = office_xml.parse_xml
-    office_xml.parse_xml = xmlparser.parse_xml
-    try:
-        yield
-    finally:
-        office_xml.parse_xml = ours
+from bench.word_corpus import mammoths_own_parser, varied_docx
 
 
 def cpu_ms(run: Callable[..., Any], *args: Any) -> tuple[float, Any]:

@@ -5,34 +5,22 @@ of its own or a template's, read cold or kept; a part that declares a document t
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import docx
 import pytest
-from mammoth.docx import office_xml, xmlparser
+from mammoth.docx import office_xml
 from markitdown import MarkItDown
 
-from bench.word_corpus import styles_of, varied_docx
+from bench.word_corpus import mammoths_own_parser, styles_of, varied_docx
 from cofferd.infrastructure.conversion import markitdown_run, word_xml
 from tests.helpers import write
 from tests.samples import make_docx
-
-
-@contextlib.contextmanager
-def mammoths_own_parser() -> Iterator[None]:
-    """mammoth as markitdown ships it: every part parsed by its minidom reader."""
-    ours = office_xml.parse_xml
-    office_xml.parse_xml = xmlparser.parse_xml
-    try:
-        yield
-    finally:
-        office_xml.parse_xml = ours
 
 
 def corpus() -> dict[str, bytes]:
