@@ -22,7 +22,11 @@ from cofferd.domain.prepare_jobs import Outcome, PrepareItem, PrepareSettings, S
 TextForIndex = Callable[[str], str]
 
 
-def too_large(size: int, settings: PrepareSettings) -> bool:
+def too_large(size: int, settings: PrepareSettings, *, converted: bool = False) -> bool:
+    """Whether a file of `size` bytes is past its KB's limit: a converted document's
+    original by `max_document_bytes`, a note or text by `max_markdown_bytes`."""
+    if converted:
+        return bool(settings.max_document_bytes) and size > settings.max_document_bytes
     return size > settings.max_markdown_bytes
 
 

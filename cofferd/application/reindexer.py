@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cofferd.application import preparation
 from cofferd.application.other_files import OtherFiles
 from cofferd.application.progress import Progress, ProgressBoard
 from cofferd.application.registry import KBRegistry
@@ -392,10 +393,10 @@ class Reindexer:
             if scan.covers(path):
                 plan.gone.append(path)
                 plan.forget.append((kb.name, path))
-        limit = kb.config.max_document_bytes  # as preparation and the converter apply it
+        settings = self.settings(kb)
 
-        def too_large(path: str, size: int) -> bool:
-            return size > (limit if is_converted(path) else limit * MARKDOWN_LIMIT_FACTOR)
+        def too_large(path: str, size: int) -> bool:  # as preparing the file would find it
+            return preparation.too_large(size, settings, converted=is_converted(path))
 
         changed = indexed.changed(files, too_large)
         plan.result.documents_unchanged = len(files) - len(changed)

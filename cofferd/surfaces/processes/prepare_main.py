@@ -75,7 +75,7 @@ def _prepare_converted(
     """A document in another format, from the text converted out of its bytes: none kept
     yet is Unconverted; a conversion that failed for these bytes stays skipped."""
     stat, digest = original.stat, original.digest
-    if settings.max_document_bytes and original.size > settings.max_document_bytes:
+    if preparation.too_large(original.size, settings, converted=True):
         return Skipped(item.path, stat, "too_large")  # (first: its KB's limit may be lowered)
     if preparation.unchanged(item, digest, settings):
         return Unchanged(item.path, stat)
