@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bench.common import extract_tldr, machine, median, scratch_home
+from coffer_kernel.locations import Locations
 from cofferd.infrastructure.files.ignore_rules import IgnoreRules
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 # Half the pages go (49.6 %): three platforms, by folder, and the common pages of the

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench.common import extract_tldr, machine, scratch_home
 from bench.scifact_keyword import ndcg_at
-from cofferd.locations import Locations
+from coffer_kernel.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 LANGUAGES = ("zh", "ja", "ko")

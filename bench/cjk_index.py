@@ -54,12 +54,12 @@ from bench.common import (
     run_in_repo,
     scratch_home,
 )
-from cofferd.application import markdown
-from cofferd.application.chunker import chunk_markdown
-from cofferd.application.reindexer import Reindexer
+from coffer_kernel.locations import Locations
+from cofferd.application.indexing.reindexer import Reindexer
+from cofferd.application.reading import markdown
+from cofferd.application.reading.chunker import chunk_markdown
 from cofferd.infrastructure.storage import fts_index, fts_text
 from cofferd.infrastructure.storage.database import Database
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 CORPUS = DATA / "cmrc2018-dev" / "corpus.jsonl"

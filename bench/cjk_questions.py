@@ -33,7 +33,7 @@ from bench.common import (
     scratch_home,
 )
 from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents, write_beir
-from cofferd.locations import Locations
+from coffer_kernel.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 SETS = ("cmrc2018-dev", "jsquad-valid", "tldr-cjk")

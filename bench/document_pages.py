@@ -102,7 +102,7 @@ def converter() -> tuple[Callable[[Path], str], Callable[[str], list[tuple[int, 
     try:
         from cofferd.domain.pages import page_starts
     except ImportError:  # before issue 35: the daemon marked the pages after the converter
-        queue: Any = importlib.import_module("cofferd.application.conversion_queue")
+        queue: Any = importlib.import_module("cofferd.application.indexing.conversion_queue")
 
         def convert_old(path: Path) -> str:
             made = markitdown_run.convert(markitdown, str(path), "pdf")

@@ -34,9 +34,9 @@ from bench.hybrid_sweep import EVERYDAY
 from bench.multilingual_models import load_tldr
 from bench.multilingual_search import CachedEmbedder, load
 from bench.scifact_keyword import ranked_documents, write_beir
+from coffer_kernel.locations import Locations
 from cofferd.domain.config import LOCAL_MULTILINGUAL_MODEL, EmbeddingConfig
 from cofferd.infrastructure.models.embedders import LocalEmbedder
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 FLOORS = (0.75, 0.78, 0.80, 0.82, 0.84, 0.86)

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cofferd.application import fusion
+from cofferd.application.search import fusion
 from cofferd.domain.config import LOCAL_MIN_SIMILARITY, MULTILINGUAL_MIN_SIMILARITY
 from cofferd.domain.models import Passage
 

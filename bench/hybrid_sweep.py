@@ -49,7 +49,8 @@ import numpy.typing as npt
 
 from bench.common import extract_tldr, machine
 from bench.scifact_keyword import load_scifact, ndcg_at, ranked_documents
-from cofferd.application import retrieval
+from coffer_kernel.locations import Locations
+from cofferd.application.search import retrieval
 from cofferd.domain.config import LOCAL_MIN_SIMILARITY, EmbeddingConfig
 from cofferd.domain.models import Passage
 from cofferd.domain.query_syntax import parse_query
@@ -57,7 +58,6 @@ from cofferd.infrastructure.models.embedders import LocalEmbedder
 from cofferd.infrastructure.storage import fts_index, fts_text
 from cofferd.infrastructure.storage.sqlite import Connection
 from cofferd.infrastructure.storage.vector_store import embedding_text
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 Matrix = npt.NDArray[np.float32]
@@ -89,7 +89,7 @@ BM25_WEIGHTS = tuple(
     )
 )
 # RRF as hybrid search ranked until issue 36 (10 keyword / 30 vector candidates); it now
-# fuses by score (cofferd/application/fusion.py, swept by bench.fusion_offline)
+# fuses by score (cofferd/application/search/fusion.py, swept by bench.fusion_offline)
 BASELINE = (10, 30, 1.0)
 DEPTHS = (10, 15, 20, 30, 40, 50, 75, 100)
 SWEEP = tuple(sorted({10, 15, 20, 30, 50, 100, BASELINE[0]}))  # crossed with everything

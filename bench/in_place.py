@@ -209,7 +209,7 @@ class Peaks:
                 self.daemon_mb = max(self.daemon_mb, memory_mb(self.pid)[0])
                 for child in descendants(self.pid):
                     command = Path(f"/proc/{child}/cmdline").read_bytes()
-                    if b"processes.convert_main" in command:
+                    if b"conversion.convert_main" in command:
                         self.converter_mb = max(self.converter_mb, memory_mb(child)[0])
             except (OSError, KeyError, ValueError):
                 continue

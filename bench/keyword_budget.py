@@ -21,8 +21,8 @@ from typing import Any
 
 from bench.common import machine, scratch_home
 from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents, write_beir
+from coffer_kernel.locations import Locations
 from cofferd.infrastructure.storage import keyword_search
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 SETS = ("scifact", "cmrc2018-dev", "jsquad-valid")

@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("COFFER_BENCH_DATA", REPO.parent / "shared" / "data"))
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 RRF_K = 60
-KEYWORD_DEPTH, VECTOR_DEPTH = 10, 30  # cofferd.application.retrieval
+KEYWORD_DEPTH, VECTOR_DEPTH = 10, 30  # cofferd.application.search.retrieval
 DEFAULT_SETS = "scifact,jsquad-valid,cmrc2018-dev,tldr-ko"
 LOW_OVERLAP = 0.5  # a question is "low overlap" when under half its CJK bigrams are in the passage
 

@@ -42,13 +42,13 @@ from typing import Any
 
 from bench.common import machine, median, percentile, scratch_home
 from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents, write_beir
-from cofferd.application import fusion, retrieval
+from coffer_kernel.locations import Locations
+from cofferd.application.search import fusion, retrieval
 from cofferd.domain.config import EmbeddingConfig
 from cofferd.domain.models import KnowledgeBase
 from cofferd.domain.query_syntax import parse_query
 from cofferd.domain.scripts import CJK_RANGES
 from cofferd.infrastructure.models.embedders import LocalEmbedder
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 HARD_QUESTIONS = 300

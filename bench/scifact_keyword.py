@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.common import DATA, machine, scratch_home
+from coffer_kernel.locations import Locations
 from cofferd.domain.models import Passage
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 

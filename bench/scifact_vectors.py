@@ -13,7 +13,7 @@ import time
 
 from bench.common import machine, median, percentile, scratch_home
 from bench.scifact_keyword import load_scifact, ndcg_at, ranked_documents, write_beir
-from cofferd.locations import Locations
+from coffer_kernel.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 CONFIG = {

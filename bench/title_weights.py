@@ -14,8 +14,8 @@ import shutil
 
 from bench.common import machine, scratch_home
 from bench.scifact_keyword import load_beir, ndcg_at, ranked_documents, write_beir
+from coffer_kernel.locations import Locations
 from cofferd.infrastructure.storage import fts_text
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 RANKS = (

@@ -24,7 +24,7 @@ from bench.common import (
     run_in_repo,
     scratch_home,
 )
-from cofferd.locations import Locations
+from coffer_kernel.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 # 50 fixed queries: English words and phrases, identifiers, and CJK terms of 1-3 characters.

@@ -22,7 +22,7 @@ import shutil
 import time
 
 from bench.common import extract_tldr, machine, percentile, scratch_home
-from cofferd.locations import Locations
+from coffer_kernel.locations import Locations
 from cofferd.surfaces.core import Coffer
 
 QUERIES = [

@@ -193,7 +193,7 @@ def expected_title(text: str, path: str) -> tuple[str, str]:
     """(where the title comes from, the title) by the vault's own rules."""
     import yaml
 
-    from cofferd.markdown_grammar import headings
+    from coffer_kernel.markdown_grammar import headings
     from cofferd.safe_yaml import load
 
     if text.startswith("---\n") and (end := text.find("\n---", 4)) > 0:

@@ -21,6 +21,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from coffer_kernel import __version__
+from coffer_kernel.locations import socket_from_env
 from cofferctl.client import ApiError, Client, DaemonUnreachable, ProtocolError
 from cofferctl.command import (
     EXIT_FAILED,
@@ -42,8 +44,6 @@ from cofferctl.parser_help import (
     completes,
     free_text,
 )
-from cofferd import __version__
-from cofferd.locations import socket_from_env
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~3 ms of each start
 if TYPE_CHECKING:

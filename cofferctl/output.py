@@ -26,7 +26,7 @@ import unicodedata
 import urllib.parse
 from collections.abc import Sequence
 
-from cofferd.durations import time_left
+from coffer_kernel.durations import time_left
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~3 ms of each start
 if TYPE_CHECKING:

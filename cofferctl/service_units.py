@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cofferd.locations import SOCKET_IN_RUNTIME_DIR, Locations, chosen_socket, home_from_env
+from coffer_kernel.locations import SOCKET_IN_RUNTIME_DIR, Locations, chosen_socket, home_from_env
 
 LABEL = "com.coffer.cofferd"
 UNIT = "cofferd.service"

@@ -53,25 +53,25 @@ def _tags() -> Callable[[str], object]:
 
 
 def _prose() -> Callable[[str], object]:
-    from cofferd.markdown_grammar import prose_lines
+    from coffer_kernel.markdown_grammar import prose_lines
 
     return lambda body: list(prose_lines(body))
 
 
 def _grammar_headings() -> Callable[[str], object]:
-    from cofferd.markdown_grammar import headings
+    from coffer_kernel.markdown_grammar import headings
 
     return lambda text: list(headings(text))
 
 
 def _wiki_links() -> Callable[[str], object]:
-    from cofferd.markdown_grammar import wiki_links
+    from coffer_kernel.markdown_grammar import wiki_links
 
     return lambda line: list(wiki_links(line))
 
 
 def _tag_being_typed() -> Callable[[str], object]:
-    from cofferd.markdown_grammar import TAG_BEING_TYPED
+    from coffer_kernel.markdown_grammar import TAG_BEING_TYPED
 
     return lambda line: TAG_BEING_TYPED.search(line, 0, len(line))  # once per completion
 
@@ -89,31 +89,31 @@ def _copy_names() -> Callable[[str], object]:
 
 
 def _first_heading() -> Callable[[str], object]:
-    from cofferd.markdown_grammar import first_h1
+    from coffer_kernel.markdown_grammar import first_h1
 
     return first_h1
 
 
 def _frontmatter() -> Callable[[str], object]:
-    from cofferd.application.markdown import split_frontmatter
+    from cofferd.application.reading.markdown import split_frontmatter
 
     return split_frontmatter
 
 
 def _decode() -> Callable[[str], object]:
-    from cofferd.application.markdown import decode
+    from cofferd.application.reading.markdown import decode
 
     return lambda text: decode(text.encode())
 
 
 def _chunks() -> Callable[[str], object]:
-    from cofferd.application.chunker import chunk_markdown
+    from cofferd.application.reading.chunker import chunk_markdown
 
     return lambda body: chunk_markdown(body, "Title", 512, 64)
 
 
 def _titles() -> Callable[[str], object]:
-    from cofferd.application.converted_titles import converted_title
+    from cofferd.application.reading.converted_titles import converted_title
     from cofferd.infrastructure.conversion.format_titles import usable_title
 
     return lambda raw: converted_title(usable_title(raw), raw, "file.pdf")

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from coffer_kernel.locations import Locations
 from cofferd.domain.models import KnowledgeBase
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 from tests.daemon import Daemon, cleanup, new_daemon
 from tests.test_lsp_reliability import RawClient

@@ -7,9 +7,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from coffer_kernel.locations import Locations
 from cofferd.domain.models import KnowledgeBase
 from cofferd.infrastructure.storage.index_dump import dump_index
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 from tests.daemon import Daemon, wait_for
 
@@ -92,7 +92,12 @@ def assert_matches_rebuild(d: Daemon, kb: str, scratch: Path) -> None:
 
 
 # The daemon's modules cofferctl imports: standard library only (an import contract).
-SHARED_WITH_CLI = ("cofferd", "cofferd.locations", "cofferd.sources", "cofferd.durations")
+SHARED_WITH_CLI = (
+    "cofferd",
+    "coffer_kernel.locations",
+    "coffer_kernel.sources",
+    "coffer_kernel.durations",
+)
 
 
 def applied(body: str, edits: list[dict[str, Any]]) -> str:

@@ -17,15 +17,15 @@ from pydantic.fields import FieldInfo
 
 from cofferctl.client import ApiError
 from cofferd.domain import errors
-from cofferd.surfaces import http_api, http_json
-from cofferd.surfaces.http_errors import (
+from cofferd.surfaces.http import api, json_shapes
+from cofferd.surfaces.http.error_envelope import (
     HTTP_CODES,
     PARSER_FIELD_LIMIT,
     PARSER_LIMIT,
     error_response,
     from_exception,
 )
-from cofferd.surfaces.http_query import query_model
+from cofferd.surfaces.http.query_params import query_model
 from tests.daemon import Daemon, contract, wait_for
 from tests.helpers import write
 
@@ -50,11 +50,11 @@ def search(d: Daemon, kb: str, query: str, top_k: int = 10) -> list[dict[str, An
 
 def test_every_route_is_in_the_contract() -> None:
     spec = contract()["paths"]
-    for route in http_api.routes:
-        assert isinstance(route, http_api.web.RouteDef)
+    for route in api.routes:
+        assert isinstance(route, api.web.RouteDef)
         assert route.path in spec, f"{route.path} is missing from docs/openapi.yaml"
         assert route.method.lower() in spec[route.path], f"{route.method} {route.path}"
-    served = {(r.method.lower(), r.path) for r in http_api.routes}  # type: ignore[union-attr]
+    served = {(r.method.lower(), r.path) for r in api.routes}  # type: ignore[union-attr]
     for path, item in spec.items():
         for method in item:
             if method != "parameters":
@@ -117,8 +117,8 @@ def _query_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def test_every_operation_takes_the_query_parameters_the_contract_lists() -> None:
     spec = contract()["paths"]
-    for route in http_api.routes:
-        assert isinstance(route, http_api.web.RouteDef)
+    for route in api.routes:
+        assert isinstance(route, api.web.RouteDef)
         item = spec[route.path]
         params = [_resolved(p) for p in item.get("parameters", [])]
         params += [_resolved(p) for p in item[route.method.lower()].get("parameters", [])]
@@ -132,16 +132,16 @@ def test_every_operation_takes_the_query_parameters_the_contract_lists() -> None
 
 
 BODIES: dict[tuple[str, str], type[BaseModel]] = {
-    ("post", "/api/v1/knowledge_bases"): http_json.CreateKB,
-    ("post", "/api/v1/knowledge_bases/{name}/attach"): http_json.AttachKB,
-    ("patch", "/api/v1/knowledge_bases/{name}"): http_json.UpdateKB,
-    ("post", "/api/v1/knowledge_bases/{name}/documents"): http_json.AddDocument,
-    ("put", "/api/v1/knowledge_bases/{name}/documents/{doc_id}"): http_json.EditDocument,
-    ("post", "/api/v1/knowledge_bases/{name}/search"): http_json.SearchRequest,
-    ("post", "/api/v1/search"): http_json.SearchAllRequest,
-    ("post", "/api/v1/knowledge_bases/{name}/grep"): http_json.GrepRequest,
-    ("post", "/api/v1/knowledge_bases/{name}/inspect"): http_json.InspectNote,
-    ("post", "/api/v1/mcp_invocations"): http_json.Invocation,
+    ("post", "/api/v1/knowledge_bases"): json_shapes.CreateKB,
+    ("post", "/api/v1/knowledge_bases/{name}/attach"): json_shapes.AttachKB,
+    ("patch", "/api/v1/knowledge_bases/{name}"): json_shapes.UpdateKB,
+    ("post", "/api/v1/knowledge_bases/{name}/documents"): json_shapes.AddDocument,
+    ("put", "/api/v1/knowledge_bases/{name}/documents/{doc_id}"): json_shapes.EditDocument,
+    ("post", "/api/v1/knowledge_bases/{name}/search"): json_shapes.SearchRequest,
+    ("post", "/api/v1/search"): json_shapes.SearchAllRequest,
+    ("post", "/api/v1/knowledge_bases/{name}/grep"): json_shapes.GrepRequest,
+    ("post", "/api/v1/knowledge_bases/{name}/inspect"): json_shapes.InspectNote,
+    ("post", "/api/v1/mcp_invocations"): json_shapes.Invocation,
 }
 
 
@@ -158,7 +158,7 @@ def _contract_nullable(schema: dict[str, Any]) -> bool:
 
 def _code_nullable(field: FieldInfo) -> bool:
     refused = any(
-        isinstance(m, BeforeValidator) and m.func is http_json._not_null for m in field.metadata
+        isinstance(m, BeforeValidator) and m.func is json_shapes._not_null for m in field.metadata
     )
     return type(None) in typing.get_args(field.annotation) and not refused
 

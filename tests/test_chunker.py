@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cofferd.application.chunker import chunk_markdown, count_words
+from cofferd.application.reading.chunker import chunk_markdown, count_words
 from cofferd.domain.models import KnowledgeBase
 from cofferd.domain.scripts import CJK_RANGES
 from cofferd.surfaces.core import Coffer

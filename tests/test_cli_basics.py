@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from coffer_kernel import __version__
 from cofferctl import cli
 from cofferctl.client import ApiError
-from cofferd import __version__
 from tests.daemon import BIN, Daemon, wait_for
 from tests.helpers import write
 from tests.test_cofferctl import ctl, ctl_env, run

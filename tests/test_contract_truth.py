@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from cofferd.domain.config import EmbeddingConfig, KnowledgeBaseConfig
-from cofferd.surfaces.http_json import (
+from cofferd.surfaces.http.json_shapes import (
     AddDocument,
     CreateKB,
     EditDocument,
@@ -21,7 +21,7 @@ from cofferd.surfaces.http_json import (
     SearchAllRequest,
     SearchRequest,
 )
-from cofferd.surfaces.http_query import (
+from cofferd.surfaces.http.query_params import (
     AddQuery,
     AuditQuery,
     DocumentQuery,

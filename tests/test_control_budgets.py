@@ -19,7 +19,7 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from cofferd import safe_yaml
-from cofferd.application.markdown import split_frontmatter
+from cofferd.application.reading.markdown import split_frontmatter
 from cofferd.domain.query_syntax import MAX_PHRASE_TOKENS, MAX_QUERY_TERMS, parse_query
 from cofferd.domain.validation import SHOWN_CHARS, shown
 from cofferd.infrastructure.files.ignore_patterns import linear_spec

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from coffer_kernel.locations import Locations
 from cofferd.domain.errors import InvalidPattern
 from cofferd.infrastructure.files.document_policy import DocumentPolicy
 from cofferd.infrastructure.files.grep import Ripgrep, find_rg
-from cofferd.locations import Locations
 from tests.helpers import write
 
 

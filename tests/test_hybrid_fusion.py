@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cofferd.application.fusion import blend
+from cofferd.application.search.fusion import blend
 from cofferd.domain.models import Passage
 from tests.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.helpers import write

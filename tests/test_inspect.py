@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cofferctl.client import ApiError
-from cofferd.application.note_names import LinkStyle, NameIndex
+from cofferd.application.reading.note_names import LinkStyle, NameIndex
 from tests.daemon import Daemon, wait_for
 from tests.helpers import add_note, new_vault, write
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cofferd.application import reindexer
+from cofferd.application.indexing import reindexer
 from cofferd.domain.models import KnowledgeBase
 from cofferd.infrastructure.storage import fts_index
 from cofferd.surfaces.core import Coffer

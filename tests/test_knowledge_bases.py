@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from coffer_kernel.locations import Locations
 from cofferd.domain.errors import KBExists, KBNotFound, ValidationFailed
 from cofferd.domain.models import KnowledgeBase
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 from tests.helpers import index_dump, write
 

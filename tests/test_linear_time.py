@@ -17,11 +17,11 @@ import pytest
 from hypothesis import example, given, reject, settings
 from hypothesis import strategies as st
 
+from coffer_kernel.markdown_grammar import blank_code_spans, heading, markdown_links
 from cofferd.domain.conflicts import conflict_copy, has_merge_markers
 from cofferd.domain.query_syntax import _case_keys, _Phrase, is_cjk, tokenize
 from cofferd.infrastructure.files.ignore_patterns import linear_spec
 from cofferd.infrastructure.files.ignore_rules import IgnoreRules
-from cofferd.markdown_grammar import blank_code_spans, heading, markdown_links
 from tests.adversarial import CASES, GROWTH_LIMIT, LARGE, SMALL, Case, best_time
 
 OLD_MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+[\"'(][^)\n]*)?\s*\)")

@@ -274,7 +274,7 @@ def test_a_rename_of_a_note_or_a_file_keeps_every_link_on_its_target(
 
 
 def test_other_files_are_bounded_and_kept_by_folder() -> None:
-    from cofferd.application.other_files import OtherFiles
+    from cofferd.application.indexing.other_files import OtherFiles
 
     held = OtherFiles(limit=3)
     held.replace("kb", ["a/x.png", "a/b/y.png", "c.pdf"], left_out=2)

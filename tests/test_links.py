@@ -261,7 +261,7 @@ async def test_links_tags_and_paths_through_the_api_cofferctl_and_mcp(
 
 
 def test_a_heading_is_matched_as_obsidian_matches_it() -> None:
-    from cofferd.link_targets import missing_fragment, span_of
+    from coffer_kernel.link_targets import missing_fragment, span_of
 
     note = "# FAQ\n\n## How large can a vault be?\n\nbig\n\n## `hasTag()`\n\nx\n"
     assert span_of(note, "How large can a vault be") == (2, 6)  # punctuation aside
@@ -273,7 +273,7 @@ def test_a_heading_is_matched_as_obsidian_matches_it() -> None:
 
 
 def test_a_block_id_ends_its_block_after_a_space_or_an_embed() -> None:
-    from cofferd.link_targets import span_of
+    from coffer_kernel.link_targets import span_of
 
     note = "# N\n\ntext ^a-1\n\n![[pic.png]]^img\n\n2^10 is x^two\n"
     assert span_of(note, "^a-1") == (2, 3)

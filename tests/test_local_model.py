@@ -175,7 +175,7 @@ def test_two_knowledge_bases_on_the_bundled_model_share_one_process(tmp_path: Pa
         for kb in ("one", "two"):
             d.client.post(d.client.kb(kb, "/search"), {"query": "a meal"})
         children = subprocess.run(
-            ["pgrep", "-P", str(d.proc.pid), "-f", "processes.model_main"],
+            ["pgrep", "-P", str(d.proc.pid), "-f", "models.model_main"],
             capture_output=True, text=True, check=False,
         ).stdout.split()  # fmt: skip
         assert len(children) == 1, children

@@ -13,7 +13,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient, make_test_lsp_client
 
-from cofferd.application.note_names import FUZZY_FEW, LinkStyle, NameIndex
+from cofferd.application.reading.note_names import FUZZY_FEW, LinkStyle, NameIndex
 from tests.daemon import BIN, Daemon
 from tests.helpers import new_vault, wait_for
 from tests.test_lsp import complete_at, opened

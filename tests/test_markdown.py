@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from cofferd.application.markdown import NotText, document_id, parse
+from cofferd.application.reading.markdown import NotText, document_id, parse
 
 
 def test_title_from_frontmatter_then_top_heading_then_filename() -> None:

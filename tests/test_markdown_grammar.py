@@ -1,4 +1,4 @@
-"""The daemon and the editor read one Markdown grammar (`cofferd.markdown_grammar`), so on
+"""The daemon and the editor read one Markdown grammar (`coffer_kernel.markdown_grammar`), so on
 the same text they agree: the headings the chunker files passages under and the title
 are the headings the editor lists and jumps to; the links and tags the daemon reads are
 where the editor completes them, and none is read or completed in code. Fences follow
@@ -11,14 +11,14 @@ import re
 
 import pytest
 
+from coffer_kernel.markdown_grammar import code_lines, fence_closes, fence_opening
 from cofferctl.lsp import text as editor_text
 from cofferctl.lsp.completion import _in_code
 from cofferctl.lsp.symbols import heading_symbols
-from cofferd.application.chunker import _blocks, chunk_markdown
-from cofferd.application.markdown import parse
+from cofferd.application.reading.chunker import _blocks, chunk_markdown
+from cofferd.application.reading.markdown import parse
 from cofferd.domain.links import links_of
 from cofferd.domain.tags import inline_tags
-from cofferd.markdown_grammar import code_lines, fence_closes, fence_opening
 
 TEXTS = {
     "fence at 0 spaces": "```\n# in code\n```\n# After\n",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from cofferd.application import reindexer
+from cofferd.application.indexing import reindexer
 from cofferd.domain.prepare_jobs import PrepareItem
 from cofferd.infrastructure.workers import prepare_pool
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from cofferd.application.progress import ProgressBoard
+from coffer_kernel.durations import time_left
+from cofferd.application.indexing.progress import ProgressBoard
 from cofferd.domain.models import KnowledgeBase
-from cofferd.durations import time_left
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.progress_bar import CLEAR, ProgressBar, render
 from tests.daemon import Daemon

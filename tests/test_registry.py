@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from coffer_kernel.locations import Locations
 from cofferd.domain.errors import DocumentChanged
 from cofferd.domain.models import KnowledgeBase
 from cofferd.infrastructure.files.kb_folders import KBFiles
 from cofferd.infrastructure.storage import activity_store
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer, Tuning
 from tests.daemon import Daemon, wait_for
 from tests.helpers import write

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from coffer_kernel.locations import Locations
 from cofferctl import cli
 from cofferctl import service_units as service
 from cofferctl.client import ApiError
 from cofferd.infrastructure.files.confinement import Boundary
 from cofferd.infrastructure.files.kb_folders import KBFiles
-from cofferd.locations import Locations
 from tests.daemon import BIN, REPO, ContractClient, wait_for
 from tests.helpers import write
 

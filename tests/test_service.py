@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from coffer_kernel.locations import Locations
 from cofferctl import cli
 from cofferctl import service_units as service
-from cofferd.locations import Locations
 from tests.daemon import BIN, REPO, ContractClient, new_daemon
 
 needs_systemd = pytest.mark.skipif(

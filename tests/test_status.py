@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from coffer_kernel import __version__
 from cofferctl.client import ApiError
-from cofferd import __version__
 from tests.daemon import Daemon, wait_for
 from tests.helpers import write
 

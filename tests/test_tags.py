@@ -5,10 +5,10 @@ from typing import Any
 
 import pytest
 
+from coffer_kernel.markdown_grammar import INLINE_TAG, MAYBE_TAG
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.filters import parse_filters
 from cofferd.domain.tags import aliases_of, inline_tags, tags_of
-from cofferd.markdown_grammar import INLINE_TAG, MAYBE_TAG
 
 
 @pytest.mark.parametrize(

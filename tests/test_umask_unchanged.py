@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cofferd.surfaces import unix_socket
+from cofferd.surfaces.http import unix_socket
 
 
 def never(mask: int) -> int:

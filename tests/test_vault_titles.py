@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from cofferd.application import markdown
-from cofferd.application.chunker import chunk_markdown
+from cofferd.application.reading import markdown
+from cofferd.application.reading.chunker import chunk_markdown
 from tests.daemon import Daemon
 from tests.helpers import new_vault
 from tests.test_cofferctl import run

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from cofferd.application import embeddings as embeddings_module
-from cofferd.application.retrieval import fuse
+from coffer_kernel.locations import Locations
+from cofferd.application.indexing import embeddings as embeddings_module
+from cofferd.application.search.retrieval import fuse
 from cofferd.domain.config import EmbeddingConfig
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.models import KnowledgeBase, Passage
 from cofferd.infrastructure.models.embedders import LocalEmbedder, resolve_credential
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Coffer
 from tests.fake_embeddings import FakeEmbeddings
 from tests.helpers import index_dump, write

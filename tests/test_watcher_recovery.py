@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import watchfiles
 
-from cofferd.application import indexing as indexing_module
-from cofferd.application.indexing import IndexingService
+from cofferd.application.indexing import indexing as indexing_module
+from cofferd.application.indexing.indexing import IndexingService
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces import watcher as watcher_module
 from cofferd.surfaces.core import Coffer

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from coffer_kernel.locations import Locations
 from cofferctl.client import ApiError
 from cofferd.domain.errors import CofferError
 from cofferd.domain.file_records import TrashEntry
@@ -25,7 +26,6 @@ from cofferd.infrastructure.files.confinement import remove_home_file, write_hom
 from cofferd.infrastructure.files.document_policy import DocumentPolicy
 from cofferd.infrastructure.files.trash_bin import FileTrash
 from cofferd.infrastructure.files.tree_scan import FileDocsTree
-from cofferd.locations import Locations
 from tests.daemon import Daemon, wait_for
 from tests.helpers import write
 

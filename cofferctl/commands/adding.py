@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from coffer_kernel.sources import SourceRefused, checked_source
 from cofferctl.client import ApiError, Client
 from cofferctl.command import RESULT_FAILED, Command, UsageError
 from cofferctl.output import Output
-from cofferd.sources import SourceRefused, checked_source
 
 
 def expand_paths(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from coffer_kernel.durations import time_left
 from cofferctl.client import Client
 from cofferctl.output import Output
-from cofferd.durations import time_left
 
 
 def cmd_status(c: Client, a: argparse.Namespace, out: Output) -> Any:

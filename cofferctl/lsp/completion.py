@@ -12,11 +12,11 @@ import posixpath
 import unicodedata
 from typing import Any
 
+from coffer_kernel.link_targets import BLOCK_MARKER
+from coffer_kernel.markdown_grammar import headings, prose_lines
 from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import HEADING_READ_BYTES, Note, Workspace, param, uri_param
-from cofferd.link_targets import BLOCK_MARKER
-from cofferd.markdown_grammar import headings, prose_lines
 
 COMPLETIONS = 100
 COMPLETION_KINDS = {"note": 17, "path": 17, "heading": 15, "alias": 18, "tag": 14, "block": 18}

@@ -1,12 +1,12 @@
 """Where a link's `#fragment` leads in its note, as Obsidian reads one (the rules are
-`cofferd.link_targets`, shared with the daemon's `links --broken`): a heading (any case),
+`coffer_kernel.link_targets`, shared with the daemon's `links --broken`): a heading (any case),
 nested headings (`[[Help#Questions#Report bugs]]`: the second within the first's section),
 a block (`[[Note#^block-id]]`: the block whose last line ends in ` ^block-id`); a Markdown
 link's fragment percent-decoded. And what a hover shows of it: that section or block."""
 
 from __future__ import annotations
 
-from cofferd.link_targets import (
+from coffer_kernel.link_targets import (
     fragment_of,
     has_fragments,
     missing_fragment,

@@ -14,6 +14,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from coffer_kernel.link_targets import DocumentIndexOfPaths, key_of, markdown_key, wiki_key
+from coffer_kernel.markdown_grammar import (
+    MARKDOWN_SUFFIX,
+    headings,
+    markdown_links,
+    prose_lines,
+    wiki_links,
+)
+from coffer_kernel.markdown_grammar import heading as parsed_heading
 from cofferctl.jsonrpc import INVALID_PARAMS, RpcError
 from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
@@ -25,15 +34,6 @@ from cofferctl.lsp.workspace import (
     param,
     uri_param,
 )
-from cofferd.link_targets import DocumentIndexOfPaths, key_of, markdown_key, wiki_key
-from cofferd.markdown_grammar import (
-    MARKDOWN_SUFFIX,
-    headings,
-    markdown_links,
-    prose_lines,
-    wiki_links,
-)
-from cofferd.markdown_grammar import heading as parsed_heading
 
 Rewrite = Callable[[str, dict[str, Any]], "str | None"]
 REQUEST_FAILED = -32803  # LSP: the request was well formed, and cannot be done

@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from coffer_kernel import __version__
 from cofferctl.client import Client
 from cofferctl.jsonrpc import RpcError
 from cofferctl.lsp import text
@@ -33,7 +34,6 @@ from cofferctl.lsp.renames import Renames
 from cofferctl.lsp.stdio import Handler, Transport, log, serve
 from cofferctl.lsp.symbols import Symbols
 from cofferctl.lsp.workspace import Workspace, checked_uri, param
-from cofferd import __version__
 
 
 class CofferLanguageServer:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from coffer_kernel.markdown_grammar import headings
 from cofferctl.lsp import text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import Workspace, param, uri_param
-from cofferd.markdown_grammar import headings
 
 WORKSPACE_SYMBOLS = 20  # passages a symbol search shows
 SNIPPET_CHARS = 120

@@ -1,7 +1,7 @@
 """Where things are in a note, as an editor counts: lines, and columns in the client's
 position encoding (UTF-16 code units unless it offers UTF-32, which is Python's own); file
 URIs; what is being typed; links rewritten. Headings, fences, links, tags and suffixes are
-read by the daemon's own grammar (`cofferd.markdown_grammar`), so the editor and the index
+read by the daemon's own grammar (`coffer_kernel.markdown_grammar`), so the editor and the index
 agree on them."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlparse
 
-from cofferd.link_targets import heading_key
-from cofferd.markdown_grammar import (
+from coffer_kernel.link_targets import heading_key
+from coffer_kernel.markdown_grammar import (
     BARE_TARGET_END,
     MARKDOWN_SUFFIX,
     TAG_BEING_TYPED,

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from coffer_kernel import __version__
 from cofferctl.client import ApiError, Client, DaemonUnreachable, ProtocolError
 from cofferctl.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError, shown
 from cofferctl.mcp.all_tools import TOOLS
@@ -24,7 +25,6 @@ from cofferctl.mcp.protocol import Session, StdioServer, log
 from cofferctl.mcp.resources import TEMPLATES, list_resources, read_resource
 from cofferctl.mcp.schema import JSON, ArgumentError, check
 from cofferctl.mcp.tool_model import Tool
-from cofferd import __version__
 
 INSTRUCTIONS = """\
 Coffer is the user's local knowledge base: Markdown documents in knowledge bases (KBs).

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cofferd.markdown_grammar import HEADING_CHARS, HEADING_LINE_CHARS
+from coffer_kernel.markdown_grammar import HEADING_CHARS, HEADING_LINE_CHARS
 
 MiB = 1024 * 1024
 

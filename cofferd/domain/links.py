@@ -9,7 +9,7 @@ without `.md`/`.markdown` and without `#heading`. A wiki link's key may be a bar
 any trailing part of a path; a Markdown link's is the path it leads to, from the linking
 file's folder (or from the KB root when it starts with `/`). Links in code are not links.
 
-Keys and resolving are `cofferd.link_targets` (standard library only, so that the language
+Keys and resolving are `coffer_kernel.link_targets` (standard library only, so that the language
 server resolves as the daemon does): the document whose whole path matches; else, for a
 wiki link, the documents whose path ends in `/<key>`, the one Obsidian takes (in the
 linking note's folder, else the shortest path) and the link marked `ambiguous` when
@@ -22,15 +22,15 @@ import posixpath
 from dataclasses import dataclass
 from typing import Literal
 
-from cofferd.domain.budgets import DEFAULT
-from cofferd.link_targets import (
+from coffer_kernel.link_targets import (
     DocumentIndexOfPaths,
     Resolution,
     key_of,
     markdown_key,
     wiki_key,
 )
-from cofferd.markdown_grammar import MAX_TARGET_CHARS, markdown_links, prose_lines, wiki_links
+from coffer_kernel.markdown_grammar import MAX_TARGET_CHARS, markdown_links, prose_lines, wiki_links
+from cofferd.domain.budgets import DEFAULT
 
 __all__ = ["DocumentIndexOfPaths", "Link", "LinkType", "Resolution", "key_of", "links_of"]
 

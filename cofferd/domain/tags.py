@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from coffer_kernel.markdown_grammar import INLINE_TAG, MAYBE_TAG, prose_lines
 from cofferd.domain.budgets import DEFAULT
-from cofferd.markdown_grammar import INLINE_TAG, MAYBE_TAG, prose_lines
 
 MAX_TAGS = DEFAULT.tags
 MAX_TAG_CHARS = 100

@@ -30,14 +30,14 @@ import os
 import sys
 from pathlib import Path
 
-from cofferd import __version__
-from cofferd.application.trash import RETENTION_DAYS
+from coffer_kernel import __version__
+from coffer_kernel.locations import Locations
+from cofferd.application.documents.trash import RETENTION_DAYS
 from cofferd.domain.budgets import DEFAULT as DEFAULT_BUDGET
-from cofferd.locations import Locations
 from cofferd.surfaces.core import Tuning, default_workers
 from cofferd.surfaces.daemon import AlreadyRunning, run
+from cofferd.surfaces.http.unix_socket import SocketInUse
 from cofferd.surfaces.progress_bar import BarAwareHandler
-from cofferd.surfaces.unix_socket import SocketInUse
 
 # syslog priorities: under systemd, journald reads a `<N>` prefix as the line's level.
 _PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3}

@@ -9,20 +9,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cofferd.application.activity import Activity
-from cofferd.application.conversion_queue import Conversions, Pages
-from cofferd.application.documents import Documents
-from cofferd.application.embeddings import Embeddings
-from cofferd.application.graph import Graph
-from cofferd.application.indexing import RECONCILE_INTERVAL_S, IndexingService
-from cofferd.application.ingest import Ingest
-from cofferd.application.knowledge_bases import KnowledgeBases
-from cofferd.application.originals import Originals
-from cofferd.application.progress import ProgressBoard
-from cofferd.application.registry import KBRegistry
-from cofferd.application.reindexer import Reindexer
-from cofferd.application.retrieval import Retrieval
-from cofferd.application.trash import RETENTION_DAYS, Trash
+from coffer_kernel.locations import Locations
+from cofferd.application.documents.documents import Documents
+from cofferd.application.documents.ingest import Ingest
+from cofferd.application.documents.originals import Originals
+from cofferd.application.documents.trash import RETENTION_DAYS, Trash
+from cofferd.application.indexing.activity import Activity
+from cofferd.application.indexing.conversion_queue import Conversions, Pages
+from cofferd.application.indexing.embeddings import Embeddings
+from cofferd.application.indexing.indexing import RECONCILE_INTERVAL_S, IndexingService
+from cofferd.application.indexing.knowledge_bases import KnowledgeBases
+from cofferd.application.indexing.progress import ProgressBoard
+from cofferd.application.indexing.registry import KBRegistry
+from cofferd.application.indexing.reindexer import Reindexer
+from cofferd.application.search.graph import Graph
+from cofferd.application.search.retrieval import Retrieval
 from cofferd.domain.budgets import DEFAULT as DEFAULT_BUDGET
 from cofferd.infrastructure.conversion.converter import ConverterPool
 from cofferd.infrastructure.conversion.derived_texts import DerivedTexts
@@ -46,7 +47,6 @@ from cofferd.infrastructure.storage.tracked_sources import SqliteTrackedSources
 from cofferd.infrastructure.storage.vector_store import SqliteVectors
 from cofferd.infrastructure.storage.write_path import SqliteDocumentIndex
 from cofferd.infrastructure.workers.prepare_pool import ProcessPreparer
-from cofferd.locations import Locations
 
 
 def default_workers() -> int:

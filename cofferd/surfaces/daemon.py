@@ -14,16 +14,17 @@ from typing import IO, Any
 
 from aiohttp import web
 
-from cofferd import __version__
-from cofferd.application.knowledge_bases import DEFAULT_KB
+from coffer_kernel import __version__
+from coffer_kernel.locations import Locations
+from cofferd.application.indexing.knowledge_bases import DEFAULT_KB
 from cofferd.domain.models import KnowledgeBase
 from cofferd.infrastructure.files.confinement import home_folder, home_problems
 from cofferd.infrastructure.files.probe import FsProbe
-from cofferd.locations import Locations
-from cofferd.surfaces import systemd, unix_socket
+from cofferd.surfaces import systemd
 from cofferd.surfaces.core import Coffer, Tuning
-from cofferd.surfaces.http_api import create_app
-from cofferd.surfaces.http_upload import UPLOAD_PREFIX
+from cofferd.surfaces.http import unix_socket
+from cofferd.surfaces.http.api import create_app
+from cofferd.surfaces.http.uploads import UPLOAD_PREFIX
 from cofferd.surfaces.progress_bar import show_progress
 from cofferd.surfaces.watcher import Watcher
 
@@ -108,7 +109,7 @@ class Daemon:
                 create_app(coffer, self.status),
                 access_log=None,
                 handle_signals=False,
-            )  # the parser's limits are the application's (http_server)
+            )  # the parser's limits are the application's (http.server)
             await runner.setup()
             stack.push_async_callback(runner.cleanup)  # first out: stop accepting requests
             await web.SockSite(runner, bound.sock, shutdown_timeout=SHUTDOWN_S).start()

@@ -10,8 +10,8 @@ import logging
 import shutil
 from typing import TextIO
 
-from cofferd.application.progress import Progress, ProgressBoard
-from cofferd.durations import time_left
+from coffer_kernel.durations import time_left
+from cofferd.application.indexing.progress import Progress, ProgressBoard
 
 REDRAW_S = 0.25
 SHOW_AFTER_S = 0.5  # work shorter than this never flashes a bar

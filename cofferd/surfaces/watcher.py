@@ -22,12 +22,12 @@ from typing import Any
 
 import watchfiles
 
-from cofferd.application.indexing import IndexingService
+from coffer_kernel.locations import normalize_relpath
+from cofferd.application.indexing.indexing import IndexingService
 from cofferd.domain.errors import KBUnavailable
 from cofferd.domain.models import utc_now
 from cofferd.infrastructure.files.document_policy import DocumentPolicy, Kind
 from cofferd.infrastructure.files.probe import FsProbe
-from cofferd.locations import normalize_relpath
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Converting documents to Markdown (the MarkdownConverter port), safely.
 
 markitdown runs in worker processes of the one worker pool (infrastructure.workers.pool;
-the process is surfaces/processes/convert_main) with a memory cap, a wall-clock time per
+the process is conversion/convert_main) with a memory cap, a wall-clock time per
 document, and HOME, caches and temp files in a folder of the data home; zip-based formats
 are checked for bombs before they reach it. One pool serves `add` (its express worker, at
 full priority) and the conversions in the background (its one bulk worker, at a lower
@@ -31,7 +31,7 @@ from cofferd.domain.index_records import Converted
 from cofferd.infrastructure.files.confinement import home_folder
 from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
 
-PROCESS = "cofferd.surfaces.processes.convert_main"
+PROCESS = "cofferd.infrastructure.conversion.convert_main"
 
 log = logging.getLogger(__name__)
 

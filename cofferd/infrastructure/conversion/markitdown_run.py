@@ -1,5 +1,5 @@
 """Converting one file with markitdown, inside the converter's process (its entry point is
-surfaces/processes/convert_main; the daemon's side is conversion.converter).
+conversion/convert_main; the daemon's side is conversion.converter).
 
 Documents are untrusted input: every failure of a conversion is its reply, a sentence
 saying why. The text is made final here (derived_markdown: pages marked, frontmatter

@@ -15,8 +15,8 @@ import unicodedata
 from pathlib import Path
 from typing import BinaryIO
 
+from coffer_kernel.locations import check_relpath
 from cofferd.domain.file_records import FileContent, FileStat
-from cofferd.locations import check_relpath
 
 READ_ATTEMPTS = 5
 BLOCK = 1024 * 1024

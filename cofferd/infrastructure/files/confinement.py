@@ -43,11 +43,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from coffer_kernel.locations import Locations, check_relpath
 from cofferd.domain.errors import KBUnavailable, PathRefused, StorageError
 from cofferd.infrastructure.files import durable
 from cofferd.infrastructure.files.confined_read import disk_path, inside
 from cofferd.infrastructure.files.durable import make_folder
-from cofferd.locations import Locations, check_relpath
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
+from coffer_kernel.locations import check_relpath
 from cofferd.domain.errors import KBUnavailable, PathRefused
 from cofferd.infrastructure.files.confined_read import disk_path
 from cofferd.infrastructure.files.confinement import Boundary
 from cofferd.infrastructure.files.durable import NO_LINKS, discard, link_new, temporary
-from cofferd.locations import check_relpath
 
 FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 COPY_BLOCK = 1024 * 1024

@@ -22,11 +22,11 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from coffer_kernel.locations import Locations
 from cofferd.domain.conflicts import conflict_copy
 from cofferd.domain.formats import ALIASES, TEXT_FORMATS, format_of, suffixes
 from cofferd.infrastructure.files.confinement import Boundary
 from cofferd.infrastructure.files.ignore_rules import IGNORE_FILES, FolderRules, IgnoreRules
-from cofferd.locations import Locations
 
 # Matched against each part of a path, in any case: hidden names (.swp, .#lock,
 # .syncthing.*.tmp, .DS_Store), backups, vim's `4913` probe, emacs autosaves, Office owner

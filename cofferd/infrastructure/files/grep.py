@@ -18,12 +18,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
+from coffer_kernel.locations import Locations, normalize_relpath
 from cofferd.domain.errors import EngineUnavailable, InvalidPattern, StorageError
 from cofferd.domain.file_records import RawHit
 from cofferd.domain.pages import PageStart, line_in_page, page_of, page_starts_in
 from cofferd.infrastructure.files.confinement import home_folder_problem
 from cofferd.infrastructure.files.document_policy import DocumentPolicy
-from cofferd.locations import Locations, normalize_relpath
 
 TIMEOUT_S = 5.0
 MAX_LINE_CHARS = 500  # a hit's line, as answered; a longer one ends with CUT

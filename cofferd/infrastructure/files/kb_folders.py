@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from coffer_kernel.locations import Locations
 from cofferd import safe_yaml
 from cofferd.domain.config import (
     KnowledgeBaseConfig,
@@ -44,7 +45,6 @@ from cofferd.infrastructure.files.confinement import (
     write_home_file,
 )
 from cofferd.infrastructure.files.durable import umask_mode
-from cofferd.locations import Locations
 
 log = logging.getLogger(__name__)
 

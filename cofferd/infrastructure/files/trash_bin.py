@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from coffer_kernel.locations import Locations, TrashEntryFiles, check_relpath
 from cofferd.domain.errors import CofferError, PathOccupied, StorageError
 from cofferd.domain.file_records import TrashEntry
 from cofferd.infrastructure.files import dir_handles, durable
@@ -27,7 +28,6 @@ from cofferd.infrastructure.files.confinement import (
     read_control_file,
     remove_home_folder,
 )
-from cofferd.locations import Locations, TrashEntryFiles, check_relpath
 
 log = logging.getLogger(__name__)
 

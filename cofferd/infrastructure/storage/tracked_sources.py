@@ -10,6 +10,7 @@ import logging
 from collections.abc import Sequence
 from functools import partial
 
+from coffer_kernel.locations import Locations
 from cofferd.infrastructure.files.confinement import (
     ControlFileRefused,
     read_control_file,
@@ -17,7 +18,6 @@ from cofferd.infrastructure.files.confinement import (
 )
 from cofferd.infrastructure.storage.database import Database
 from cofferd.infrastructure.storage.sqlite import Connection
-from cofferd.locations import Locations
 
 log = logging.getLogger(__name__)
 

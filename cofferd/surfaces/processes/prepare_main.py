@@ -22,7 +22,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from cofferd.application import preparation
+from cofferd.application.reading import preparation
 from cofferd.domain.file_records import FileContent
 from cofferd.domain.formats import CONVERTED_FORMATS, MARKDOWN, format_of
 from cofferd.domain.prepare_jobs import (

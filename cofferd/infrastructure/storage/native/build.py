@@ -1,7 +1,7 @@
 """Builds the SQLite extension of `cjk_tokens.c`: at install (hatch_build.py, beside the code
 in an editable install, into the wheel otherwise) and in tests. The standard library only:
 it runs in the install's own build environment, imported from the source tree. The
-headers are SQLite 3.50.4's.
+headers are SQLite 3.50.4's, vendored in the checkout's `third_party/sqlite/`.
 
 Without a C compiler nothing is built and SQLite's own tokenizer indexes CJK text: the same
 tokens, more slowly (docs/install.md says how much).
@@ -21,6 +21,7 @@ from pathlib import Path
 from cofferd.infrastructure.storage.native import HERE, LIBRARY
 
 SOURCE = HERE / "cjk_tokens.c"
+HEADERS = HERE.parents[3] / "third_party" / "sqlite"  # the source tree's, vendored
 COMPILE_TIMEOUT_S = 120
 
 
@@ -46,7 +47,7 @@ def compile_library(target: Path = LIBRARY) -> str | None:
     os.close(fd)
     try:
         done = subprocess.run(
-            [*command, "-O2", "-fPIC", "-shared", "-I", str(HERE), str(SOURCE), "-o", partial],
+            [*command, "-O2", "-fPIC", "-shared", "-I", str(HEADERS), str(SOURCE), "-o", partial],
             capture_output=True,
             text=True,
             timeout=COMPILE_TIMEOUT_S,

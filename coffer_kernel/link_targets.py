@@ -1,0 +1,276 @@
+"""Which file a link leads to, and which heading or block in it, by Obsidian's rules: the one
+place that says it, shared by the daemon (`cofferd.domain.links` reads links and resolves
+them with it; `links --broken` checks their fragments) and the language server (a rename
+computes what each link it writes will lead to; diagnostics, definition and hover).
+Standard library only; it imports nothing else of cofferd but the grammar.
+
+Every file of a knowledge base is a possible target: its documents, and the other files
+its scan lists (images, PDFs, canvases: any extension). A link names a file by a *key*:
+its path inside the knowledge base, in lower case, NFC, without `.md`/`.markdown` (a note
+answers with or without its extension, any other file only with it) and without
+`#fragment`. A wiki link's key may be a bare name or any trailing part of a path; a
+Markdown link's is the path it leads to, from the linking file's folder (or from the KB
+root when it starts with `/`), percent-decoded.
+
+Resolving a key: the file whose whole path matches (a document before another file);
+else, for a wiki link, the files whose path ends in `/<key>`; a Markdown link that leads
+to no file from its note's folder is read as Obsidian reads one written by the shortest
+path (`![alt](image.png)`): as a wiki link naming what it wrote (unless it starts with
+`/`, `./` or `../`, which say where it is). When several do, the one Obsidian takes
+(`getFirstLinkpathDest`, observed on Obsidian 1.13.7): the one in the linking note's own
+folder (not an ancestor's), else the shortest path in characters (`a/b/Note.md` before
+`zzzz/Note.md`), then the path itself; the link is marked `ambiguous` so that callers can
+say so. No match: the link is broken.
+
+A fragment (`#Heading`, `#A#B` nested, `#^block-id`) is looked for only in a Markdown
+note: a heading in any case, the second of `#A#B` within the first's section, a block
+whose last line ends in ` ^block-id` (or `]]^block-id` after an embed). A missing one is
+named with the nearest heading.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import unquote
+
+from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIX, headings
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def key_of(path: str) -> str:
+    """The key a document answers to: its path, lower case, NFC, without `.md`."""
+    return MARKDOWN_SUFFIX.sub("", unicodedata.normalize("NFC", path)).casefold()
+
+
+def wiki_key(target: str) -> str | None:
+    """The key of a wiki link's target (`Plan#Budget`); None for `[[#heading]]`."""
+    path = target.split("#", 1)[0].replace("\\", "/").strip().strip("/")
+    if not path or path in (".", ".."):
+        return None  # [[#heading]]: a link within the document itself
+    return key_of(posixpath.normpath(path))
+
+
+def markdown_key(target: str, folder: str) -> str | None:
+    """The key of a Markdown link's target written in a note in `folder`; None for a web
+    link, a heading of the note itself, a folder, or a path leading out."""
+    if _SCHEME.match(target) or target.startswith(("#", "//")):
+        return None  # a web link, mailto:, or a heading of this document
+    path = unquote(target.split("#", 1)[0].split("?", 1)[0])
+    if not path.strip() or path.endswith("/"):
+        return None  # a folder
+    joined = path.lstrip("/") if path.startswith("/") else posixpath.join(folder, path)
+    normal = posixpath.normpath(joined)
+    if normal.startswith("../") or normal == "..":
+        return None  # it leads out of the knowledge base
+    return key_of(normal)
+
+
+def markdown_name_key(target: str) -> str | None:
+    """The key a Markdown link's target has as a wiki link (what Obsidian finds it by when no
+    file is at its path from the note's folder); None when its path says where it is."""
+    if _SCHEME.match(target) or target.startswith(("#", "/", "./", "../")):
+        return None
+    return wiki_key(unquote(target.split("#", 1)[0].split("?", 1)[0]))
+
+
+class Keyed(Protocol):
+    """A link, as resolving reads it."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Resolution:
+    path: str | None
+    ambiguous: bool = False
+    candidates: tuple[str, ...] = ()  # when ambiguous: every file it may name, best first
+    document: bool = True  # False: a file that is not a document (an image, a canvas)
+
+
+class DocumentIndexOfPaths:
+    """The files of a KB by key, to resolve links against: its documents, and `files`, the
+    others (which only a link naming them with their extension leads to). A document of a
+    key goes before another file of it. The other files, there may be 100,000, are held by
+    their name only (one path, or a list when several share it), the set given kept as it
+    is: about 100 bytes a file besides the set (docs/benchmarks.md, issue 34)."""
+
+    def __init__(self, paths: Iterable[str], files: Iterable[str] = ()) -> None:
+        self.by_key: dict[str, str] = {}
+        self.by_name: dict[str, list[str]] = {}
+        for path in paths:
+            key = key_of(path)
+            self.by_key.setdefault(key, path)
+            self.by_name.setdefault(key.rsplit("/", 1)[-1], []).append(path)
+        self.files: AbstractSet[str] = files if isinstance(files, AbstractSet) else set(files)
+        self._file_names: dict[str, str | list[str]] = {}
+        names = self._file_names
+        for path in self.files:
+            name = unicodedata.normalize("NFC", path.rpartition("/")[2]).casefold()
+            held = names.get(name)
+            if held is None:
+                names[name] = path
+            elif isinstance(held, str):
+                names[name] = [held, path]
+            else:
+                held.append(path)
+
+    def _files_named(self, name: str) -> list[str]:
+        held = self._file_names.get(name)
+        return [] if held is None else [held] if isinstance(held, str) else held
+
+    def resolve(self, link: Keyed, source: str | None = None) -> Resolution:
+        """Where `link`, written in the note at `source`, leads."""
+        return self.resolve_written(link.type, link.key, link.target, source)
+
+    def resolve_written(
+        self, kind: str, key: str | None, target: str, source: str | None = None
+    ) -> Resolution:
+        """Where a link of `kind` written `target` (its key `key`) in the note at `source`
+        leads."""
+        found = self.resolve_key(kind, key, source) if key is not None else Resolution(None)
+        if found.path is None and kind == "markdown":
+            by_name = markdown_name_key(target)
+            if by_name is not None:
+                return self.resolve_key("wiki", by_name, source)
+        return found
+
+    def resolve_key(self, kind: str, key: str, source: str | None = None) -> Resolution:
+        """Where a link of `kind` ("wiki" or "markdown") naming `key`, written in the note
+        at `source` (None: a note in no folder, the root's), leads."""
+        exact = self.by_key.get(key)
+        if exact is not None:
+            return Resolution(exact)
+        name = key.rsplit("/", 1)[-1]
+        files = [p for p in self._files_named(name) if key_of(p) not in self.by_key]
+        exact = min((p for p in files if key_of(p) == key), default=None)
+        if exact is not None or kind == "markdown":
+            return Resolution(exact, document=exact is None)
+        suffix = "/" + key
+        found = [p for p in [*self.by_name.get(name, ()), *files] if key_of(p).endswith(suffix)]
+        if not found:
+            return Resolution(None)
+        folder = posixpath.dirname(source) if source is not None else None
+        found.sort(key=lambda p: (posixpath.dirname(p) != folder, len(p), p))
+        document = found[0] not in self.files
+        if len(found) == 1:
+            return Resolution(found[0], document=document)
+        return Resolution(found[0], ambiguous=True, candidates=tuple(found), document=document)
+
+
+# -- fragments ---------------------------------------------------------------------------
+
+BLOCK_ID = re.compile(r"[A-Za-z0-9-]+")
+# `^id` at a line's end marks its block: alone on the line, after a blank, or right after
+# an embed or a link (`![[x.png]]^id`, as Obsidian's help vault writes it); `2^10` is not
+BLOCK_MARKER = re.compile(r"(?:^|(?<=[^\S\n])|(?<=[\])]))\^([A-Za-z0-9-]+)[^\S\n]*$", re.MULTILINE)
+
+
+def fragment_of(kind: str, target: str) -> str | None:
+    """The fragment a link's target names after its first `#` (decoded when Markdown);
+    None when it names none."""
+    _, hash_, fragment = target.partition("#")
+    if not hash_ or not fragment.strip():
+        return None
+    return unquote(fragment) if kind == "markdown" else fragment
+
+
+def has_fragments(path: str) -> bool:
+    """Whether a file's headings and blocks are looked for: a Markdown note's only (an
+    image's `#interface`, a PDF's `#page=3` are the viewer's to read)."""
+    return MARKDOWN_SUFFIX.search(path) is not None
+
+
+_HEADING_PUNCTUATION = re.compile(r"[!\"#$%&()*+,.:;<=>?@^`{|}~/\[\]\\\s]+")
+
+
+def heading_key(heading: str) -> str:
+    """What a heading is matched by, as Obsidian matches a link's `#heading`: its
+    punctuation and runs of blanks one space, trimmed, in any case (`How large is it?`
+    answers to `#How large is it`, `` `hasTag()` `` to `#hasTag`)."""
+    return _HEADING_PUNCTUATION.sub(" ", heading).strip().casefold()
+
+
+def span_of(content: str, fragment: str) -> tuple[int, int] | None:
+    """(first line, line after the last) of the section or block `fragment` names in
+    `content`, lines from 0; None when there is none so named."""
+    if fragment.startswith("^"):
+        return _block(content, fragment[1:].strip())
+    found = [(line, level, heading_key(name)) for line, level, name in headings(content)]
+    wanted = [heading_key(part) for part in fragment.split("#") if part.strip()]
+    start, end, level = 0, len(found), 0
+    at = -1
+    for part in wanted:
+        at = next(
+            (i for i in range(start, end) if found[i][2] == part and found[i][1] > level),
+            -1,
+        )
+        if at < 0:
+            return None
+        level = found[at][1]
+        start = at + 1
+        end = next((i for i in range(start, end) if found[i][1] <= level), end)
+    if at < 0:
+        return None
+    last = found[end][0] if end < len(found) else content.count("\n") + 1
+    return found[at][0], last
+
+
+def _block(content: str, block_id: str) -> tuple[int, int] | None:
+    if not BLOCK_ID.fullmatch(block_id):
+        return None
+    for found in BLOCK_MARKER.finditer(content):
+        if found.group(1) == block_id:
+            number = content.count("\n", 0, found.start())
+            lines = content.split("\n")
+            first = number
+            while first > 0 and lines[first - 1].strip():
+                first -= 1
+            return first, number + 1
+    return None
+
+
+def nearest_heading(content: str, fragment: str) -> str | None:
+    """The heading of `content` closest in spelling to `fragment` (its last part): what is
+    suggested for a heading that does not exist."""
+    import difflib  # only when a heading is missing
+
+    names = [name for _, _, name in headings(content)]
+    wanted = fragment.rsplit("#", 1)[-1].strip()
+    folded = {name.casefold(): name for name in names}
+    close = difflib.get_close_matches(wanted.casefold(), list(folded), n=1, cutoff=0.5)
+    return folded[close[0]] if close else None
+
+
+@dataclass(frozen=True)
+class MissingFragment:
+    what: str  # "heading" or "block"
+    fragment: str
+    nearest: str | None  # the heading suggested
+
+    def message(self, path: str) -> str:
+        said = f"{path} has no {self.what} {self.fragment!r}"
+        return f"{said}: did you mean {self.nearest!r}?" if self.nearest else said
+
+
+def missing_fragment(content: str, fragment: str) -> MissingFragment | None:
+    """What is missing when `content` has no heading or block `fragment` names (the one
+    rule for the language server's diagnostics and `links --broken`); None when it has."""
+    if span_of(content, fragment) is not None:
+        return None
+    if fragment.startswith("^"):
+        return MissingFragment("block", fragment, None)
+    return MissingFragment("heading", fragment, nearest_heading(content, fragment))

