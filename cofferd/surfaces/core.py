@@ -115,7 +115,7 @@ class Files:
 
 
 @dataclass(frozen=True)
-class Keeping:
+class IndexingRoom:
     """What keeps the index current (the indexing room)."""
 
     progress: ProgressBoard
@@ -126,7 +126,7 @@ class Keeping:
 
 
 @dataclass(frozen=True)
-class Writing:
+class DocumentsRoom:
     """What changes documents through the API (the documents room)."""
 
     documents: Documents
@@ -150,7 +150,7 @@ class Coffer:
         self.converter = self.converters.interactive
         files = _files(locations, boundary, self.converter.formats())
         self.registry, self.policy, self.texts = files.registry, files.policy, files.texts
-        keeping = _keeping(
+        room = _indexing(
             stores,
             files,
             events,
@@ -160,13 +160,13 @@ class Coffer:
             tuning,
             HomeScratch(locations.home, locations.converting_dir),
         )
-        self.progress, self.reindexer, self.kbs = keeping.progress, keeping.reindexer, keeping.kbs
-        self.embeddings, self.conversions = keeping.embeddings, keeping.conversions
-        writing = _writing(stores, files, keeping, self.converter, locations, tuning)
-        self.documents, self.trash = writing.documents, writing.trash
-        self.ingest, self.originals = writing.ingest, writing.originals
-        self.indexing = _indexing(keeping, writing.trash, tuning)
-        self.retrieval, self.graph = _search(stores, files, keeping, writing.documents, locations)
+        self.progress, self.reindexer, self.kbs = room.progress, room.reindexer, room.kbs
+        self.embeddings, self.conversions = room.embeddings, room.conversions
+        docs = _documents(stores, files, room, self.converter, locations, tuning)
+        self.documents, self.trash, self.ingest = docs.documents, docs.trash, docs.ingest
+        self.originals = docs.originals
+        self.indexing = _indexing_service(room, docs.trash, tuning)
+        self.retrieval, self.graph = _search(stores, files, room, docs.documents, locations)
         self.activity = Activity(self.kbs, stores.activity)
         _wire(events, self)
 
@@ -281,7 +281,7 @@ def _files(locations: Locations, boundary: Boundary, formats: Sequence[str]) -> 
     )
 
 
-def _keeping(
+def _indexing(
     stores: Stores,
     files: Files,
     events: Events,
@@ -290,7 +290,7 @@ def _keeping(
     embedder: Callable[[EmbeddingConfig], Embedder],
     tuning: Tuning,
     scratch: HomeScratch,
-) -> Keeping:
+) -> IndexingRoom:
     progress = ProgressBoard()
     budget = replace(DEFAULT_BUDGET, prepare_s=tuning.prepare_timeout_s)
     reindexer = Reindexer(
@@ -326,18 +326,18 @@ def _keeping(
         files.bin,
         events,
     )
-    return Keeping(progress, reindexer, kbs, embeddings, conversions)
+    return IndexingRoom(progress, reindexer, kbs, embeddings, conversions)
 
 
-def _writing(
+def _documents(
     stores: Stores,
     files: Files,
-    keeping: Keeping,
+    indexing: IndexingRoom,
     converter: MarkdownConverter,
     locations: Locations,
     tuning: Tuning,
-) -> Writing:
-    kbs, reindexer, tree = keeping.kbs, keeping.reindexer, files.tree
+) -> DocumentsRoom:
+    kbs, reindexer, tree = indexing.kbs, indexing.reindexer, files.tree
     documents = Documents(kbs, stores.catalog, tree, reindexer, files.texts)
     trash = Trash(
         kbs,
@@ -362,34 +362,34 @@ def _writing(
         agent_roots=tuning.agent_roots,
         private_folders=private_folders(),
     )
-    return Writing(documents, trash, ingest, Originals(ingest))
+    return DocumentsRoom(documents, trash, ingest, Originals(ingest))
 
 
-def _indexing(keeping: Keeping, trash: Trash, tuning: Tuning) -> IndexingService:
+def _indexing_service(indexing: IndexingRoom, trash: Trash, tuning: Tuning) -> IndexingService:
     return IndexingService(
-        keeping.kbs,
-        keeping.reindexer,
-        keeping.embeddings,
-        keeping.conversions,
+        indexing.kbs,
+        indexing.reindexer,
+        indexing.embeddings,
+        indexing.conversions,
         jobs=(PeriodicJob("trash-purge", PURGE_INTERVAL_S, trash.purge_all, at_start=True),),
         reconcile_interval_s=tuning.reconcile_interval_s,
     )
 
 
 def _search(
-    stores: Stores, files: Files, keeping: Keeping, documents: Documents, locations: Locations
+    stores: Stores, files: Files, indexing: IndexingRoom, documents: Documents, locations: Locations
 ) -> tuple[Retrieval, Graph]:
     retrieval = Retrieval(
-        keeping.kbs,
+        indexing.kbs,
         stores.catalog,
         stores.keywords,
         stores.vectors,
         Ripgrep(locations, files.policy, converted_files=stores.index.converted_files),
-        keeping.embeddings,
+        indexing.embeddings,
         files.tree,
         Pages(files.texts),
     )
-    graph = Graph(keeping.kbs, documents, SqliteGraph(stores.db), files.tree)
+    graph = Graph(indexing.kbs, documents, SqliteGraph(stores.db), files.tree)
     return retrieval, graph
 
 
