@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cofferd.domain.events import UnconvertedFound
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
 from tests.samples import make_docx
@@ -15,14 +16,11 @@ from tests.samples import make_docx
 def converter_at_each_queued(coffer: Coffer) -> list[dict[str, Any]]:
     """The converter's status each time a document is queued for conversion."""
     seen: list[dict[str, Any]] = []
-    submit = coffer.reindexer.on_unconverted
-    assert submit is not None
 
-    def queued(kb: str, path: str, digest: str) -> None:
+    def queued(found: UnconvertedFound) -> None:
         seen.append(dict(coffer.conversions.status()["converter"]))  # type: ignore[call-overload]
-        submit(kb, path, digest)
 
-    coffer.reindexer.on_unconverted = queued
+    coffer.events.subscribe(UnconvertedFound, queued)  # told after the queue is
     return seen
 
 

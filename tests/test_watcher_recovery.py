@@ -15,7 +15,6 @@ from cofferd.application.indexing.indexing import IndexingService
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces import watcher as watcher_module
 from cofferd.surfaces.core import Coffer
-from cofferd.surfaces.watcher import Watcher
 from tests.helpers import write
 
 
@@ -47,7 +46,7 @@ async def test_a_failing_backend_is_restarted_and_repaired(
     monkeypatch.setattr(watcher_module.watchfiles, "awatch", flaky_awatch)
     monkeypatch.setattr(indexing_module, "RESTART_S", (0.01,))
     indexing = coffer.indexing
-    w = Watcher(coffer.policy, indexing)
+    w = coffer.watcher()
     indexing.start(full_reconcile=False)
     w.start()
     try:
@@ -89,7 +88,7 @@ async def test_a_folder_attached_is_watched_at_once(
     come as events."""
     monkeypatch.setattr(watcher_module, "LAYOUT_CHECK_S", 3600.0)
     indexing = coffer.indexing
-    w = Watcher(coffer.policy, indexing)
+    w = coffer.watcher()
     indexing.start(full_reconcile=False)
     w.start()
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,15 @@ from coffer_kernel.locations import Locations
 from cofferd.application.documents.documents import Documents
 from cofferd.application.documents.ingest import Ingest
 from cofferd.application.documents.originals import Originals
-from cofferd.application.documents.trash import RETENTION_DAYS, Trash
+from cofferd.application.documents.trash import PURGE_INTERVAL_S, RETENTION_DAYS, Trash
 from cofferd.application.indexing.activity import Activity
 from cofferd.application.indexing.conversion_queue import Conversions, Pages
-from cofferd.application.indexing.embeddings import Embeddings
-from cofferd.application.indexing.indexing import RECONCILE_INTERVAL_S, IndexingService
+from cofferd.application.indexing.embeddings import Embeddings, ModelCheck
+from cofferd.application.indexing.indexing import (
+    RECONCILE_INTERVAL_S,
+    IndexingService,
+    PeriodicJob,
+)
 from cofferd.application.indexing.knowledge_bases import KnowledgeBases
 from cofferd.application.indexing.progress import ProgressBoard
 from cofferd.application.indexing.registry import KBRegistry
@@ -25,6 +30,18 @@ from cofferd.application.indexing.reindexer import Reindexer
 from cofferd.application.search.graph import Graph
 from cofferd.application.search.retrieval import Retrieval
 from cofferd.domain.budgets import DEFAULT as DEFAULT_BUDGET
+from cofferd.domain.config import EmbeddingConfig
+from cofferd.domain.events import (
+    Converted,
+    ConvertiblesAhead,
+    DocumentsChanged,
+    Events,
+    FullPassWanted,
+    IndexDamaged,
+    LayoutChanged,
+    UnconvertedFound,
+)
+from cofferd.domain.ports import Embedder, MarkdownConverter
 from cofferd.infrastructure.conversion.converter import ConverterPool
 from cofferd.infrastructure.conversion.derived_texts import DerivedTexts
 from cofferd.infrastructure.files.confinement import Boundary, HomeScratch
@@ -47,6 +64,7 @@ from cofferd.infrastructure.storage.tracked_sources import SqliteTrackedSources
 from cofferd.infrastructure.storage.vector_store import SqliteVectors
 from cofferd.infrastructure.storage.write_path import SqliteDocumentIndex
 from cofferd.infrastructure.workers.prepare_pool import ProcessPreparer
+from cofferd.surfaces.watcher import Watcher
 
 
 def default_workers() -> int:
@@ -84,115 +102,79 @@ class Stores:
     activity: SqliteActivity
 
 
+@dataclass(frozen=True)
+class Files:
+    """The user's files and the data home's own folders, as the services reach them."""
+
+    boundary: Boundary
+    registry: KBRegistry
+    policy: DocumentPolicy
+    tree: FileDocsTree
+    texts: DerivedTexts  # converted documents' text
+    bin: FileTrash
+
+
+@dataclass(frozen=True)
+class IndexingRoom:
+    """What keeps the index current (the indexing room)."""
+
+    progress: ProgressBoard
+    reindexer: Reindexer
+    kbs: KnowledgeBases
+    embeddings: Embeddings
+    conversions: Conversions
+
+
+@dataclass(frozen=True)
+class DocumentsRoom:
+    """What changes documents through the API (the documents room)."""
+
+    documents: Documents
+    trash: Trash
+    ingest: Ingest
+    originals: Originals
+
+
 class Coffer:
-    def __init__(self, locations: Locations, db: Database, tuning: Tuning) -> None:
+    def __init__(self, locations: Locations, db: Database, tuning: Tuning, events: Events) -> None:
         self.locations = locations
         self.tuning = tuning
-        tracked = SqliteTrackedSources(db, locations)
-        self.stores = stores = Stores(
-            db,
-            SqliteDocumentIndex(db, tracked),
-            SqliteDocumentCatalog(db),
-            SqliteKeywordSearch(db),
-            tracked,
-            SqliteVectors(db),
-            SqliteActivity(db),
-        )
-        # one pool of converter processes: `add`'s (express) and the background's
-        self.converters = ConverterPool(home=(locations.home, locations.converter_home))
-        self.converter = self.converters.interactive
+        self.events = events
+        self.stores = stores = _stores(db, locations)
         self.boundary = boundary = Boundary(locations)
-        self.registry = registry = KBRegistry(KBFiles(locations, boundary))
-        self.policy = DocumentPolicy(
-            locations,
-            self.converter.formats(),
-            boundary,
-            lambda kb: tuple(found.config.index_formats) if (found := registry.get(kb)) else (),
-        )
-        tree = FileDocsTree(locations, self.policy)
-        self.progress = ProgressBoard()
+        # the pools of processes: converters (`add`'s, express, and the background's, which
+        # `add` never waits behind), preparers, and one process per bundled model
+        self.converters = ConverterPool(home=(locations.home, locations.converter_home))
         self.preparer = ProcessPreparer(boundary, tuning.workers)
-        self.reindexer = Reindexer(
-            stores.index,
-            stores.activity,
-            tree,
-            self.registry,
+        bundled = BundledModels()
+        self.converter = self.converters.interactive
+        files = _files(locations, boundary, self.converter.formats())
+        self.registry, self.policy, self.texts = files.registry, files.policy, files.texts
+        room = _indexing(
+            stores,
+            files,
+            events,
             self.preparer,
-            self.progress,
-            replace(DEFAULT_BUDGET, prepare_s=tuning.prepare_timeout_s),
-        )
-        self.kbs = KnowledgeBases(
-            self.registry, self.registry.repo, stores.index, stores.activity, self.reindexer
-        )
-        bundled = BundledModels()  # one process per bundled model, for every KB using it
-        self.embeddings = Embeddings(
-            self.kbs,
-            stores.vectors,
+            self.converters.background,
             lambda config: make_embedder(config, locations.models_dir, bundled),
-            self.progress,
-        )
-        self.reindexer.on_change = self.embeddings.wake
-        self.kbs.vet = self.embeddings.check
-        self.kbs.credential_problem = credential_problem
-        grep = Ripgrep(locations, self.policy, converted_files=stores.index.converted_files)
-        self.texts = texts = DerivedTexts(locations.home, locations.derived_dir)
-        self.retrieval = Retrieval(
-            self.kbs,
-            stores.catalog,
-            stores.keywords,
-            stores.vectors,
-            grep,
-            self.embeddings,
-            tree,
-            Pages(texts),
-        )
-        self.documents = Documents(self.kbs, stores.catalog, tree, self.reindexer, texts)
-        self.trash = Trash(
-            self.kbs,
-            stores.index,
-            stores.tracked,
-            tree,
-            self.reindexer,
-            self.documents,
-            FileTrash(locations, boundary),
-            retention_days=tuning.trash_retention_days,
-        )
-        self.graph = Graph(self.kbs, self.documents, SqliteGraph(db), tree)
-        self.ingest = Ingest(
-            self.kbs,
-            stores.catalog,
-            stores.tracked,
-            tree,
-            self.reindexer,
-            self.documents,
-            self.converter,
-            self.policy,
-            data_home=locations.home,
-            agent_roots=tuning.agent_roots,
-            private_folders=private_folders(),
-        )
-        self.originals = Originals(self.ingest)
-        self.activity = Activity(self.kbs, stores.activity)
-        self.conversions = Conversions(
-            self.kbs,
-            stores.index,
-            tree,
-            self.converters.background,  # `add` never waits behind it
-            texts,
-            self.reindexer,
-            self.progress,
+            tuning,
             HomeScratch(locations.home, locations.converting_dir),
-            self.trash.bin,
         )
-        self.indexing = IndexingService(
-            self.kbs,
-            self.reindexer,
-            self.embeddings,
-            self.trash,
-            self.conversions,
-            reconcile_interval_s=tuning.reconcile_interval_s,
-        )
-        self.kbs.schedule_pass = self.indexing.request_full
+        self.progress, self.reindexer, self.kbs = room.progress, room.reindexer, room.kbs
+        self.embeddings, self.conversions = room.embeddings, room.conversions
+        docs = _documents(stores, files, room, self.converter, locations, tuning)
+        self.documents, self.trash, self.ingest = docs.documents, docs.trash, docs.ingest
+        self.originals = docs.originals
+        self.indexing = _indexing_service(room, docs.trash, tuning)
+        self.retrieval, self.graph = _search(stores, files, room, docs.documents, locations)
+        self.activity = Activity(self.kbs, stores.activity)
+        _wire(events, self)
+
+    def watcher(self) -> Watcher:
+        """The watch of the KBs' files, told at once when a KB's folder comes or goes."""
+        watcher = Watcher(self.policy, self.indexing)
+        _wire_watcher(self.events, watcher)
+        return watcher
 
     def engines(self) -> dict[str, Any]:
         return {
@@ -207,8 +189,9 @@ class Coffer:
         tuning = tuning or Tuning()
         locations.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(locations.home, 0o700)  # it holds the index: the text of every note
-        db = await Database(locations.db_path).open()
-        coffer = cls(locations, db, tuning)
+        events = Events()  # first: the database publishes to it too
+        db = await Database(locations.db_path, events).open()
+        coffer = cls(locations, db, tuning, events)
         coffer.preparer.start()
         try:
             await coffer.stores.activity.keep(tuning.activity_keep)
@@ -219,7 +202,6 @@ class Coffer:
             await coffer.preparer.close()
             await db.close()
             raise
-        db.on_damage = coffer._rebuild
         return coffer
 
     async def check_index(self) -> None:
@@ -247,7 +229,7 @@ class Coffer:
         names = [kb.name for kb in self.registry.all()]
         await self.stores.tracked.restore(names)
 
-    async def _rebuild(self, reason: str) -> None:
+    async def _rebuild(self, damage: IndexDamaged) -> None:
         """The database was damaged and replaced by an empty one: rebuild it from the files."""
         await self.stores.activity.keep(self.tuning.activity_keep)
         await self._restore()
@@ -266,3 +248,162 @@ class Coffer:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+
+def _stores(db: Database, locations: Locations) -> Stores:
+    tracked = SqliteTrackedSources(db, locations)
+    return Stores(
+        db,
+        SqliteDocumentIndex(db, tracked),
+        SqliteDocumentCatalog(db),
+        SqliteKeywordSearch(db),
+        tracked,
+        SqliteVectors(db),
+        SqliteActivity(db),
+    )
+
+
+def _files(locations: Locations, boundary: Boundary, formats: Sequence[str]) -> Files:
+    registry = KBRegistry(KBFiles(locations, boundary))
+    policy = DocumentPolicy(
+        locations,
+        formats,
+        boundary,
+        lambda kb: tuple(found.config.index_formats) if (found := registry.get(kb)) else (),
+    )
+    return Files(
+        boundary,
+        registry,
+        policy,
+        FileDocsTree(locations, policy),
+        DerivedTexts(locations.home, locations.derived_dir),
+        FileTrash(locations, boundary),
+    )
+
+
+def _indexing(
+    stores: Stores,
+    files: Files,
+    events: Events,
+    preparer: ProcessPreparer,
+    converter: MarkdownConverter,
+    embedder: Callable[[EmbeddingConfig], Embedder],
+    tuning: Tuning,
+    scratch: HomeScratch,
+) -> IndexingRoom:
+    progress = ProgressBoard()
+    budget = replace(DEFAULT_BUDGET, prepare_s=tuning.prepare_timeout_s)
+    reindexer = Reindexer(
+        stores.index,
+        stores.activity,
+        files.tree,
+        files.registry,
+        preparer,
+        progress,
+        budget,
+        events=events,
+    )
+    kbs = KnowledgeBases(
+        files.registry,
+        files.registry.repo,
+        stores.index,
+        stores.activity,
+        reindexer,
+        events,
+        vet=ModelCheck(embedder),
+        credential_problem=credential_problem,
+    )
+    embeddings = Embeddings(kbs, stores.vectors, embedder, progress)
+    conversions = Conversions(
+        kbs,
+        stores.index,
+        files.tree,
+        converter,
+        files.texts,
+        reindexer,
+        progress,
+        scratch,
+        files.bin,
+        events,
+    )
+    return IndexingRoom(progress, reindexer, kbs, embeddings, conversions)
+
+
+def _documents(
+    stores: Stores,
+    files: Files,
+    indexing: IndexingRoom,
+    converter: MarkdownConverter,
+    locations: Locations,
+    tuning: Tuning,
+) -> DocumentsRoom:
+    kbs, reindexer, tree = indexing.kbs, indexing.reindexer, files.tree
+    documents = Documents(kbs, stores.catalog, tree, reindexer, files.texts)
+    trash = Trash(
+        kbs,
+        stores.index,
+        stores.tracked,
+        tree,
+        reindexer,
+        documents,
+        files.bin,
+        retention_days=tuning.trash_retention_days,
+    )
+    ingest = Ingest(
+        kbs,
+        stores.catalog,
+        stores.tracked,
+        tree,
+        reindexer,
+        documents,
+        converter,
+        files.policy,
+        data_home=locations.home,
+        agent_roots=tuning.agent_roots,
+        private_folders=private_folders(),
+    )
+    return DocumentsRoom(documents, trash, ingest, Originals(ingest))
+
+
+def _indexing_service(indexing: IndexingRoom, trash: Trash, tuning: Tuning) -> IndexingService:
+    return IndexingService(
+        indexing.kbs,
+        indexing.reindexer,
+        indexing.embeddings,
+        indexing.conversions,
+        jobs=(PeriodicJob("trash-purge", PURGE_INTERVAL_S, trash.purge_all, at_start=True),),
+        reconcile_interval_s=tuning.reconcile_interval_s,
+    )
+
+
+def _search(
+    stores: Stores, files: Files, indexing: IndexingRoom, documents: Documents, locations: Locations
+) -> tuple[Retrieval, Graph]:
+    retrieval = Retrieval(
+        indexing.kbs,
+        stores.catalog,
+        stores.keywords,
+        stores.vectors,
+        Ripgrep(locations, files.policy, converted_files=stores.index.converted_files),
+        indexing.embeddings,
+        files.tree,
+        Pages(files.texts),
+    )
+    graph = Graph(indexing.kbs, documents, SqliteGraph(stores.db), files.tree)
+    return retrieval, graph
+
+
+def _wire(events: Events, coffer: Coffer) -> None:
+    """Every subscriber of the events the services publish, in the order each is told."""
+    conversions, indexing = coffer.conversions, coffer.indexing
+    events.subscribe(DocumentsChanged, lambda _: coffer.embeddings.wake())
+    events.subscribe(ConvertiblesAhead, lambda e: conversions.expect(e.kb))
+    events.subscribe(UnconvertedFound, lambda e: conversions.submit(e.kb, e.relpath, e.digest))
+    events.subscribe(Converted, lambda e: indexing.paths_changed(e.kb, [e.relpath]))
+    events.subscribe(FullPassWanted, lambda e: indexing.request_full(e.kb))
+    events.subscribe(IndexDamaged, coffer._rebuild)
+
+
+def _wire_watcher(events: Events, watcher: Watcher) -> None:
+    """The file watcher's, once it is made (Coffer.watcher)."""
+    events.subscribe(LayoutChanged, lambda _: watcher.look())

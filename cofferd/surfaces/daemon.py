@@ -26,7 +26,6 @@ from cofferd.surfaces.http import unix_socket
 from cofferd.surfaces.http.api import create_app
 from cofferd.surfaces.http.uploads import UPLOAD_PREFIX
 from cofferd.surfaces.progress_bar import show_progress
-from cofferd.surfaces.watcher import Watcher
 
 log = logging.getLogger("cofferd")
 
@@ -94,7 +93,7 @@ class Daemon:
             if not coffer.kbs.list():
                 await coffer.kbs.create(DEFAULT_KB, actor="system")
                 log.info("created the default knowledge base %r", DEFAULT_KB)
-            self.watcher = watcher = Watcher(coffer.policy, coffer.indexing)
+            self.watcher = watcher = coffer.watcher()
             stack.push_async_callback(watcher.stop)
             inherited = systemd.inherited_socket()
             bound = (

@@ -84,8 +84,12 @@ class Watcher:
     def start(self) -> None:
         """Watch until stopped; the indexing service restarts each watch that ends."""
         self.root.mkdir(parents=True, exist_ok=True)
-        self.indexing.kbs.on_layout_change = self._look.set
         self.indexing.supervise("file watcher", self.session, self.adapt)
+
+    def look(self) -> None:
+        """A KB's folder came, went or was attached: the layout is checked now, not at the
+        next check (the composition root subscribes it to LayoutChanged)."""
+        self._look.set()
 
     async def stop(self) -> None:
         self._stop.set()

@@ -28,6 +28,7 @@ from cofferd.domain.ports import DocsTree, DocumentRemoval, TrackedSources, Tras
 log = logging.getLogger(__name__)
 
 RETENTION_DAYS = 30
+PURGE_INTERVAL_S = 24 * 3600.0  # expired entries purged at start, then daily
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from cofferd.application.indexing.knowledge_bases import KnowledgeBases
 from cofferd.application.indexing.progress import Progress, ProgressBoard
 from cofferd.application.indexing.reindexer import Reindexer
 from cofferd.domain.errors import CofferError
+from cofferd.domain.events import Converted, Events
 from cofferd.domain.failures import ConversionFailed
 from cofferd.domain.formats import format_of
 from cofferd.domain.pages import PageStart, page_starts
@@ -63,6 +63,7 @@ class Conversions:
         progress: ProgressBoard,
         scratch: ScratchFolder,
         trash: TrashBin,
+        events: Events,
     ) -> None:
         self.kbs = kbs
         self.index = index
@@ -73,7 +74,7 @@ class Conversions:
         self.progress = progress
         self.scratch = scratch  # private copies of the originals while they convert
         self.trash = trash  # a document there keeps its text, to come back as it was
-        self.on_converted: Callable[[str, str], None] | None = None  # index it again
+        self.events = events  # Converted: the document is indexed again
         self._queue: dict[Key, str] = {}  # -> the digest the reindexer saw, oldest first
         self._current: Key | None = None
         self._progress: dict[str, Progress] = {}
@@ -218,8 +219,8 @@ class Conversions:
     def _done(self, key: Key, settled: bool) -> None:
         kb, path = key
         self.reindexer.converted(kb, path)
-        if settled and self.on_converted is not None:
-            self.on_converted(kb, path)
+        if settled:
+            self.events.publish(Converted(kb, path))
         progress = self._progress.get(kb)
         if progress is not None:
             progress.advance(1)

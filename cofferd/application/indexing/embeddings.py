@@ -195,20 +195,6 @@ class Embeddings:
         if progress is not None:
             self.progress.finish(progress)
 
-    async def check(self, kb_config: KnowledgeBaseConfig) -> None:
-        """Refuse a local model that cannot load here (a hub name offline, a bad folder)
-        when it is configured, rather than degrading every document later."""
-        config = kb_config.embedding
-        if not kb_config.vector_enabled or config is None or config.provider != "local":
-            return  # a remote provider may be down now and back later: that degrades
-        embedder = self.make_embedder(config)
-        try:
-            await embedder.embed(["ready"])
-        except EmbeddingFailed as exc:
-            raise EngineUnavailable(str(exc), model=config.model) from None
-        finally:
-            await embedder.close()
-
     async def embed_query(self, kb: KnowledgeBase, text: str) -> list[float] | None:
         """The query's vector, or None when the embedder is down (search degrades)."""
         assert kb.config.embedding is not None
@@ -254,3 +240,24 @@ def _readable_chunks(jobs: list[EmbedJob], config: EmbeddingConfig) -> list[Embe
     """The jobs with only the chunks the model reads (a document may keep none)."""
     coverage = config.coverage()
     return [replace(job, chunks=[c for c in job.chunks if coverage.reads(c[1])]) for job in jobs]
+
+
+class ModelCheck:
+    """Refuses a local model that cannot load here (a hub name offline, a bad folder)
+    when settings name it, rather than degrading every document later (the knowledge
+    bases' `vet`)."""
+
+    def __init__(self, make_embedder: Callable[[EmbeddingConfig], Embedder]) -> None:
+        self.make_embedder = make_embedder
+
+    async def __call__(self, kb_config: KnowledgeBaseConfig) -> None:
+        config = kb_config.embedding
+        if not kb_config.vector_enabled or config is None or config.provider != "local":
+            return  # a remote provider may be down now and back later: that degrades
+        embedder = self.make_embedder(config)
+        try:
+            await embedder.embed(["ready"])
+        except EmbeddingFailed as exc:
+            raise EngineUnavailable(str(exc), model=config.model) from None
+        finally:
+            await embedder.close()

@@ -1,7 +1,8 @@
 """Keeping every knowledge base current: the queue of changed paths, coalescing, adopting KB
 folders that appear, the start-up and periodic full reconciles, and all the background work
-that must go on by itself: the embedding queue, the trash purge, and restarting whatever
-runs a session (the file watcher) when it ends. It owns every retry and its timing.
+that must go on by itself: the embedding queue, the periodic jobs it is handed (the trash
+purge), and restarting whatever runs a session (the file watcher) when it ends. It owns
+every retry and its timing.
 
 File events are hints, never trusted: the watcher hands over paths, and the Reindexer
 stats every one of them (a folder that appeared is scanned whole, a vanished path is
@@ -18,11 +19,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cofferd.application.documents.trash import Trash
 from cofferd.application.indexing.conversion_queue import Conversions
 from cofferd.application.indexing.embeddings import Embeddings
 from cofferd.application.indexing.knowledge_bases import KnowledgeBases
@@ -33,12 +33,22 @@ from cofferd.domain.models import utc_now
 log = logging.getLogger(__name__)
 
 RECONCILE_INTERVAL_S = 600.0
-PURGE_INTERVAL_S = 24 * 3600.0  # the trash: expired entries purged at start, then daily
 EMBED_RECHECK_S = 15.0  # the embedding queue looks for retries that came due this often
 RETRY_S = (2.0, 5.0, 15.0, 30.0, 60.0)  # after the storage failed: retried until it works
 RESTART_S = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0)  # a session that fails in a row
 STABLE_S = 60.0  # a session that ran this long before failing starts again at once
 FIRST_PASSES_POLL_S = 0.25
+
+
+@dataclass(frozen=True)
+class PeriodicJob:
+    """Work the service runs every `interval_s` (first at start when `at_start`) until it
+    stops; a failure of the storage or the files is logged and tried again next time."""
+
+    name: str
+    interval_s: float
+    run: Callable[[], Any]
+    at_start: bool
 
 
 @dataclass
@@ -61,20 +71,16 @@ class IndexingService:
         kbs: KnowledgeBases,
         reindexer: Reindexer,
         embeddings: Embeddings,
-        trash: Trash | None = None,
         conversions: Conversions | None = None,
         *,
+        jobs: Sequence[PeriodicJob] = (),
         reconcile_interval_s: float = RECONCILE_INTERVAL_S,
     ) -> None:
         self.kbs = kbs
         self.reindexer = reindexer
         self.embeddings = embeddings
-        self.trash = trash
         self.conversions = conversions
-        if conversions is not None:
-            reindexer.on_unconverted = conversions.submit
-            reindexer.on_convertible = conversions.expect
-            conversions.on_converted = lambda kb, path: self.paths_changed(kb, [path])
+        self.jobs = tuple(jobs)  # run by it, beside the periodic full reconcile
         self.reconcile_interval_s = reconcile_interval_s
         self.state = IndexingState()
         self.pending: dict[str, set[str]] = {}
@@ -155,8 +161,8 @@ class IndexingService:
         for kb in {*self.pending, *self._full}:  # asked for before the start
             self._run(kb)
         self._every("periodic-reconcile", self.reconcile_interval_s, self.request_full, False)
-        if self.trash is not None:
-            self._every("trash-purge", PURGE_INTERVAL_S, self.trash.purge_all, True)
+        for job in self.jobs:
+            self._every(job.name, job.interval_s, job.run, job.at_start)
         self._spawn("embeddings", self._embedding())
         if self.conversions is not None:
             self._spawn("conversions", self.conversions.run())

@@ -13,6 +13,7 @@ from cofferd.application.indexing.registry import KBRegistry
 from cofferd.application.indexing.reindexer import Reindexer
 from cofferd.domain.config import KnowledgeBaseConfig, check_kb_name, merge_config
 from cofferd.domain.errors import KBDisabled, KBExists, KBNotFound, ValidationFailed
+from cofferd.domain.events import Events, FullPassWanted, LayoutChanged
 from cofferd.domain.models import KnowledgeBase, ReindexResult, utc_now
 from cofferd.domain.ports import ActivityLog, KBIndex, KBRepository
 
@@ -43,27 +44,27 @@ class KnowledgeBases:
         store: KBIndex,
         activity: ActivityLog,
         reindexer: Reindexer,
+        events: Events,
+        *,
+        vet: Callable[[KnowledgeBaseConfig], Awaitable[None]],
+        credential_problem: Callable[[str | None], str | None],
     ) -> None:
         self.registry = registry
         self.repo = repo
         self.store = store
         self.activity = activity
         self.reindexer = reindexer
-        # Refuses settings that cannot work here (a local model that cannot load); set by
-        # the composition root, so that this service does not depend on the embedders.
-        self.vet: Callable[[KnowledgeBaseConfig], Awaitable[None]] | None = None
-        # Why a credential_ref cannot be resolved here (None when it can); set likewise.
-        self.credential_problem: Callable[[str | None], str | None] = lambda ref: None
-        # Queues a pass over every document of a KB (the indexing service's request_full).
-        self.schedule_pass: Callable[[str], None] = lambda name: None
-        # Tells the file watcher that a KB's folder came, went or moved (set by the watcher).
-        self.on_layout_change: Callable[[], None] = lambda: None
+        # FullPassWanted (settings changed), LayoutChanged (a KB's folder came or went)
+        self.events = events
+        # Refuses settings that cannot work here (a local model that cannot load): handed
+        # over by the composition root, so that this service does not depend on embedders.
+        self.vet = vet
+        self.credential_problem = credential_problem  # why a credential_ref cannot resolve
         self.pending: dict[str, PendingPass] = {}  # KB -> the pass its settings await
         self._changes = 0
 
     async def _vetted(self, config: KnowledgeBaseConfig) -> KnowledgeBaseConfig:
-        if self.vet is not None:
-            await self.vet(config)
+        await self.vet(config)
         return config
 
     def list(self) -> list[KnowledgeBase]:
@@ -112,7 +113,7 @@ class KnowledgeBases:
             )
             await asyncio.to_thread(self._create_folder, kb, folder)
             self.registry.put(kb)
-        self.on_layout_change()
+        self.events.publish(LayoutChanged())
         await self.activity.audit("resource_created", actor, name, None, kb.snapshot())
         return kb
 
@@ -157,7 +158,7 @@ class KnowledgeBases:
             updated = await self.registry.reload(name)
             if updated is None:
                 raise KBNotFound(name)
-        self.on_layout_change()
+        self.events.publish(LayoutChanged())
         await self.activity.audit("resource_attached", actor, name, None, {"path": str(real)})
         return updated
 
@@ -237,7 +238,7 @@ class KnowledgeBases:
                         why = f"{earlier.why}; {why}"
                     self._changes += 1
                     self.pending[name] = PendingPass(why, self._changes)
-                    self.schedule_pass(name)
+                    self.events.publish(FullPassWanted(name))
         finally:
             self.reindexer.resume(name)
         warnings = (
@@ -286,7 +287,7 @@ class KnowledgeBases:
             await self.store.delete_kb(name)
             await asyncio.to_thread(self.repo.remove, name)
             self.registry.drop(name)
-        self.on_layout_change()
+        self.events.publish(LayoutChanged())
         self.reindexer.forget_skipped(name)
         await self.activity.audit("resource_deleted", actor, name, None, kb.snapshot())
         return kb

@@ -25,6 +25,7 @@ from cofferd.application.reading import preparation
 from cofferd.domain.budgets import DEFAULT, Budget
 from cofferd.domain.conflicts import ConflictCopy
 from cofferd.domain.errors import CofferError
+from cofferd.domain.events import ConvertiblesAhead, DocumentsChanged, Events, UnconvertedFound
 from cofferd.domain.file_records import FileStat, TreeScan
 from cofferd.domain.formats import is_converted
 from cofferd.domain.index_records import DocumentWrite, IndexedFile, IndexedFiles
@@ -108,6 +109,8 @@ class Reindexer:
         preparer: Preparer,
         progress: ProgressBoard | None = None,
         budget: Budget = DEFAULT,
+        *,
+        events: Events,
     ) -> None:
         self.progress = progress or ProgressBoard()
         self.store = store
@@ -116,12 +119,9 @@ class Reindexer:
         self.registry = registry
         self.preparer = preparer
         self.budget = budget
-        self.on_change: Callable[[], None] | None = None  # e.g. wake the embedding queue
-        # (kb, path, digest) of a document whose text is to be converted out of its file
-        self.on_unconverted: Callable[[str, str, str], None] | None = None
-        # (kb) a pass is to read a file that is converted: its text may need converting
-        # (the converter starts meanwhile, while the pass prepares its files)
-        self.on_convertible: Callable[[str], None] | None = None
+        # DocumentsChanged (vectors owed), ConvertiblesAhead (a converter may start while
+        # the pass prepares its files), UnconvertedFound (a text to convert)
+        self.events = events
         # Documents waiting for their text to be converted, with the stat they had: not
         # read again meanwhile (their rows, if any, stay until the new text is indexed).
         self._converting: dict[tuple[str, str], FileStat] = {}
@@ -320,8 +320,8 @@ class Reindexer:
     ) -> ReindexResult:
         # a full pass plans over every file of the KB: off the serving loop
         plan = await asyncio.to_thread(self._plan, kb, scan, indexed)
-        if plan.converts and self.on_convertible is not None:
-            self.on_convertible(kb.name)
+        if plan.converts:
+            self.events.publish(ConvertiblesAhead(kb.name))
         await self._look_closer(kb.name, plan, indexed)
         for key in plan.forget:
             self._skipped.pop(key, None)
@@ -332,8 +332,8 @@ class Reindexer:
         interactive = interactive and len(todo) <= INTERACTIVE_FILES
         with self.progress.track(kb.name, "indexing", len(todo)) as progress:
             await self._index(kb, plan, result, actor, progress, interactive)
-        if self.on_change is not None and (result.documents_added or result.documents_updated):
-            self.on_change()
+        if result.documents_added or result.documents_updated:
+            self.events.publish(DocumentsChanged(kb.name))
         written = result.documents_added + result.documents_updated + result.documents_removed
         large = todo_bytes >= LARGE_WORK
         if written >= MERGE_AFTER_DOCUMENTS:
@@ -500,8 +500,7 @@ class Reindexer:
         if isinstance(outcome, Unconverted):
             self._converting[(kb, path)] = outcome.stat
             result.documents_converting += 1  # as it was, until its text is converted
-            if self.on_unconverted is not None:
-                self.on_unconverted(kb, path, outcome.digest)
+            self.events.publish(UnconvertedFound(kb, path, outcome.digest))
             return
         if isinstance(outcome, Gone):
             reason = None

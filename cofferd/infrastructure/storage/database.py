@@ -13,13 +13,14 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
 from cofferd.domain.errors import IndexRebuilding, StorageError
+from cofferd.domain.events import Events, IndexDamaged
 from cofferd.infrastructure import memory
 from cofferd.infrastructure.storage import cjk_tokens, schema, vec_index
 from cofferd.infrastructure.storage.sqlite import (
@@ -77,16 +78,16 @@ class Database:
     """One writer connection (all writes serialized) and a few read-only readers (WAL).
 
     A database that turns out damaged (at open, or on any later read or write) is moved
-    aside as `coffer.db.corrupt-<time>` and replaced by an empty one; `on_damage` is then
-    called so the index is rebuilt from the files. Its files are private (0600) whatever
-    the umask: they hold the text of every note.
+    aside as `coffer.db.corrupt-<time>` and replaced by an empty one; IndexDamaged is then
+    delivered (awaited) so the index is rebuilt from the files. Its files are private
+    (0600) whatever the umask: they hold the text of every note.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, events: Events | None = None) -> None:
         self.path = path
+        self.events = events or Events()  # tests open a database alone
         self._writer: _Worker | None = None
         self._readers: _Worker | None = None
-        self.on_damage: Callable[[str], Awaitable[None]] | None = None
         self.damage: list[dict[str, str]] = []  # what was moved aside, when, and why
         self._recovering: asyncio.Task[None] | None = None
 
@@ -152,8 +153,7 @@ class Database:
         await self._close_workers()
         self._quarantine(reason)
         await self._open()
-        if self.on_damage is not None:
-            await self.on_damage(reason)
+        await self.events.deliver(IndexDamaged(reason))
 
     async def _close_workers(self) -> None:
         for worker in (self._readers, self._writer):
@@ -223,8 +223,9 @@ def _quick_check(conn: Connection) -> list[str]:
 class _ReadOnlyCheck:
     """quick_check on a connection of its own, which another thread may interrupt."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, events: Events | None = None) -> None:
         self.path = path
+        self.events = events or Events()  # tests open a database alone
         self._conn: Connection | None = None
         self._interrupted = False
 
