@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coffer_kernel.locations import normalize_relpath
+from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIXES
 from cofferd.application.documents import references
 from cofferd.application.indexing.knowledge_bases import KnowledgeBases
 from cofferd.application.indexing.reindexer import Reindexer
@@ -24,7 +25,6 @@ from cofferd.domain.errors import (
 )
 from cofferd.domain.formats import (
     MARKDOWN,
-    MARKDOWN_SUFFIXES,
     TEXT_FORMATS,
     format_of,
     is_converted,
