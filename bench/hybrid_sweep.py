@@ -228,7 +228,9 @@ async def keyword_lists(
     try:
         out = []
         for query in queries:
-            passages = await coffer.stores.keywords.keyword_search(corpus.kb, query, DEPTH)
+            passages = await coffer.stores.keywords.keyword_search(
+                corpus.kb, parse_query(query), DEPTH
+            )
             hits = Hits()
             for p in passages:
                 hits.chunks.append(corpus.index[(stem(p.path), p.position)])

@@ -225,7 +225,7 @@ async def dump(
             query = queries[qid]
             syntax = parse_query(query)
             keyword = await coffer.retrieval.keywords.keyword_search(
-                kb.name, query, DUMP_DEPTH, beside=True
+                kb.name, syntax, DUMP_DEPTH, beside=True
             )
             reads = embedding.coverage().reads_all(syntax.meaning) and retrieval.has_words(
                 syntax.meaning

@@ -254,7 +254,8 @@ def targets(notes: dict[str, str], files: list[str]) -> dict[str, list[str | Non
     """Where each link of each note leads, by the daemon's rules (the checkout's own)."""
     import inspect
 
-    from cofferd.domain.links import DocumentIndexOfPaths, links_of
+    from coffer_kernel.link_targets import DocumentIndexOfPaths
+    from cofferd.domain.links import links_of
 
     try:
         index = DocumentIndexOfPaths(notes, files)

@@ -37,7 +37,8 @@ def read_vault(vault: Path) -> tuple[dict[str, str], list[str]]:
 
 
 def count(notes: dict[str, str], files: list[str]) -> Counter[str]:
-    from cofferd.domain.links import DocumentIndexOfPaths, links_of  # the checkout's own
+    from coffer_kernel.link_targets import DocumentIndexOfPaths  # the checkout's own
+    from cofferd.domain.links import links_of
 
     index = DocumentIndexOfPaths(notes, files)
     rules: list[tuple[str, str | None]] = [("without the note's folder", None)]

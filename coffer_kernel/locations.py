@@ -153,6 +153,9 @@ class TrashEntryFiles:
         return self.originals / check_relpath(name)
 
 
+CONVERTED_TEXT = ".md"  # the suffix of a converted text in derived/ (<sha256>.md)
+
+
 class Locations:
     """The data home and the daemon's socket, and every path under the data home."""
 

@@ -31,7 +31,10 @@ HEADING_CHARS = 300  # a heading's text as kept (in heading paths, titles, symbo
 HEADING_LINE_CHARS = 1_000  # a longer line is text, never a heading
 MAX_TARGET_CHARS = 500  # a link's target as kept
 
-MARKDOWN_SUFFIX = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
+MARKDOWN_SUFFIXES = (".md", ".markdown")  # a note's, in any case
+MARKDOWN_SUFFIX = re.compile(
+    "(?:" + "|".join(re.escape(s) for s in MARKDOWN_SUFFIXES) + ")$", re.IGNORECASE
+)
 WIKI_LINK = re.compile(r"!?\[\[([^\[\]\n]+?)\]\]")  # linear: a match cannot reach past a bracket
 TAG_CHARS = r"[\w/-]"
 INLINE_TAG = re.compile(rf"(?:^|(?<=\s))#({TAG_CHARS}+)")

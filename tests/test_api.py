@@ -22,6 +22,7 @@ from cofferd.surfaces.http.error_envelope import (
     HTTP_CODES,
     PARSER_FIELD_LIMIT,
     PARSER_LIMIT,
+    STATUSES,
     error_response,
     from_exception,
 )
@@ -61,6 +62,22 @@ def test_every_route_is_in_the_contract() -> None:
                 assert (method, path) in served, f"contract has {method} {path}; server does not"
 
 
+def test_every_domain_error_has_its_http_status() -> None:
+    """The domain says codes; the HTTP surface alone says their statuses, one for each
+    error class (a class added without a status fails here), by family."""
+    classes = [c for c in vars(errors).values() if isinstance(c, type)]
+    domain = [c for c in classes if issubclass(c, errors.CofferError)]
+    missing = [c.__name__ for c in domain if c.code not in STATUSES]
+    assert not missing, f"no HTTP status for {missing} in error_envelope.STATUSES"
+    assert set(STATUSES) == {c.code for c in domain}, "a status for a code no error has"
+    assert not any(hasattr(c, "status") for c in domain), "a status in the domain"
+    for cls in domain:
+        family = {errors.NotFound: 404, errors.Conflict: 409, errors.ValidationFailed: 400}
+        for parent, status in family.items():
+            if issubclass(cls, parent) and cls is not parent:
+                assert STATUSES[cls.code] == status, cls.__name__
+
+
 def test_every_error_has_the_same_shape() -> None:
     classes = [c for c in vars(errors).values() if isinstance(c, type)]
     coded = [c for c in classes if issubclass(c, errors.CofferError) and "code" in c.__dict__]
@@ -72,7 +89,7 @@ def test_every_error_has_the_same_shape() -> None:
         errors.CofferError.__init__(exc, "message", key="value")
         response = from_exception(exc)
         body = json.loads(response.body)  # type: ignore[arg-type]
-        assert response.status == cls.status
+        assert response.status == STATUSES[cls.code]
         assert body == {
             "error": {"code": cls.code, "message": "message", "details": {"key": "value"}}
         }

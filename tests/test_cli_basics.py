@@ -32,6 +32,15 @@ def test_version_and_bare_call(shared_daemon: Daemon) -> None:
     assert code == 0 and out.startswith(f"cofferd {__version__} (pid ")
 
 
+@pytest.mark.parametrize("package", ["cofferd", "cofferctl"])
+def test_python_dash_m_runs_each_program(package: str) -> None:
+    """`python -m cofferd` and `python -m cofferctl` are the programs their scripts are."""
+    ran = subprocess.run(
+        [sys.executable, "-m", package, "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, f"{package} {__version__}\n", "")
+
+
 def test_did_you_mean(shared_daemon: Daemon) -> None:
     typo = ctl(shared_daemon, "serach", "notes", "x")
     assert typo.returncode == 2 and "unknown command 'serach'; did you mean search" in typo.stderr

@@ -20,6 +20,7 @@ import pytest
 
 from cofferctl.client import ApiError
 from cofferd.infrastructure.conversion.derived_texts import CONVERTED_BY
+from cofferd.surfaces.http.error_envelope import status_of
 from tests.daemon import Daemon, new_daemon, upload, wait_for
 from tests.helpers import write
 from tests.samples import make_pdf
@@ -139,7 +140,7 @@ def test_a_linked_trash_is_refused_and_nothing_is_moved_outside(
     before = tree_state(outside)
     with pytest.raises(ApiError) as refused:
         d.client.request("DELETE", d.client.document("notes", "gone.md"))
-    assert refused.value.status == 507 and "link" in refused.value.message
+    assert status_of(refused.value) == 507 and "link" in refused.value.message
     assert (d.docs("notes") / "gone.md").exists()
     assert d.client.get(d.client.kb("notes", "/trash"))["items"] == []
     assert any("trash" in p and "link" in p for p in problems(d))
@@ -157,7 +158,7 @@ def test_a_linked_local_folder_is_neither_read_nor_written(
     before = tree_state(outside)
     with pytest.raises(ApiError) as refused:  # attaching records the folder in local/
         d.client.post("/api/v1/knowledge_bases", {"name": "vault", "path": str(vault)})
-    assert refused.value.status == 507 and "link" in refused.value.message
+    assert status_of(refused.value) == 507 and "link" in refused.value.message
     assert any("local" in p and "link" in p for p in problems(d))
     assert tree_state(outside) == before
     health_is_fast(d)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from cofferctl.client import ApiError
+from cofferd.surfaces.http.error_envelope import status_of
 from tests.daemon import Daemon, cleanup, new_daemon, upload, wait_for
 from tests.helpers import write
 
@@ -135,10 +136,10 @@ def test_a_full_disk_answers_storage_error_and_indexing_resumes(
         filler = fill(small_disk)
         with pytest.raises(ApiError) as err:
             d.client.post(d.client.kb("notes", "/documents"), {"content": "# x\n\n" + "y " * 9999})
-        assert (err.value.status, err.value.code) == (507, "STORAGE_ERROR")
+        assert (status_of(err.value), err.value.code) == (507, "STORAGE_ERROR")
         with pytest.raises(ApiError) as err:
             d.client.post("/api/v1/knowledge_bases", {"name": "while-full"})
-        assert (err.value.status, err.value.code) == (507, "STORAGE_ERROR")
+        assert (status_of(err.value), err.value.code) == (507, "STORAGE_ERROR")
         # a file that did fit, while the index could not grow: indexed once space returns
         filler.unlink()
         write(d.docs("notes") / "small.md", "# Small\n\nshearwater")
@@ -186,7 +187,7 @@ def test_status_says_when_docs_are_gone_or_unreadable(daemon: Daemon) -> None:
         ):
             with pytest.raises(ApiError) as err:
                 call()
-            assert (err.value.status, err.value.code) == (507, "STORAGE_ERROR")
+            assert (status_of(err.value), err.value.code) == (507, "STORAGE_ERROR")
     finally:
         os.chmod(d.docs("notes"), 0o755)
 

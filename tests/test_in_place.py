@@ -23,6 +23,7 @@ from cofferctl.client import ApiError
 from cofferd.domain.config import InPlaceFormat, KnowledgeBaseConfig
 from cofferd.domain.formats import IN_PLACE_FORMATS, format_of, suffixes
 from cofferd.domain.pages import page_starts
+from cofferd.surfaces.http.error_envelope import status_of
 from tests.daemon import Daemon, wait_for
 from tests.helpers import write
 from tests.samples import MAKERS, make_docx, make_pdf
@@ -314,7 +315,7 @@ def test_show_grep_filters_and_edits_of_a_converted_document(shared_daemon: Daem
     for ref in ("memo.docx", "plain.txt"):
         with pytest.raises(ApiError) as refused:
             d.client.request("PUT", d.client.document(kb, ref), {"content": "overwritten"})
-        assert (refused.value.status, refused.value.code) == (409, "DOCUMENT_READ_ONLY")
+        assert (status_of(refused.value), refused.value.code) == (409, "DOCUMENT_READ_ONLY")
     assert (docs / "plain.txt").read_text() == "zqplaintoken budget\nsecond line\n"
 
 

@@ -19,6 +19,7 @@ from fpdf import FPDF
 from cofferctl.client import ApiError
 from cofferd.domain.errors import ReconversionBlocked
 from cofferd.surfaces.core import Coffer
+from cofferd.surfaces.http.error_envelope import status_of
 from tests.daemon import Daemon, upload, wait_for
 from tests.helpers import write
 from tests.samples import MAKERS, make_docx, make_pdf, zip_bomb_docx
@@ -45,7 +46,7 @@ def add_path(d: Daemon, kb: str, path: Path, replace: bool = False) -> dict[str,
 def rejected(call: Any) -> ApiError:
     with pytest.raises(ApiError) as err:
         call()
-    assert err.value.code == "INGEST_REJECTED" and err.value.status == 422
+    assert err.value.code == "INGEST_REJECTED" and status_of(err.value) == 422
     return err.value
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from cofferctl.client import ApiError
 from cofferd.application.reading.note_names import LinkStyle, NameIndex
+from cofferd.surfaces.http.error_envelope import status_of
 from tests.daemon import Daemon, wait_for
 from tests.helpers import add_note, new_vault, write
 
@@ -82,7 +83,7 @@ def test_a_path_outside_the_knowledge_base_is_refused(
     d, kb = vault
     with pytest.raises(ApiError) as refused:
         inspect(d, kb, relpath, "[[plan]]")
-    assert refused.value.status == 400
+    assert status_of(refused.value) == 400
 
 
 def test_hostile_text_is_answered_in_linear_time(vault: tuple[Daemon, str]) -> None:

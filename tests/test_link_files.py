@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from mcp import Client as McpClient
 
+from coffer_kernel.link_targets import DocumentIndexOfPaths
 from cofferctl import cli
-from cofferd.domain.links import DocumentIndexOfPaths, links_of
+from cofferd.domain.links import links_of
 from tests.daemon import Daemon, wait_for
 from tests.helpers import applied, write
 from tests.test_lsp_confinement import at, shown

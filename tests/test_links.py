@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from mcp import Client as McpClient
 
+from coffer_kernel.link_targets import DocumentIndexOfPaths
 from cofferctl import cli
 from cofferctl.client import ApiError
-from cofferd.domain.links import DocumentIndexOfPaths, Link, links_of
+from cofferd.domain.links import Link, links_of
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
 from tests.daemon import Daemon, wait_for

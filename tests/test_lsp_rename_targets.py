@@ -14,7 +14,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from cofferd.domain.links import DocumentIndexOfPaths, links_of
+from coffer_kernel.link_targets import DocumentIndexOfPaths
+from cofferd.domain.links import links_of
 from tests.daemon import Daemon
 from tests.helpers import applied, new_vault
 from tests.test_lsp_reliability import RawClient, open_note

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from cofferctl.client import ApiError
+from cofferd.surfaces.http.error_envelope import status_of
 from tests.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.helpers import write
 from tests.samples import make_pdf
@@ -98,7 +99,7 @@ def test_restore_never_overwrites_a_file_at_that_path(shared_daemon: Daemon) -> 
 
     with pytest.raises(ApiError) as err:
         restore(d, kb, trash_id)
-    assert (err.value.status, err.value.code) == (409, "PATH_OCCUPIED")
+    assert (status_of(err.value), err.value.code) == (409, "PATH_OCCUPIED")
     assert err.value.details["path"] == str(path)
     assert "numbat" in path.read_text()
     assert [i["id"] for i in trash(d, kb)["items"]] == [trash_id]  # still restorable
@@ -176,7 +177,7 @@ def test_unknown_trash_entries_are_404(shared_daemon: Daemon) -> None:
     for trash_id in ("01JZZZZZZZZZZZZZZZZZZZZZZZ", "nothing", "..%2F..%2Fkb"):
         with pytest.raises(ApiError) as err:
             restore(d, kb, trash_id)
-        assert (err.value.status, err.value.code) == (404, "TRASH_ENTRY_NOT_FOUND")
+        assert (status_of(err.value), err.value.code) == (404, "TRASH_ENTRY_NOT_FOUND")
         assert err.value.message
     path = write(d.docs(kb) / "once.md", "# Once\n\nA single ibex.\n")
     trash_id = delete(d, kb, indexed(d, kb, path, "ibex")["id"])["trash"]["id"]

@@ -383,3 +383,12 @@ def test_what_is_embedded_is_the_text_not_coffers_marks() -> None:
     assert "Slide" not in embedded and embedded.startswith("Talk\n\n# Plan\n\nfirst")
     assert embedding_text(["Doc", "Page 3"], "## Page 3\n\ntext") == "Doc / Page 3\n\ntext"
     assert embedding_text(["Doc", "Intro"], "## Intro\n\ntext") == "Doc\n\n## Intro\n\ntext"
+
+
+def test_a_chunk_starting_with_its_heading_reads_it_as_the_grammar_does() -> None:
+    """The heading a chunk starts with is read by the one Markdown grammar (closing `#`s
+    dropped; `#word` is no heading), so it is not embedded twice, nor a tag taken for it."""
+    from cofferd.infrastructure.storage.vector_store import embedding_text
+
+    assert embedding_text(["Doc", "Intro"], "## Intro ##\n\ntext") == "Doc\n\n## Intro ##\n\ntext"
+    assert embedding_text(["Doc", "Intro"], "#Intro\n\ntext") == "Doc / Intro\n\n#Intro\n\ntext"

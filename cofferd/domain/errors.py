@@ -1,30 +1,32 @@
-"""Every error Coffer reports to a caller, each with a stable code and an HTTP status.
+"""Every error Coffer reports to a caller, each with a stable code, a message and details.
 
     CofferError
-    ├── ValidationFailed          VALIDATION_ERROR       400
-    │   └── InvalidPattern        INVALID_PATTERN        400
-    ├── PathRefused               PATH_REFUSED           403
-    ├── PayloadTooLarge           PAYLOAD_TOO_LARGE      413
+    ├── ValidationFailed          VALIDATION_ERROR
+    │   └── InvalidPattern        INVALID_PATTERN
+    ├── PathRefused               PATH_REFUSED
+    ├── PayloadTooLarge           PAYLOAD_TOO_LARGE
     ├── NotFound
-    │   ├── KBNotFound            KB_NOT_FOUND           404
-    │   ├── DocumentNotFound      DOCUMENT_NOT_FOUND     404
-    │   └── TrashEntryNotFound    TRASH_ENTRY_NOT_FOUND  404
-    ├── Conflict
-    │   ├── KBExists              KB_EXISTS              409
-    │   ├── KBDisabled            KB_DISABLED            409
-    │   ├── KBUnavailable         KB_UNAVAILABLE         409
-    │   ├── ModeDisabled          MODE_DISABLED          409
-    │   ├── DocumentChanged       DOCUMENT_CHANGED       409
-    │   ├── DocumentAmbiguous     DOCUMENT_AMBIGUOUS     409
-    │   ├── ReconversionBlocked   RECONVERSION_BLOCKED   409
-    │   ├── SourceMissing         SOURCE_MISSING         409
-    │   └── PathOccupied          PATH_OCCUPIED          409
-    ├── IngestRejected            INGEST_REJECTED        422
-    ├── EngineUnavailable         ENGINE_UNAVAILABLE     503
-    ├── IndexRebuilding           INDEX_REBUILDING       503 (Retry-After)
-    └── StorageError              STORAGE_ERROR          507
+    │   ├── KBNotFound            KB_NOT_FOUND
+    │   ├── DocumentNotFound      DOCUMENT_NOT_FOUND
+    │   └── TrashEntryNotFound    TRASH_ENTRY_NOT_FOUND
+    ├── Conflict                  (the request meets the state of a KB or a document)
+    │   ├── KBExists              KB_EXISTS
+    │   ├── KBDisabled            KB_DISABLED
+    │   ├── KBUnavailable         KB_UNAVAILABLE
+    │   ├── ModeDisabled          MODE_DISABLED
+    │   ├── DocumentChanged       DOCUMENT_CHANGED
+    │   ├── DocumentAmbiguous     DOCUMENT_AMBIGUOUS
+    │   ├── DocumentReadOnly      DOCUMENT_READ_ONLY
+    │   ├── ReconversionBlocked   RECONVERSION_BLOCKED
+    │   ├── SourceMissing         SOURCE_MISSING
+    │   └── PathOccupied          PATH_OCCUPIED
+    ├── IngestRejected            INGEST_REJECTED
+    ├── EngineUnavailable         ENGINE_UNAVAILABLE
+    ├── IndexRebuilding           INDEX_REBUILDING (details: retry_after_s)
+    └── StorageError              STORAGE_ERROR
 
-Surfaces map a CofferError to the envelope `{"error": {"code", "message", "details"}}`.
+The HTTP surface gives each code its status (surfaces/http/error_envelope) and puts the
+error in the envelope `{"error": {"code", "message", "details"}}`.
 """
 
 from __future__ import annotations
@@ -35,20 +37,15 @@ from typing import Any, ClassVar
 
 class CofferError(Exception):
     code: ClassVar[str] = "INTERNAL_ERROR"
-    status: ClassVar[int] = 500
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
         self.message = message
         self.details: dict[str, Any] = details
 
-    def envelope(self) -> dict[str, Any]:
-        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
-
 
 class ValidationFailed(CofferError):
     code = "VALIDATION_ERROR"
-    status = 400
 
 
 class InvalidPattern(ValidationFailed):
@@ -59,16 +56,14 @@ class PathRefused(CofferError):
     """A file on this machine that Coffer will not read for this caller."""
 
     code = "PATH_REFUSED"
-    status = 403
 
 
 class PayloadTooLarge(CofferError):
     code = "PAYLOAD_TOO_LARGE"
-    status = 413
 
 
 class NotFound(CofferError):
-    status = 404
+    """Something named that is not there."""
 
 
 class KBNotFound(NotFound):
@@ -115,7 +110,7 @@ class TrashEntryNotFound(NotFound):
 
 
 class Conflict(CofferError):
-    status = 409
+    """A request the state of a KB or a document refuses."""
 
 
 class KBExists(Conflict):
@@ -195,7 +190,6 @@ class IngestRejected(CofferError):
     conversion_failed, already_indexed (the file lies in the KB's folder, indexed there)."""
 
     code = "INGEST_REJECTED"
-    status = 422
 
     def __init__(self, reason: str, message: str, **details: object) -> None:
         super().__init__(message, reason=reason, **details)
@@ -204,14 +198,12 @@ class IngestRejected(CofferError):
 
 class EngineUnavailable(CofferError):
     code = "ENGINE_UNAVAILABLE"
-    status = 503
 
 
 class IndexRebuilding(CofferError):
     """The index is being rebuilt from the files (it was damaged): try again shortly."""
 
     code = "INDEX_REBUILDING"
-    status = 503
     retry_after_s: ClassVar[int] = 5
 
     def __init__(self, why: str) -> None:
@@ -225,4 +217,3 @@ class StorageError(CofferError):
     """The disk refused: full, read-only, unreadable, or the index is damaged."""
 
     code = "STORAGE_ERROR"
-    status = 507

@@ -11,6 +11,8 @@ from __future__ import annotations
 from functools import cache
 from pathlib import PurePosixPath
 
+from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIXES
+
 MARKDOWN = "md"
 ALIASES = {"markdown": MARKDOWN, "htm": "html", "text": "txt"}  # other names of a format
 TEXT_FORMATS = ("txt",)  # read as text, without conversion
@@ -28,15 +30,13 @@ NAMED_BY_FILE = ("pdf", "xlsx", "csv", "json", "xml")
 
 @cache
 def suffixes(formats: tuple[str, ...]) -> tuple[str, ...]:
-    """The file name suffixes of documents in these formats, Markdown's included."""
-    return tuple(
+    """The file name suffixes of documents in these formats, Markdown's (the grammar's:
+    coffer_kernel.markdown_grammar) first."""
+    return MARKDOWN_SUFFIXES + tuple(
         f".{name}"
-        for fmt in (MARKDOWN, *formats)
+        for fmt in formats
         for name in (fmt, *(alias for alias, named in ALIASES.items() if named == fmt))
     )
-
-
-MARKDOWN_SUFFIXES = suffixes(())
 
 
 def format_named(name: str) -> str:

@@ -1,5 +1,5 @@
-"""Links between documents, read as Obsidian and Markdown write them, and resolved the way
-Obsidian resolves them.
+"""Links between documents (`Link`, `links_of`), read as Obsidian and Markdown write
+them, and resolved the way Obsidian resolves them.
 
     [[Plan]]  [[projects/Plan]]  [[Plan.md]]  [[Plan#Budget]]  [[Plan|the plan]]  ![[Plan]]
     [the plan](../projects/plan.md)  [x](<my plan.md#budget>)  [x](/projects/plan.md)
@@ -9,11 +9,11 @@ without `.md`/`.markdown` and without `#heading`. A wiki link's key may be a bar
 any trailing part of a path; a Markdown link's is the path it leads to, from the linking
 file's folder (or from the KB root when it starts with `/`). Links in code are not links.
 
-Keys and resolving are `coffer_kernel.link_targets` (standard library only, so that the language
-server resolves as the daemon does): the document whose whole path matches; else, for a
-wiki link, the documents whose path ends in `/<key>`, the one Obsidian takes (in the
-linking note's folder, else the shortest path) and the link marked `ambiguous` when
-several do. No match: the link is broken.
+Keys and resolving are `coffer_kernel.link_targets` (standard library only, so that the
+language server resolves as the daemon does; callers import them from there): the
+document whose whole path matches; else, for a wiki link, the documents whose path ends
+in `/<key>`, the one Obsidian takes (in the linking note's folder, else the shortest
+path) and the link marked `ambiguous` when several do. No match: the link is broken.
 """
 
 from __future__ import annotations
@@ -22,17 +22,9 @@ import posixpath
 from dataclasses import dataclass
 from typing import Literal
 
-from coffer_kernel.link_targets import (
-    DocumentIndexOfPaths,
-    Resolution,
-    key_of,
-    markdown_key,
-    wiki_key,
-)
+from coffer_kernel.link_targets import markdown_key, wiki_key
 from coffer_kernel.markdown_grammar import MAX_TARGET_CHARS, markdown_links, prose_lines, wiki_links
 from cofferd.domain.budgets import DEFAULT
-
-__all__ = ["DocumentIndexOfPaths", "Link", "LinkType", "Resolution", "key_of", "links_of"]
 
 LinkType = Literal["wiki", "markdown"]
 MAX_LINKS = DEFAULT.links  # per document

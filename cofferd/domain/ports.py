@@ -159,13 +159,14 @@ class KeywordSearch(Protocol):
     async def keyword_search(
         self,
         kb: str,
-        query: str,
+        query: Query,
         top_k: int,
         filters: SearchFilters | None = None,
         *,
         beside: bool = False,
     ) -> list[Passage]:
-        """`beside`: another read runs beside this search (hybrid's vector list), so it
+        """`query` as the search parsed it (once, for every port that answers it).
+        `beside`: another read runs beside this search (hybrid's vector list), so it
         keeps to one reader."""
         ...
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coffer_kernel.locations import normalize_relpath
+from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIXES
 from cofferd.application.documents import references
 from cofferd.application.indexing.knowledge_bases import KnowledgeBases
 from cofferd.application.indexing.reindexer import Reindexer
@@ -22,7 +23,12 @@ from cofferd.domain.errors import (
     PayloadTooLarge,
     ValidationFailed,
 )
-from cofferd.domain.formats import MARKDOWN, TEXT_FORMATS, format_of, is_converted
+from cofferd.domain.formats import (
+    MARKDOWN,
+    TEXT_FORMATS,
+    format_of,
+    is_converted,
+)
 from cofferd.domain.models import Document
 from cofferd.domain.ports import DerivedTextStore, DocsTree, DocumentCatalog
 
@@ -117,7 +123,7 @@ class Documents:
         documents whose path holds the reference's last part or whose title it is (SQL,
         any ASCII case: enough for a reference in ASCII); every document. None: the
         documents of close names, suggested."""
-        for path in (f"{ref}.md", f"{ref}.markdown"):
+        for path in (ref + suffix for suffix in MARKDOWN_SUFFIXES):
             found = await self.store.find_documents(kb, path)
             if len(found) == 1 and found[0].path == path:
                 return found[0]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from cofferd.domain.links import key_of
+from coffer_kernel.link_targets import key_of
 
 Name = tuple[str, str, str]  # (id, path, title)
 

@@ -20,14 +20,20 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Generic, TypeVar
 
-from coffer_kernel.link_targets import fragment_of, has_fragments, missing_fragment
+from coffer_kernel.link_targets import (
+    DocumentIndexOfPaths,
+    fragment_of,
+    has_fragments,
+    key_of,
+    missing_fragment,
+)
 from cofferd.application.documents.documents import Documents, place
 from cofferd.application.indexing.knowledge_bases import KnowledgeBases
 from cofferd.application.reading.note_names import LinkStyle, NameIndex
 from cofferd.domain.conflicts import merge_marker_lines
 from cofferd.domain.errors import DocumentNotFound
 from cofferd.domain.index_records import LinkRow
-from cofferd.domain.links import DocumentIndexOfPaths, key_of, links_of
+from cofferd.domain.links import links_of
 from cofferd.domain.ports import DocsTree, GraphStore
 
 T = TypeVar("T")

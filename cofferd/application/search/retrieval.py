@@ -32,7 +32,7 @@ from cofferd.domain.formats import PAGED_FORMATS, format_of
 from cofferd.domain.models import GrepHit, GrepResult, KnowledgeBase, Passage, SearchResult
 from cofferd.domain.pages import PageStart, page_in_passage
 from cofferd.domain.ports import DocsTree, DocumentCatalog, Grepper, KeywordSearch, VectorStore
-from cofferd.domain.query_syntax import parse_query
+from cofferd.domain.query_syntax import Query, parse_query
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,17 @@ MAX_MATCHES_MAX = 10_000
 RRF_K = 60  # merging several KBs' answers
 LATIN_END = 0x24F  # letters above Latin Extended-B are another script...
 GREEK = range(0x370, 0x400)  # ...except Greek, which science writes in English (TNF-alpha)
+
+
+def checked_query(query: str, top_k: int) -> Query:
+    """The query parsed, the one time a search parses it, once it and `top_k` are valid."""
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationFailed("query must not be empty", field="query")
+    if len(query) > QUERY_MAX_CHARS:
+        raise ValidationFailed(f"query is longer than {QUERY_MAX_CHARS} characters", field="query")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= TOP_K_MAX:
+        raise ValidationFailed(f"top_k must be between 1 and {TOP_K_MAX}", field="top_k")
+    return parse_query(query)
 
 
 def require_mode(kb: KnowledgeBase, mode: str) -> None:
@@ -165,8 +176,11 @@ class Retrieval:
         )
         for name in names:
             require_mode(self.kbs.get_enabled(name), search_mode(self.kbs.get(name)))
+        if not names:
+            return [], {}
+        syntax = checked_query(query, top_k)
         answers = await asyncio.gather(
-            *(self.search(name, query, top_k, filters) for name in names)
+            *(self._answer(name, syntax, top_k, filters) for name in names)
         )
         per_kb = dict(zip(names, answers, strict=True))
         merged = fuse([(1.0, list(a.passages)) for a in answers], top_k)
@@ -179,14 +193,21 @@ class Retrieval:
         top_k: int = TOP_K_DEFAULT,
         filters: SearchFilters | None = None,
     ) -> SearchResult:
-        result = await self._search(kb_name, query, top_k, filters or None)
+        self.kbs.get_enabled(kb_name)  # an unknown KB is said before a bad query
+        return await self._answer(kb_name, checked_query(query, top_k), top_k, filters)
+
+    async def _answer(
+        self, kb_name: str, syntax: Query, top_k: int, filters: SearchFilters | None
+    ) -> SearchResult:
+        """One KB's answer to a query checked and parsed (once, however many KBs)."""
+        result = await self._search(kb_name, syntax, top_k, filters or None)
         where = await places(self.tree, kb_name, [p.path for p in result.passages])
         pages = await self._pages(kb_name, result.passages)
         passages = [
             _on_page(replace(p, knowledge_base=kb_name, file=where[p.path]), page)
             for p, page in zip(result.passages, pages, strict=True)
         ]
-        return replace(result, passages=passages, query_cut=parse_query(query).cut)
+        return replace(result, passages=passages, query_cut=syntax.cut)
 
     async def _pages(self, kb: str, passages: Sequence[Passage]) -> list[PageStart | None]:
         """The page (slide, sheet) of each passage's match in a PDF (slide deck, workbook);
@@ -218,17 +239,9 @@ class Retrieval:
         return await asyncio.to_thread(look)
 
     async def _search(
-        self, kb_name: str, query: str, top_k: int, filters: SearchFilters | None
+        self, kb_name: str, syntax: Query, top_k: int, filters: SearchFilters | None
     ) -> SearchResult:
         kb = self.kbs.get_enabled(kb_name)
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationFailed("query must not be empty", field="query")
-        if len(query) > QUERY_MAX_CHARS:
-            raise ValidationFailed(
-                f"query is longer than {QUERY_MAX_CHARS} characters", field="query"
-            )
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= TOP_K_MAX:
-            raise ValidationFailed(f"top_k must be between 1 and {TOP_K_MAX}", field="top_k")
         mode = search_mode(kb)
         require_mode(kb, mode)
         fallback = None
@@ -238,24 +251,24 @@ class Retrieval:
             elif not await self.embeddings.available():
                 fallback = "vectors_unavailable"
             else:
-                return await self._with_vectors(kb, query, top_k, filters, mode == "hybrid")
-        return await self._keyword(kb, query, top_k, filters, fallback)
+                return await self._with_vectors(kb, syntax, top_k, filters, mode == "hybrid")
+        return await self._keyword(kb, syntax, top_k, filters, fallback)
 
     async def _keyword(
         self,
         kb: KnowledgeBase,
-        query: str,
+        syntax: Query,
         top_k: int,
         filters: SearchFilters | None,
         fallback: str | None = None,
     ) -> SearchResult:
-        passages = await self.keywords.keyword_search(kb.name, query, top_k, filters)
+        passages = await self.keywords.keyword_search(kb.name, syntax, top_k, filters)
         return SearchResult(mode="keyword", passages=passages, fallback=fallback)
 
     async def _with_vectors(
         self,
         kb: KnowledgeBase,
-        query: str,
+        syntax: Query,
         top_k: int,
         filters: SearchFilters | None,
         hybrid: bool,
@@ -264,20 +277,19 @@ class Retrieval:
         assert embedding is not None
         current = (embedding.identity(), embedding.dimensions)
         if await self.vectors.vector_model(kb.name) != current:  # a model switch under way
-            return await self._keyword(kb, query, top_k, filters, "vectors_pending")
-        # the model reads the query without its operators; what they say is applied to
-        # the chunks it may return, as keyword search applies it
-        syntax = parse_query(query)
+            return await self._keyword(kb, syntax, top_k, filters, "vectors_pending")
+        # the model reads the query without its operators (`meaning`); what they say is
+        # applied to the chunks it may return, as keyword search applies it
         if hybrid and not embedding.coverage().reads_all(syntax.meaning):
-            return await self._keyword(kb, query, top_k, filters, "language_not_covered")
+            return await self._keyword(kb, syntax, top_k, filters, "language_not_covered")
         floor = embedding.similarity_floor()
         if not has_words(syntax.meaning):  # nothing a model could mean: only keywords match
-            found = await self._keyword(kb, query, top_k, filters)
+            found = await self._keyword(kb, syntax, top_k, filters)
             return replace(found, mode="hybrid" if hybrid else "vector")
         if not hybrid:
             vector = await self.embeddings.embed_query(kb, syntax.meaning)
             if vector is None:
-                return await self._keyword(kb, query, top_k, filters, "embedder_unavailable")
+                return await self._keyword(kb, syntax, top_k, filters, "embedder_unavailable")
             passages = await self.vectors.vector_search(
                 kb.name, vector, top_k, filters, floor, syntax
             )
@@ -285,7 +297,7 @@ class Retrieval:
         # the keyword list is read while the query is embedded
         keyword_task = asyncio.ensure_future(
             self.keywords.keyword_search(
-                kb.name, query, max(top_k, fusion.KEYWORD_CANDIDATES), filters, beside=True
+                kb.name, syntax, max(top_k, fusion.KEYWORD_CANDIDATES), filters, beside=True
             )
         )
         try:

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from coffer_kernel.locations import CONVERTED_TEXT
 from cofferd.infrastructure.files import dir_handles, durable
 from cofferd.infrastructure.files.confinement import (
     ControlFileRefused,
@@ -38,7 +39,7 @@ from cofferd.infrastructure.files.confinement import (
 )
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
-TEXT, FAILED, RETRY, TEXT_SUM = ".md", ".failed", ".retry", ".sha256"
+TEXT, FAILED, RETRY, TEXT_SUM = CONVERTED_TEXT, ".failed", ".retry", ".sha256"
 RETRY_AFTER_S = 24 * 3600.0
 STRAY_S = 3600.0  # a write's temporary file older than this was left by a kill
 _PIECE = 1024 * 1024

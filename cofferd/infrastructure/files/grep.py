@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
-from coffer_kernel.locations import Locations, normalize_relpath
+from coffer_kernel.locations import CONVERTED_TEXT, Locations, normalize_relpath
 from cofferd.domain.errors import EngineUnavailable, InvalidPattern, StorageError
 from cofferd.domain.file_records import RawHit
 from cofferd.domain.pages import PageStart, line_in_page, page_of, page_starts_in
@@ -95,7 +95,11 @@ class Ripgrep:
                     texts = _Texts(derived, files)
                     found: list[RawHit] = []
                     truncated = await self._run(
-                        derived, ["--iglob", "*.md", *flags], found, max_matches, texts.accept
+                        derived,
+                        ["--iglob", f"*{CONVERTED_TEXT}", *flags],
+                        found,
+                        max_matches,
+                        texts.accept,
                     )
                     placed = [texts.place(hit) for hit in found]
                     hits += self._as_documents(kb, files, placed, max_matches)
@@ -171,7 +175,7 @@ class _Texts:
         self.pages: dict[str, list[PageStart]] = {}
 
     def accept(self, path: str, line: int) -> bool:
-        if not path.endswith(".md") or _digest(path) not in self.files:
+        if not path.endswith(CONVERTED_TEXT) or _digest(path) not in self.files:
             return False
         head = self.heads.get(path)
         if head is None:
@@ -190,7 +194,7 @@ class _Texts:
 
 
 def _digest(path: str) -> str:
-    return path.rpartition("/")[2].removesuffix(".md")
+    return path.rpartition("/")[2].removesuffix(CONVERTED_TEXT)
 
 
 def _page_starts(path: Path) -> list[PageStart]:

@@ -1,7 +1,9 @@
-"""Chunks and what is keyed by a chunk: the only module that writes `chunks` rows, and with
-them each chunk's FTS row (fts_index; its rowid is `chunks.seq`) and its vector
-(vec_index, by chunk id), so that a chunk's rows come and go together. Passages are built
-here too, from a chunk joined with its document.
+"""Chunks and what is keyed by a chunk: the only module that writes `chunks` rows (beside
+it, only schema.py's migrations: they add its columns, and emptied it once), and with them
+each chunk's FTS row (fts_index; its rowid is `chunks.seq`); a chunk's vector (vec_index,
+by chunk id) goes with it, while vector_store stores it once it is embedded. So a chunk's
+rows come and go together. Passages are built here too, from a chunk joined with its
+document.
 
 The functions take a connection and run inside the caller's transaction.
 """

@@ -1,6 +1,9 @@
 """The `documents` rows: the only module that writes them (a document as indexed, the size
 and time of its file, its embed flags `embed_pending`/`embed_error`/`embed_retry_at`), the
-lookups over them, and the DocumentCatalog port.
+lookups over them, and the DocumentCatalog port. Beside it, only schema.py's migrations
+write the table: they add its columns, emptied it once (5) and marked PDFs and decks to be
+chunked again (13), and their triggers (10) count its changes of names in
+`document_changes`.
 
 The functions take a connection and run inside the caller's transaction.
 """

@@ -1,4 +1,6 @@
-"""The FTS5 tables: one per knowledge base, the only module that names them.
+"""The FTS5 tables: one per knowledge base, the only module that names them while the daemon
+runs (schema.py's migrations, which made `fts_tables` and rebuild each table under a new
+name through `create` here, name them too).
 
 A table per KB keeps each KB's search its own: a query in a ten-document KB never walks
 the postings of a large one, and each KB's bm25 statistics describe only its own text.

@@ -1,4 +1,4 @@
-"""Keyword search, the KeywordSearch port: the query parsed (query_syntax) and put in FTS5's
+"""Keyword search, the KeywordSearch port: the query as parsed (query_syntax) put in FTS5's
 terms (fts_text), BM25 over the KB's FTS table (fts_index), the hits as passages
 (chunk_rows) with their snippets (fts_text).
 
@@ -27,7 +27,7 @@ from typing import Any
 
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.models import Passage
-from cofferd.domain.query_syntax import parse_query
+from cofferd.domain.query_syntax import Query
 from cofferd.infrastructure.storage import chunk_rows, fts_index, fts_text
 from cofferd.infrastructure.storage.database import READERS, Database
 from cofferd.infrastructure.storage.filter_sql import chunks_within
@@ -73,7 +73,7 @@ class SqliteKeywordSearch:
     async def keyword_search(
         self,
         kb: str,
-        query: str,
+        query: Query,
         top_k: int,
         filters: SearchFilters | None = None,
         *,
@@ -91,8 +91,7 @@ class _Search:
         self.kb = kb
         self.readers = readers
 
-    async def run(self, query: str, top_k: int, filters: SearchFilters | None) -> list[Passage]:
-        parsed = parse_query(query)
+    async def run(self, parsed: Query, top_k: int, filters: SearchFilters | None) -> list[Passage]:
         match = fts_text.match(parsed)
         if match is None:
             return []

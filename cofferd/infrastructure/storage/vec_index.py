@@ -1,4 +1,6 @@
-"""sqlite-vec: the only module that imports it or touches vector tables.
+"""sqlite-vec: the only module that imports it or touches vector tables, besides schema.py's
+migrations, which made `vec_tables` and read it to drop or requantize each table through
+the functions here.
 
 One vec0 table per knowledge base (`vecq_<hash>`), created lazily at the KB's width;
 `vec_tables` records which model and width each table holds so a model switch is noticed.

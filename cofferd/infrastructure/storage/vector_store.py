@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from coffer_kernel.markdown_grammar import heading as heading_of
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.index_records import EmbedJob
 from cofferd.domain.models import KB_KIND, Passage
@@ -27,9 +28,10 @@ def embedding_text(heading: list[str], text: str) -> str:
     (domain/pages: where the text is, not what it says; the model reads a few hundred
     tokens)."""
     body = MARKS.sub("", text).strip()
-    first_line = body.split("\n", 1)[0]
-    if heading and body == text.strip() and first_line.lstrip("#").strip() == heading[-1]:
-        heading = heading[:-1]
+    if heading and body == text.strip():
+        starts = heading_of(body.split("\n", 1)[0])  # the kernel's reading of a heading
+        if starts is not None and starts[1] == heading[-1]:
+            heading = heading[:-1]
     return " / ".join(heading) + "\n\n" + body if heading else body
 
 

@@ -1,4 +1,5 @@
-"""The one place that turns any failure into `{"error": {"code", "message", "details"}}`."""
+"""The one place that turns any failure into `{"error": {"code", "message", "details"}}`,
+and gives each of the domain's error codes its HTTP status (`STATUSES`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,32 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+# The status of each code a CofferError carries (domain/errors); tests/test_api.py holds
+# every error class of the domain to having one here.
+STATUSES = {
+    "INTERNAL_ERROR": 500,
+    "VALIDATION_ERROR": 400,
+    "INVALID_PATTERN": 400,
+    "PATH_REFUSED": 403,
+    "PAYLOAD_TOO_LARGE": 413,
+    "KB_NOT_FOUND": 404,
+    "DOCUMENT_NOT_FOUND": 404,
+    "TRASH_ENTRY_NOT_FOUND": 404,
+    "KB_EXISTS": 409,
+    "KB_DISABLED": 409,
+    "KB_UNAVAILABLE": 409,
+    "MODE_DISABLED": 409,
+    "DOCUMENT_CHANGED": 409,
+    "DOCUMENT_AMBIGUOUS": 409,
+    "DOCUMENT_READ_ONLY": 409,
+    "RECONVERSION_BLOCKED": 409,
+    "SOURCE_MISSING": 409,
+    "PATH_OCCUPIED": 409,
+    "INGEST_REJECTED": 422,
+    "ENGINE_UNAVAILABLE": 503,
+    "INDEX_REBUILDING": 503,  # with Retry-After
+    "STORAGE_ERROR": 507,
+}
 HTTP_CODES = {
     400: "BAD_REQUEST",
     403: "FORBIDDEN",
@@ -81,13 +108,19 @@ def _unparsable(exc: HttpProcessingError) -> web.Response:
     return error_response(400, "BAD_REQUEST", f"malformed request: {reason[:LOGGED_CHARS]}")
 
 
+def status_of(exc: CofferError) -> int:
+    """The HTTP status of a domain error (500 for a code STATUSES lacks)."""
+    return STATUSES.get(exc.code, 500)
+
+
 def from_exception(exc: BaseException) -> web.Response:
-    if isinstance(exc, IndexRebuilding):  # the convention for "try again": 503, when
-        return web.json_response(
-            exc.envelope(), status=exc.status, headers={"Retry-After": str(exc.retry_after_s)}
-        )
     if isinstance(exc, CofferError):
-        return web.json_response(exc.envelope(), status=exc.status)
+        # Retry-After: the convention for "try again" with a 503
+        retry = (
+            {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, IndexRebuilding) else None
+        )
+        body = {"error": {"code": exc.code, "message": exc.message, "details": exc.details}}
+        return web.json_response(body, status=status_of(exc), headers=retry)
     if isinstance(exc, pydantic.ValidationError):
         return from_exception(validation_failed("invalid request", exc))
     if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):

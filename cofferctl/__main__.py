@@ -1,0 +1,5 @@
+"""`python -m cofferctl`: the client's command line, as the `cofferctl` script runs it."""
+
+from cofferctl.cli import main
+
+raise SystemExit(main())
