@@ -144,6 +144,13 @@ def describe_code(repo: Path) -> str:
     return f"{repo} at {found.stdout.strip() or 'an unknown commit'}"
 
 
+def code_of_repo(repo: Path) -> list[tuple[str, Path]]:
+    """The packages a child measuring `repo` imports: `repo`'s programs (and their shared
+    kernel, where it has one), this checkout's bench and tests' support."""
+    ours = [(name, repo) for name in ("coffer_kernel", "cofferd", "cofferctl")]
+    return [(n, c) for n, c in ours if (c / n).is_dir()] + [("bench", REPO), ("tests", REPO)]
+
+
 def run_in_repo(repo: Path) -> None:
     """Make the cofferd this script imports in-process `repo`'s: when it is another
     checkout's, run the same command again in a child whose import path holds `repo`'s
@@ -159,7 +166,7 @@ def run_in_repo(repo: Path) -> None:
     assert main is not None, "run the script as `python -m bench.<name>`"
     root = Path(tempfile.mkdtemp(prefix="coffer-bench-code-"))
     try:
-        for package, checkout in (("cofferd", repo), ("cofferctl", repo), ("bench", REPO)):
+        for package, checkout in code_of_repo(repo):
             (root / package).symlink_to(checkout / package)
         env = code_env(root, COFFER_BENCH_CODE=str(repo))
         child = subprocess.run([sys.executable, "-m", main.name, *sys.argv[1:]], env=env)
