@@ -46,7 +46,9 @@ from cofferd.infrastructure.storage.sqlite import SQLITE_VERSION
 from cofferd.infrastructure.storage.tracked_sources import SqliteTrackedSources
 from cofferd.infrastructure.storage.vector_store import SqliteVectors
 from cofferd.infrastructure.storage.write_path import SqliteDocumentIndex
+from cofferd.infrastructure.workers.pool import WorkerEntry
 from cofferd.infrastructure.workers.prepare_pool import ProcessPreparer
+from cofferd.surfaces.processes import prepare_main
 
 
 def default_workers() -> int:
@@ -111,7 +113,9 @@ class Coffer:
         )
         tree = FileDocsTree(locations, self.policy)
         self.progress = ProgressBoard()
-        self.preparer = ProcessPreparer(boundary, tuning.workers)
+        self.preparer = ProcessPreparer(
+            boundary, tuning.workers, entry=WorkerEntry(prepare_main.__name__, prepare_main.REPLIES)
+        )
         self.reindexer = Reindexer(
             stores.index,
             stores.activity,
