@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import signal
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,6 +18,8 @@ from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.file_records import FileStat
 from cofferd.domain.models import Document
 from cofferd.infrastructure.workers import frames
+from cofferd.infrastructure.workers import pool as pool_module
+from cofferd.infrastructure.workers import process as process_module
 from cofferd.infrastructure.workers.pool import WorkerEntry, WorkerPool, WorkFailed
 from cofferd.surfaces.processes import prepare_main
 from tests.pool_worker import RAW as HOSTILE
@@ -365,19 +368,101 @@ def _frame(message: Any) -> bytes:
     return frames.encode(message)[frames.HEADER.size :]
 
 
-async def test_a_worker_that_cannot_start_ends_its_job_with_the_reason() -> None:
-    """Whatever stops a start (here its environment cannot be made) ends the job that
-    waits for it, with why; the pool still closes."""
+@pytest.fixture
+def quick_restarts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pool_module, "RESTART_S", 0.02)
+    monkeypatch.setattr(process_module, "START_TIMEOUT_S", 1.0)
+
+
+async def test_a_worker_that_can_never_start_ends_its_job_with_the_reason(
+    quick_restarts: None,
+) -> None:
+    """Whatever stops every start (here its environment cannot be made) ends the job that
+    waits for it once START_TRIES starts in a row have failed, with why; the pool still
+    closes."""
+    tries = 0
 
     def environment() -> dict[str, str]:
+        nonlocal tries
+        tries += 1
         raise RuntimeError("no scratch folder")
 
     pool = WorkerPool(MODULE, 1, express=False, environment=environment)
     try:
         with pytest.raises(EngineUnavailable, match="RuntimeError: no scratch folder"):
             await asyncio.wait_for(run(pool, [[("echo", 1)]]), 30)
+        assert tries == pool_module.START_TRIES
     finally:
         await pool.close()
+
+
+async def test_a_start_that_fails_or_freezes_is_a_worker_to_start_again(
+    quick_restarts: None, tmp_path: Path
+) -> None:
+    """A start that fails (its environment, once), or a worker frozen before it says
+    ready (once), costs the job nothing: every item is answered (it once ended the pass:
+    "could not start", 0 of 3000 files)."""
+    failures = [RuntimeError("a start that fails")]
+
+    def environment() -> None:
+        if failures:
+            raise failures.pop()
+
+    frozen = str(tmp_path / "frozen-once")
+    pool = WorkerPool(MODULE, 2, express=False, environment=environment, args=(frozen,))
+    try:
+        units = [[("echo", n)] for n in range(6)]
+        pairs = await asyncio.wait_for(run(pool, units), 60)
+        assert sorted(item for item, _ in pairs) == [("echo", n) for n in range(6)]
+        assert all(reply[0] == "done" for _, reply in pairs)
+        assert Path(frozen).exists() and not failures
+    finally:
+        await pool.close()
+
+
+async def _busy_pid(pool: WorkerPool) -> int:
+    while not pool.state.busy:
+        await asyncio.sleep(0.01)
+    (pid,) = pool.status()["pids"]
+    return pid
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGSTOP])
+async def test_a_worker_killed_or_stopped_from_outside_blames_no_item(
+    quick_restarts: None, how: signal.Signals
+) -> None:
+    """A worker killed (the OOM killer, kill -9) or stopped (SIGSTOP) from outside
+    mid-unit: its items are all answered by the next worker, none failed."""
+    pool = WorkerPool(MODULE, 1, express=False, idle_s=60)
+    try:
+        unit = [("sleep", 0.5), ("echo", 1), ("echo", 2)]
+        job = asyncio.ensure_future(run(pool, [unit], timeout=2))
+        for _ in range(2 if how == signal.SIGKILL else 1):  # twice: the same item each time
+            pid = await _busy_pid(pool)
+            os.kill(pid, how)
+            while pid in pool.status()["pids"]:
+                await asyncio.sleep(0.01)
+        pairs = dict(await asyncio.wait_for(job, 30))
+        assert [reply[0] for reply in pairs.values()] == ["done"] * 3, pairs
+    finally:
+        await pool.close()
+
+
+async def test_only_an_item_that_crashes_fresh_workers_alone_is_blamed(
+    quick_restarts: None, tmp_path: Path
+) -> None:
+    """A crash on an item among others is no evidence: the item goes alone to a fresh
+    worker; only when it crashes that one too is it blamed (a poison pill). An item that
+    crashed once, by chance, is answered."""
+    marker = str(tmp_path / "died")
+    unit = [("echo", 1), ("die-once", marker), ("echo", 2), ("die", 0), ("echo", 3)]
+    pool = WorkerPool(MODULE, 1, express=False, idle_s=60)
+    try:
+        pairs = dict(await asyncio.wait_for(run(pool, [unit]), 60))
+    finally:
+        await pool.close()
+    assert isinstance(pairs[("die", 0)], WorkFailed)
+    assert [pairs[item][0] for item in unit if item != ("die", 0)] == ["done"] * 4
 
 
 async def test_a_save_goes_to_the_running_express_worker_not_a_new_one() -> None:
