@@ -20,10 +20,26 @@ RAW = {
     ),
     # an attribute path through a module a reply's classes come from
     "dotted": b"\x80\x04\x8c\x14cofferd.domain.links\x8c\nre.compile\x93)R.",
+    # constructors that take a size: bytearray(2**33), range(2**60), set(range(2**60))
+    "bytearray": b"\x80\x04\x8c\x08builtins\x8c\tbytearray\x93\x8a\x05\x00\x00\x00\x00\x02\x85R.",
+    "range": (
+        b"\x80\x04\x8c\x08builtins\x8c\x05range\x93\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x10\x85R."
+    ),
+    "set": (
+        b"\x80\x04\x8c\x08builtins\x8c\x03set\x93\x8c\x08builtins\x8c\x05range\x93"
+        b"\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x10\x85R\x85R."
+    ),
+    # a list in a list ... 200,000 deep (no pickler makes it; any code walking it fails)
+    "deep": b"\x80\x05" + b"](" * 200_000 + b"e" * 200_000 + b".",
+    # 3 million empty sets in 3 MB: ~700 MB once made
+    "sets": b"\x80\x05](" + b"\x8f" * 3_000_000 + b"e.",
 }
 
 
 def serve() -> None:
+    if len(sys.argv) > 1 and not os.path.exists(sys.argv[1]):  # frozen before it says ready
+        open(sys.argv[1], "w").close()  # (once: the next start goes on)
+        time.sleep(3600)
     replies = os.fdopen(os.dup(1), "wb")
     write(replies, "ready")
     while (request := read(sys.stdin.buffer)) is not None:

@@ -100,16 +100,20 @@ async def test_memory_is_capped_and_exhaustion_is_a_clear_failure(
         await converter.close()
 
 
-async def test_a_worker_that_dies_mid_conversion_is_a_clear_failure(
-    files: dict[str, Path],
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGSEGV])
+async def test_a_converter_that_dies_mid_conversion_blames_not_the_document(
+    files: dict[str, Path], how: signal.Signals
 ) -> None:
+    """Killed from outside (kill -9, the OOM killer) or crashed once in a process that
+    had converted before: no evidence against the document, converted by a new process
+    (one kill -9 once marked an ordinary file "the converter crashed on this document")."""
     converter = ConverterPool()
     try:
         await converter.convert(files["ok.docx"], "docx")  # the worker is up
         (pid,) = pids(converter)
-        asyncio.get_running_loop().call_later(0.3, os.kill, pid, signal.SIGKILL)
-        with pytest.raises(ConversionFailed, match="crashed"):
-            await converter.convert(files["big.pdf"], "pdf")
+        asyncio.get_running_loop().call_later(0.3, os.kill, pid, how)
+        assert (await converter.convert(files["big.pdf"], "pdf")).markdown
+        assert pids(converter) != [pid]
         assert "healthy" in (await converter.convert(files["ok.docx"], "docx")).markdown
     finally:
         await converter.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import signal
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,10 +15,16 @@ from typing import Any
 import pytest
 
 from cofferd.domain.errors import EngineUnavailable
+from cofferd.domain.file_records import FileStat
+from cofferd.domain.models import Document
 from cofferd.infrastructure.workers import frames
-from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
+from cofferd.infrastructure.workers import pool as pool_module
+from cofferd.infrastructure.workers import process as process_module
+from cofferd.infrastructure.workers.pool import WorkerEntry, WorkerPool, WorkFailed
+from cofferd.surfaces.processes import prepare_main
+from tests.pool_worker import RAW as HOSTILE
 
-MODULE = "tests.pool_worker"
+MODULE = WorkerEntry("tests.pool_worker", frames.Replies(frames.DATE_TYPES))
 # a worker's pipes are closed by the pool, however its end comes: none is left for the
 # garbage collector to close after the loop is gone ("Event loop is closed")
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
@@ -138,17 +145,65 @@ def test_a_frame_may_name_only_the_classes_a_reply_holds(module: str, name: str)
         + b"\x93)R."
     )  # fmt: skip
     with pytest.raises(frames.BrokenStream, match="naming"):
-        frames.decode(data)
+        frames.decode(data, prepare_main.REPLIES)
 
 
 def test_every_reply_a_worker_sends_is_read_back() -> None:
     import datetime as dt
 
-    from cofferd.domain.file_records import FileStat
     from cofferd.domain.prepare_jobs import Skipped
 
-    reply = [Skipped("a.md", FileStat(1, 2), "why"), {"when": dt.date(2024, 1, 2)}, {1, 2}]
-    assert frames.decode(frames.encode(reply)[frames.HEADER.size :]) == reply
+    reply = [
+        Skipped("a.md", FileStat(1, 2), "why"), {"when": dt.date(2024, 1, 2)}, {1, 2},
+        frozenset({3}), bytearray(b"x"),  # (made by pickle's own opcodes, from the frame)
+    ]  # fmt: skip
+    assert frames.decode(_frame(reply), prepare_main.REPLIES) == reply
+
+
+@pytest.mark.parametrize(
+    ("frame", "reason"),
+    [
+        # bytearray(2**33): 34 bytes that once decoded to 8 GiB
+        (HOSTILE["bytearray"], "naming builtins.bytearray"),
+        (HOSTILE["range"], "naming builtins.range"),
+        (HOSTILE["set"], "naming builtins.set"),
+        (HOSTILE["deep"], "nested too deeply"),
+        (HOSTILE["sets"], "over 2,000,000 objects"),
+        (frames.HEADER.pack(1), "a frame of"),  # longer than its pool allows
+    ],
+)
+def test_a_reply_that_would_build_more_than_its_budget_is_refused_fast(
+    frame: bytes, reason: str
+) -> None:
+    replies = frames.Replies(prepare_main.REPLIES.classes, max_bytes=4 * 1024 * 1024)
+    if reason == "a frame of":
+        frame = b"\x00" * (replies.max_bytes + 1)
+    started = time.monotonic()
+    with pytest.raises(frames.BrokenStream, match=reason):
+        frames.decode(frame, replies)
+    assert time.monotonic() - started < 2
+
+
+async def test_a_hostile_reply_never_holds_the_serving_loop(pool: WorkerPool) -> None:
+    """A reply that counts as many objects as it may is decoded off the loop: the loop
+    answers every tick meanwhile (a daemon's /health)."""
+    lags: list[float] = []
+
+    async def tick() -> None:
+        while True:
+            started = time.monotonic()
+            await asyncio.sleep(0.01)
+            lags.append(time.monotonic() - started)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        unit = [("echo", 1), ("sets", 0), ("deep", 0), ("bytearray", 0), ("echo", 2)]
+        pairs = dict(await asyncio.wait_for(run(pool, [unit], timeout=10), 60))
+    finally:
+        ticker.cancel()
+    assert all(isinstance(pairs[(bad, 0)], WorkFailed) for bad in ("sets", "deep", "bytearray"))
+    assert pairs[("echo", 1)][0] == pairs[("echo", 2)][0] == "done"
+    assert max(lags) < 0.5, max(lags)
 
 
 async def test_a_slot_that_fails_unforeseen_answers_every_item_and_goes_on(
@@ -231,29 +286,183 @@ async def test_a_pool_that_keeps_no_worker_lets_every_process_go() -> None:
             await pool.close()
 
 
-def test_every_process_coffer_starts_has_its_entry_point_in_one_place() -> None:
+_LAYERS = {"cofferd.domain": 0, "cofferd.application": 1, "cofferd.infrastructure": 1,
+           "cofferd.surfaces": 2}  # fmt: skip
+
+
+def _place(module: str) -> tuple[int, str]:
+    """A cofferd module's layer, and its family (`cofferd.infrastructure.models`)."""
+    layer = next(n for prefix, n in _LAYERS.items() if module.startswith(prefix + "."))
+    return layer, ".".join(module.split(".")[:3])
+
+
+def _entries() -> list[tuple[str, str]]:
+    """(owner, entry module) for every WorkerEntry made in cofferd: its module must be an
+    imported module's `__name__` (an arrow import-linter sees), never a string."""
+    import ast
+
+    found = []
+    for path in sorted(Path("cofferd").rglob("*.py")):
+        owner = ".".join(path.with_suffix("").parts)
+        tree = ast.parse(path.read_text())
+        imported = {
+            alias.asname or alias.name: f"{node.module}.{alias.name}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module
+            for alias in node.names
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "WorkerEntry":
+                module = (
+                    node.args[0]
+                    if node.args
+                    else next(k.value for k in node.keywords if k.arg == "module")
+                )
+                assert isinstance(module, ast.Attribute) and module.attr == "__name__", (
+                    f"{owner}: a WorkerEntry's module is named by a string"
+                )
+                assert isinstance(module.value, ast.Name) and module.value.id in imported, owner
+                found.append((owner, imported[module.value.id]))
+    return found
+
+
+def test_every_process_coffer_starts_is_named_by_its_owner_at_or_above_its_layer() -> None:
+    """The worker mechanism knows no job: each pool's entry point is imported by its owner
+    (the composition root for documents: surfaces/processes is a layer above the pool),
+    so the import graph sees the arrow, and it points down or within a family."""
+    entries = _entries()
+    assert {entry for _, entry in entries} == {
+        "cofferd.surfaces.processes.prepare_main",
+        "cofferd.infrastructure.conversion.convert_main",
+        "cofferd.infrastructure.models.model_main",
+    }
+    for owner, entry in entries:
+        assert importlib.util.find_spec(entry) is not None
+        (owner_layer, owner_family), (entry_layer, entry_family) = _place(owner), _place(entry)
+        root = owner == "cofferd.surfaces.core"  # the composition root, beside surfaces
+        assert root or owner_family == entry_family or owner_layer > entry_layer, (owner, entry)
+
+
+def test_each_pool_answers_with_its_own_replies_only() -> None:
+    """A converter's reply of a DocumentWrite is refused; the model's may name no class."""
+    from cofferd.domain.index_records import Converted, DocumentWrite
     from cofferd.infrastructure.conversion.converter import ConverterPool
     from cofferd.infrastructure.models import model_process
-    from cofferd.infrastructure.workers import prepare_pool
 
-    modules = [ConverterPool().pool.module, model_process.PROCESS, prepare_pool.WORKER_MODULE]
-    for module in modules:
-        assert importlib.util.find_spec(module) is not None
+    write = DocumentWrite(
+        Document("id", "r", "a.md", "t", None, "0" * 64, "edited", {}, "", ""),
+        FileStat(1, 2), "c", [], "kb_document_ingested",
+    )  # fmt: skip
+    converted = Converted("# x", None)
+    converter = ConverterPool().pool.entry.replies
+    model = model_process.PROCESS.replies
+    prepare = prepare_main.REPLIES
+    assert frames.decode(_frame(converted), converter) == converted
+    assert frames.decode(_frame(write), prepare) == write
+    for reply, replies in [(write, converter), (converted, prepare), (converted, model)]:
+        with pytest.raises(frames.BrokenStream, match="naming"):
+            frames.decode(_frame(reply), replies)
 
 
-async def test_a_worker_that_cannot_start_ends_its_job_with_the_reason() -> None:
-    """Whatever stops a start (here its environment cannot be made) ends the job that
-    waits for it, with why; the pool still closes."""
+def _frame(message: Any) -> bytes:
+    return frames.encode(message)[frames.HEADER.size :]
+
+
+@pytest.fixture
+def quick_restarts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pool_module, "RESTART_S", 0.02)
+    monkeypatch.setattr(process_module, "START_TIMEOUT_S", 1.0)
+
+
+async def test_a_worker_that_can_never_start_ends_its_job_with_the_reason(
+    quick_restarts: None,
+) -> None:
+    """Whatever stops every start (here its environment cannot be made) ends the job that
+    waits for it once START_TRIES starts in a row have failed, with why; the pool still
+    closes."""
+    tries = 0
 
     def environment() -> dict[str, str]:
+        nonlocal tries
+        tries += 1
         raise RuntimeError("no scratch folder")
 
     pool = WorkerPool(MODULE, 1, express=False, environment=environment)
     try:
         with pytest.raises(EngineUnavailable, match="RuntimeError: no scratch folder"):
             await asyncio.wait_for(run(pool, [[("echo", 1)]]), 30)
+        assert tries == pool_module.START_TRIES
     finally:
         await pool.close()
+
+
+async def test_a_start_that_fails_or_freezes_is_a_worker_to_start_again(
+    quick_restarts: None, tmp_path: Path
+) -> None:
+    """A start that fails (its environment, once), or a worker frozen before it says
+    ready (once), costs the job nothing: every item is answered (it once ended the pass:
+    "could not start", 0 of 3000 files)."""
+    failures = [RuntimeError("a start that fails")]
+
+    def environment() -> None:
+        if failures:
+            raise failures.pop()
+
+    frozen = str(tmp_path / "frozen-once")
+    pool = WorkerPool(MODULE, 2, express=False, environment=environment, args=(frozen,))
+    try:
+        units = [[("echo", n)] for n in range(6)]
+        pairs = await asyncio.wait_for(run(pool, units), 60)
+        assert sorted(item for item, _ in pairs) == [("echo", n) for n in range(6)]
+        assert all(reply[0] == "done" for _, reply in pairs)
+        assert Path(frozen).exists() and not failures
+    finally:
+        await pool.close()
+
+
+async def _busy_pid(pool: WorkerPool) -> int:
+    while not pool.state.busy:
+        await asyncio.sleep(0.01)
+    (pid,) = pool.status()["pids"]
+    return pid
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGSTOP])
+async def test_a_worker_killed_or_stopped_from_outside_blames_no_item(
+    quick_restarts: None, how: signal.Signals
+) -> None:
+    """A worker killed (the OOM killer, kill -9) or stopped (SIGSTOP) from outside
+    mid-unit: its items are all answered by the next worker, none failed."""
+    pool = WorkerPool(MODULE, 1, express=False, idle_s=60)
+    try:
+        unit = [("sleep", 0.5), ("echo", 1), ("echo", 2)]
+        job = asyncio.ensure_future(run(pool, [unit], timeout=2))
+        for _ in range(2 if how == signal.SIGKILL else 1):  # twice: the same item each time
+            pid = await _busy_pid(pool)
+            os.kill(pid, how)
+            while pid in pool.status()["pids"]:
+                await asyncio.sleep(0.01)
+        pairs = dict(await asyncio.wait_for(job, 30))
+        assert [reply[0] for reply in pairs.values()] == ["done"] * 3, pairs
+    finally:
+        await pool.close()
+
+
+async def test_only_an_item_that_crashes_fresh_workers_alone_is_blamed(
+    quick_restarts: None, tmp_path: Path
+) -> None:
+    """A crash on an item among others is no evidence: the item goes alone to a fresh
+    worker; only when it crashes that one too is it blamed (a poison pill). An item that
+    crashed once, by chance, is answered."""
+    marker = str(tmp_path / "died")
+    unit = [("echo", 1), ("die-once", marker), ("echo", 2), ("die", 0), ("echo", 3)]
+    pool = WorkerPool(MODULE, 1, express=False, idle_s=60)
+    try:
+        pairs = dict(await asyncio.wait_for(run(pool, [unit]), 60))
+    finally:
+        await pool.close()
+    assert isinstance(pairs[("die", 0)], WorkFailed)
+    assert [pairs[item][0] for item in unit if item != ("die", 0)] == ["done"] * 4
 
 
 async def test_a_save_goes_to_the_running_express_worker_not_a_new_one() -> None:

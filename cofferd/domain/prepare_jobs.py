@@ -78,10 +78,13 @@ class Unconverted:
 @dataclass(frozen=True)
 class Failed:
     """Preparing it failed in a way that is not the file's to say (a worker over its time,
-    or one that died); skipped until the file changes."""
+    or one it crashed again and again): skipped until the file changes; or, not `lasting`,
+    through no fault of its own (its workers killed from outside): tried again next pass.
+    Either way the version indexed before stays in the index."""
 
     path: str
     reason: str
+    lasting: bool = True
 
 
 Outcome = Gone | Unchanged | Skipped | Unconverted | Failed | DocumentWrite

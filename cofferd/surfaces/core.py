@@ -63,7 +63,9 @@ from cofferd.infrastructure.storage.sqlite import SQLITE_VERSION
 from cofferd.infrastructure.storage.tracked_sources import SqliteTrackedSources
 from cofferd.infrastructure.storage.vector_store import SqliteVectors
 from cofferd.infrastructure.storage.write_path import SqliteDocumentIndex
+from cofferd.infrastructure.workers.pool import WorkerEntry
 from cofferd.infrastructure.workers.prepare_pool import ProcessPreparer
+from cofferd.surfaces.processes import prepare_main
 from cofferd.surfaces.watcher import Watcher
 
 
@@ -145,7 +147,9 @@ class Coffer:
         # the pools of processes: converters (`add`'s, express, and the background's, which
         # `add` never waits behind), preparers, and one process per bundled model
         self.converters = ConverterPool(home=(locations.home, locations.converter_home))
-        self.preparer = ProcessPreparer(boundary, tuning.workers)
+        self.preparer = ProcessPreparer(
+            boundary, tuning.workers, entry=WorkerEntry(prepare_main.__name__, prepare_main.REPLIES)
+        )
         bundled = BundledModels()
         self.converter = self.converters.interactive
         files = _files(locations, boundary, self.converter.formats())

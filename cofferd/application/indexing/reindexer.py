@@ -511,14 +511,18 @@ class Reindexer:
             assert isinstance(outcome, Failed)
             log.warning("%s: %s not indexed: %s", kb, path, outcome.reason)
             reason = outcome.reason
-            found = observed.get(path)  # tried again once the file changes
-            stat = RECHECK if found is None else FileStat(*found)
+            found = observed.get(path)  # tried again once the file changes (or next pass)
+            stat = RECHECK if found is None or not outcome.lasting else FileStat(*found)
         if reason is not None:
             self._skipped[(kb, path)] = (stat, reason)
             result.documents_skipped += 1
             result.skipped.append({"relative_path": path, "reason": reason})
-            if isinstance(outcome, Skipped) and outcome.stat is None:
-                return  # could not be read: its rows stay until it can be read again
+            if isinstance(outcome, Failed) or (
+                isinstance(outcome, Skipped) and outcome.stat is None
+            ):
+                # not prepared (or could not be read): the version indexed before stays
+                # until a new one is in
+                return
         if indexed is not None:
             batch.removed.append(indexed.document_id)
             result.documents_removed += 1

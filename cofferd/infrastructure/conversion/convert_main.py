@@ -12,10 +12,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from cofferd.domain.index_records import Converted
 from cofferd.infrastructure.conversion import markitdown_run
-from cofferd.infrastructure.workers.frames import serve_items
+from cofferd.infrastructure.workers.frames import Replies, serve_items
 
 DEFAULT_MEMORY_MB = 2048
+REPLIES = Replies(frozenset({Converted}))  # (and ("refused" | "failed", why): builtins)
 
 
 def main() -> None:

@@ -1,9 +1,10 @@
 """Converting documents to Markdown (the MarkdownConverter port), safely.
 
-markitdown runs in worker processes of the one worker pool (infrastructure.workers.pool;
-the process is conversion/convert_main) with a memory cap, a wall-clock time per
-document, and HOME, caches and temp files in a folder of the data home; zip-based formats
-are checked for bombs before they reach it. One pool serves `add` (its express worker, at
+markitdown runs in worker processes of a worker pool (infrastructure.workers.pool; the
+process is conversion.convert_main, answering what it allows) with a memory cap, a
+wall-clock time per document, and HOME, caches and temp files (and its working
+directory) in a folder of the data home; zip-based formats are checked for bombs before
+they reach it. One pool serves `add` (its express worker, at
 full priority) and the conversions in the background (its one bulk worker, at a lower
 priority): an `add` never waits behind a backlog. The bulk worker is started ahead of
 its first file when a KB that converts begins its first pass (`warm`), and takes the first
@@ -28,10 +29,11 @@ from cofferd.domain import formats
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import ConversionFailed
 from cofferd.domain.index_records import Converted
+from cofferd.infrastructure.conversion import convert_main
 from cofferd.infrastructure.files.confinement import home_folder
-from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
+from cofferd.infrastructure.workers.pool import WorkerEntry, WorkerPool, WorkFailed
 
-PROCESS = "cofferd.infrastructure.conversion.convert_main"
+PROCESS = WorkerEntry(convert_main.__name__, convert_main.REPLIES)
 
 log = logging.getLogger(__name__)
 
@@ -143,9 +145,9 @@ class ConverterPool:
             nice=nice,
             args=(str(memory_mb),),
             environment=self._environment,
-            tries=1,  # a crash is the document's reason at once (tried again a day later)
             interactive_on_bulk=False,  # one process for `add`, one for the background
             first_at_full_priority=True,
+            cwd=str(home[1]) if home is not None else os.sep,  # (made by _environment)
         )
         self.interactive = PoolConverter(self, interactive=True)
         self.background = PoolConverter(self, interactive=False)
@@ -170,6 +172,8 @@ class ConverterPool:
                 raise ConversionFailed(
                     f"conversion took longer than {timeout:g} s and was stopped", transient=True
                 )
+            case WorkFailed(cause="outside", reason=reason):  # no fault of the document's
+                raise EngineUnavailable(f"not converted now: {reason}", engine="markitdown")
             case WorkFailed(reason=reason):
                 raise ConversionFailed(
                     f"the converter crashed on this document: {reason}", transient=True

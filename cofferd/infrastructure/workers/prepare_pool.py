@@ -1,5 +1,6 @@
 """The Preparer port over worker processes: documents prepared on every core, each within
-its time, off the serving loop (its process is surfaces/processes/prepare_main)."""
+its time, off the serving loop. Its process (surfaces/processes/prepare_main, a layer
+above) is given to it by the composition root, with what that process may answer."""
 
 from __future__ import annotations
 
@@ -20,9 +21,8 @@ from cofferd.domain.prepare_jobs import (
     Unconverted,
 )
 from cofferd.infrastructure.files.confinement import Boundary
-from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
+from cofferd.infrastructure.workers.pool import WorkerEntry, WorkerPool, WorkFailed
 
-WORKER_MODULE = "cofferd.surfaces.processes.prepare_main"
 # A unit (what one worker gets at once) ends at whichever comes first: small units keep
 # every worker busy and let a save in between.
 UNIT_FILES = 128
@@ -35,9 +35,9 @@ OUTCOMES = (Gone, Unchanged, Skipped, Unconverted, DocumentWrite)
 
 
 class ProcessPreparer:
-    def __init__(self, boundary: Boundary, workers: int) -> None:
+    def __init__(self, boundary: Boundary, workers: int, *, entry: WorkerEntry) -> None:
         self.boundary = boundary
-        self.pool = WorkerPool(WORKER_MODULE, workers)
+        self.pool = WorkerPool(entry, workers)
 
     def start(self) -> None:
         self.pool.start()
@@ -69,6 +69,7 @@ class ProcessPreparer:
                 yield Failed(
                     item.path,
                     f"{reply.reason} to prepare" if reply.cause == "time" else reply.reason,
+                    lasting=reply.cause != "outside",
                 )
             elif isinstance(reply, OUTCOMES) and reply.path == item.path:
                 yield reply

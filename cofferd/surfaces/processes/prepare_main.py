@@ -23,8 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from cofferd.application.reading import preparation
-from cofferd.domain.file_records import FileContent
+from cofferd.domain.file_records import FileContent, FileStat
 from cofferd.domain.formats import CONVERTED_FORMATS, MARKDOWN, format_of
+from cofferd.domain.index_records import DocumentWrite, IndexedChunk
+from cofferd.domain.links import Link
+from cofferd.domain.models import Document
 from cofferd.domain.prepare_jobs import (
     Gone,
     Outcome,
@@ -38,9 +41,18 @@ from cofferd.infrastructure import memory
 from cofferd.infrastructure.conversion import derived_texts
 from cofferd.infrastructure.files.confined_read import TreeReader
 from cofferd.infrastructure.storage import fts_text
-from cofferd.infrastructure.workers.frames import serve_items
+from cofferd.infrastructure.workers.frames import DATE_TYPES, Replies, serve_items
 
 log = logging.getLogger("cofferd.processes.prepare")
+
+# what this process answers (domain.prepare_jobs, domain.index_records), and what the
+# daemon unpickles of it, nothing else
+REPLIES = Replies(
+    frozenset(
+        {Gone, Unchanged, Skipped, Unconverted, DocumentWrite, IndexedChunk, Document, Link,
+         FileStat, *DATE_TYPES}
+    )
+)  # fmt: skip
 
 MEMORY_MB = 2048  # address space: a document that needs more fails with MemoryError
 LARGE_ITEM = 1024 * 1024
