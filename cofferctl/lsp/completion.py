@@ -14,6 +14,7 @@ from typing import Any
 
 from coffer_kernel.link_targets import BLOCK_MARKER
 from coffer_kernel.markdown_grammar import headings, prose_lines
+from cofferctl import api
 from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import HEADING_READ_BYTES, Note, Workspace, param, uri_param
@@ -103,7 +104,7 @@ class Completion:
         return {"isIncomplete": True, "items": items}
 
     def _tags(self, kb: str, typed: str) -> list[tuple[str, str, str]]:
-        found = self.daemon.ask(lambda c: c.get(c.kb(kb, "/tags")))
+        found = self.daemon.ask(lambda c: api.tags(c, kb))
         tags = found["tags"] if isinstance(found, dict) else []
         wanted = typed.casefold()
         return [

@@ -10,6 +10,7 @@ import mimetypes
 import posixpath
 from typing import Any
 
+from cofferctl import api
 from cofferctl.lsp import files, fragments, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import (
@@ -57,7 +58,7 @@ class Navigation:
         if note is None or note.kb is None or note.relpath is None or note.root is None:
             return []
         kb, relpath, root = note.kb, note.relpath, note.root
-        found = self.daemon.ask(lambda c: c.get(c.document(kb, relpath, "/links")))
+        found = self.daemon.ask(lambda c: api.document_links(c, kb, relpath))
         if not isinstance(found, dict):
             return []
         out = []
