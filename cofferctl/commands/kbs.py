@@ -166,8 +166,9 @@ def refresh_service(out: Output) -> None:
 
 def enable(enabled: bool) -> Command:
     def run(c: Client, a: argparse.Namespace, out: Output) -> Any:
+        verb = "enable" if enabled else "disable"
         data = api.set_enabled(c, a.name, enabled)
-        return data if out.as_json else out.line(f"{'enable' if enabled else 'disable'}d {a.name}")
+        return data if out.as_json else out.line(f"{verb}d {a.name}")
 
     return run
 
