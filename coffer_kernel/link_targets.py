@@ -57,9 +57,11 @@ def wiki_key(target: str) -> str | None:
     return key_of(posixpath.normpath(path))
 
 
-def markdown_key(target: str, folder: str) -> str | None:
-    """The key of a Markdown link's target written in a note in `folder`; None for a web
-    link, a heading of the note itself, a folder, or a path leading out."""
+def markdown_path(target: str, folder: str) -> str | None:
+    """The path in the knowledge base that a Markdown link's target written in a note in
+    `folder` leads to: percent-decoded, from that folder (from the root when it starts with
+    `/`), normalised, as written otherwise; None for a web link, a heading of the note
+    itself, a folder, or a path leading out."""
     if _SCHEME.match(target) or target.startswith(("#", "//")):
         return None  # a web link, mailto:, or a heading of this document
     path = unquote(target.split("#", 1)[0].split("?", 1)[0])
@@ -69,7 +71,14 @@ def markdown_key(target: str, folder: str) -> str | None:
     normal = posixpath.normpath(joined)
     if normal.startswith("../") or normal == "..":
         return None  # it leads out of the knowledge base
-    return key_of(normal)
+    return normal
+
+
+def markdown_key(target: str, folder: str) -> str | None:
+    """The key of a Markdown link's target written in a note in `folder` (`markdown_path`'s
+    key); None when it has no path in the knowledge base."""
+    path = markdown_path(target, folder)
+    return None if path is None else key_of(path)
 
 
 def markdown_name_key(target: str) -> str | None:

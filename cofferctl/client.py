@@ -14,6 +14,8 @@ import urllib.parse
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from cofferctl import api
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~3 ms of each start
 if TYPE_CHECKING:
     from typing import Any
@@ -224,9 +226,11 @@ class Client:
     def post(self, path: str, body: Any = None) -> Any:
         return self.request("POST", path, body if body is not None else {})
 
+    # The paths are cofferctl.api's; these two are for scripts and tests that speak to the
+    # API directly (cofferctl itself calls cofferctl.api's functions).
     def kb(self, name: str, rest: str = "") -> str:
-        return f"/api/v1/knowledge_bases/{urllib.parse.quote(name, safe='')}{rest}"
+        return api.kb_path(name, rest)
 
     def document(self, kb: str, ref: str, rest: str = "") -> str:
         """The API path of a document by id, id prefix or path (one segment, whatever it holds)."""
-        return self.kb(kb, f"/documents/{urllib.parse.quote(ref, safe='')}{rest}")
+        return api.document_path(kb, ref, rest)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import urllib.parse
 from collections.abc import Callable
 
 from cofferctl.client import Client
@@ -34,10 +33,6 @@ class UsageError(Exception):
 
 class CommandFailed(Exception):
     """The command ran and failed outside the daemon (an editor, say): exit 1."""
-
-
-def quote(value: str) -> str:
-    return urllib.parse.quote(value, safe="")
 
 
 def ask(question: str) -> bool:

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import ast
+import asyncio
+import inspect
 import io
+import itertools
 import json
 import os
 import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cofferctl import cli
-from tests.daemon import BIN, REPO, Daemon, wait_for
+from cofferctl import api, cli
+from cofferctl.client import Client
+from tests.daemon import BIN, REPO, Daemon, contract, wait_for
 from tests.helpers import SHARED_WITH_CLI, write
 
 
@@ -152,6 +158,111 @@ def test_cofferctl_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+class Recording(Client):
+    """A client that sends nothing: it keeps the method and path of each request that
+    cofferctl.api makes, and answers with an empty object."""
+
+    def __init__(self) -> None:
+        super().__init__(Path("/nonexistent.sock"))
+        self.asked: list[tuple[str, str]] = []
+
+    def send(self, method: str, path: str, body: Any = None, query: Any = None) -> Any:
+        self.asked.append((method, path))
+        return 200, {}
+
+    def upload(self, path: str, file: Path, fields: dict[str, str]) -> Any:
+        self.asked.append(("POST", path))
+        return {}
+
+
+# what each kind of argument is given: segments holding `/`, blanks, `#` and `%`
+SAMPLES: dict[str, list[Any]] = {
+    "str": ["a b/c #1%.md"],
+    "bool": [True, False],
+    "JSON": [{}],
+    "dict[str, str]": [{}],
+    "Path": [Path("note.md")],
+}
+
+
+def _endpoints() -> dict[str, Any]:
+    """cofferctl.api's functions that call the daemon: those taking the client first."""
+    return {
+        name: function
+        for name, function in vars(api).items()
+        if inspect.isfunction(function)
+        and not name.startswith("_")
+        and next(iter(inspect.signature(function).parameters), None) == "client"
+    }
+
+
+def _requests(function: Any) -> list[tuple[str, str, list[Any]]]:
+    """(method, path, the arguments given) of every request `function` makes, for each
+    combination of the arguments it requires (those with a default are left to it)."""
+    required = [
+        p for p in list(inspect.signature(function).parameters.values())[1:]
+        if p.default is inspect.Parameter.empty
+    ]  # fmt: skip
+    made = []
+    for values in itertools.product(*(SAMPLES[str(p.annotation)] for p in required)):
+        client = Recording()
+        function(client, *values)
+        made += [(method, path, list(values)) for method, path in client.asked]
+    return made
+
+
+def test_every_path_the_api_client_makes_is_a_route_of_the_daemon_and_the_contract() -> None:
+    """Each of cofferctl.api's functions asks for a route the daemon serves, with that
+    method, and an operation docs/openapi.yaml lists; each argument stays one segment."""
+    from aiohttp import web
+    from aiohttp.test_utils import make_mocked_request
+
+    from cofferd.surfaces.http import api as http_api
+
+    app = web.Application()
+    app.router.add_routes(http_api.routes)
+    spec = contract()["paths"]
+
+    async def check(name: str, method: str, path: str, given: list[Any]) -> None:
+        found = await app.router.resolve(make_mocked_request(method, path, app=app))
+        assert found.http_exception is None, f"api.{name}: {method} {path}: {found.http_exception}"
+        template = found.route.resource.canonical  # type: ignore[union-attr]
+        assert method.lower() in spec.get(template, {}), f"api.{name}: {method} {template}"
+        segments = {v for v in given if isinstance(v, str)}
+        assert segments <= set(found.values()), f"api.{name}: {path} cuts an argument"
+
+    endpoints = _endpoints()
+    assert len(endpoints) > 30
+    for name, function in endpoints.items():
+        made = _requests(function)
+        assert made, f"api.{name} asks nothing of the daemon"
+        for method, path, given in made:
+            asyncio.run(check(name, method, path, given))
+
+
+def test_cofferctl_spells_the_api_paths_in_one_module_and_uses_each_endpoint() -> None:
+    """The CLI, the MCP server and the language server reach the daemon through
+    cofferctl.api only, and each of its functions is called by one of them."""
+    package = REPO / "cofferctl"
+    used: set[str] = set()
+    for source in package.rglob("*.py"):
+        if source.parent == package and source.name == "api.py":
+            continue
+        text = source.read_text()
+        assert "/api/" not in text, f"{source.relative_to(REPO)} spells an API path"
+        if source.parent == package and source.name == "client.py":
+            continue  # its kb() and document() are for scripts and tests
+        used |= {
+            node.attr
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "api"
+        }
+    unused = set(_endpoints()) - used
+    assert not unused, f"cofferctl.api functions nothing calls: {sorted(unused)}"
 
 
 def test_add_files_folders_and_globs(shared_daemon: Daemon, tmp_path: Path) -> None:

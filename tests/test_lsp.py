@@ -297,6 +297,15 @@ async def test_completion_of_headings_aliases_and_tags(
     found = await asyncio.wait_for(lsp.text_document_completion_async(params), 10)
     assert found.items[0].text_edit.new_text == "../people/ana.md)"
 
+    # a path typed with its suffix, in any case: the grammar's Markdown suffixes
+    for version, typed_path in enumerate(("ana.MD", "ana.markdown"), 3):
+        await opened(lsp, path, f"see [a]({typed_path}\n", version=version)
+        params = types.CompletionParams(
+            types.TextDocumentIdentifier(path.as_uri()), types.Position(0, 8 + len(typed_path))
+        )
+        found = await asyncio.wait_for(lsp.text_document_completion_async(params), 10)
+        assert found.items[0].text_edit.new_text == "../people/ana.md)", typed_path
+
 
 @pytest.mark.parametrize(
     ("kind", "target", "expected"),
@@ -309,6 +318,9 @@ async def test_completion_of_headings_aliases_and_tags(
         ("wiki", "../../out", None),
         ("markdown", "../../out.md", None),
         ("wiki", "#only-a-heading", None),
+        # what a Markdown link leads to is link_targets.markdown_path's: no note for these
+        ("markdown", "https://example.com/x.md", None),
+        ("markdown", "sub/ #top", None),
     ],
 )
 def test_where_a_missing_note_would_be_made(kind: str, target: str, expected: str | None) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from cofferctl.lsp import fragments
+from coffer_kernel.link_targets import span_of
 from tests.daemon import Daemon
 from tests.helpers import new_vault
 from tests.test_lsp_confinement import at, shown
@@ -56,9 +56,9 @@ def test_fragments_are_read_in_linear_time() -> None:
         content = "# a\n" * size + "x ^" + "b" * size + "\n"
         fragment = "#".join(["a"] * 250)  # as long as a link's target is kept
         started = time.perf_counter()
-        fragments.span_of(content, fragment)
-        fragments.span_of(content, "^" + "b" * size)
-        fragments.span_of(content, "^zz")
+        span_of(content, fragment)
+        span_of(content, "^" + "b" * size)
+        span_of(content, "^zz")
         elapsed = time.perf_counter() - started
         if size == 20_000:
             small = elapsed

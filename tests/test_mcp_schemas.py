@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
 
-import cofferd
+import coffer_kernel
 from tests.daemon import Daemon
 from tests.test_mcp import params
 
@@ -43,7 +43,7 @@ def listing(shared_daemon: Daemon) -> dict[str, Any]:
 
 
 def test_the_server_names_coffers_version(listing: dict[str, Any]) -> None:
-    assert listing["version"] == cofferd.__version__
+    assert listing["version"] == coffer_kernel.__version__
 
 
 def test_every_tool_is_listed(listing: dict[str, Any]) -> None:

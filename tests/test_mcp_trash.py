@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mcp import Client
 
-import cofferd
+import coffer_kernel
 from tests.daemon import Daemon, wait_for
 from tests.test_mcp import AGENT, call, error_of, new_kb, params
 
@@ -62,4 +62,4 @@ async def test_skipped_files_and_the_version(shared_daemon: Daemon) -> None:
         assert [i["relative_path"] for i in skipped["items"]] == ["big.md"]
         assert skipped["items"][0]["reason"]
         status = await call(client, "status")
-        assert status["version"] == cofferd.__version__
+        assert status["version"] == coffer_kernel.__version__

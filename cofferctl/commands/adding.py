@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from coffer_kernel.sources import SourceRefused, checked_source
+from cofferctl import api
 from cofferctl.client import ApiError, Client
 from cofferctl.command import RESULT_FAILED, Command, UsageError
 from cofferctl.output import Output
@@ -48,7 +49,7 @@ def expand_paths(
 
 
 def cmd_add(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    status = c.get("/api/v1/status")
+    status = api.status(c)
     formats = set(status.get("extensions") or status["formats"])
     files, ignored = expand_paths(a.paths, formats)
     if not files:
@@ -88,7 +89,7 @@ def _add_one(c: Client, a: argparse.Namespace, path: str, data_home: Path) -> di
         fields = {"replace": "true" if a.replace else "false", "source_path": path}
         if a.to is not None:
             fields["folder"] = a.to
-        reply = c.upload(c.kb(a.kb, "/documents"), Path(path), fields)
+        reply = api.upload_document(c, a.kb, Path(path), fields)
         doc = reply["document"]
         return {"path": path, "status": reply["status"], "document_id": doc["id"],
                 "title": doc["title"], "document_path": doc["path"]}  # fmt: skip
@@ -124,20 +125,20 @@ def _report(
     out.line(summary + (f"; {len(ignored)} files ignored" if ignored else ""))
 
 
-def ingest_command(action: str) -> Command:
+def ingest_command(action: Callable[[Client, str, str], dict[str, Any]]) -> Command:
     def run(c: Client, a: argparse.Namespace, out: Output) -> Any:
-        reply = c.post(c.document(a.kb, a.doc, f"/{action}"))
+        reply = action(c, a.kb, a.doc)
         return reply if out.as_json else out.line(reply["message"])
 
     return run
 
 
-cmd_reconvert = ingest_command("reconvert")
-cmd_update_source = ingest_command("update-source")
+cmd_reconvert = ingest_command(api.reconvert)
+cmd_update_source = ingest_command(api.update_source)
 
 
 def cmd_check_sources(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    report = c.post(c.kb(a.kb, "/check-sources"))
+    report = api.check_sources(c, a.kb)
     if out.as_json:
         return report
     rows = [

@@ -7,13 +7,14 @@ import os
 import sys
 from typing import Any
 
+from cofferctl import api
 from cofferctl.client import Client
 from cofferctl.command import CommandFailed, UsageError, ask
 from cofferctl.output import Output
 
 
 def cmd_docs(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = c.get(c.kb(a.kb, "/documents"), q=a.q, limit=a.limit, offset=a.offset)
+    data = api.documents(c, a.kb, q=a.q, limit=a.limit, offset=a.offset)
     if out.as_json:
         return data
     out.table(
@@ -30,7 +31,7 @@ def cmd_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
     """The file as it is, frontmatter included; with --header, a header (title, path,
     tags) and the text without its frontmatter. A PDF, a Word file and the like show the
     text converted from them, and say so (on stderr, without --header)."""
-    doc = c.get(c.document(a.kb, a.doc), file_text=None if a.header else "true")
+    doc = api.document(c, a.kb, a.doc, file_text=None if a.header else "true")
     if out.as_json:
         return doc
     derived = f"text converted from {doc['path']} (kept by Coffer; the file is unchanged)"
@@ -53,7 +54,7 @@ def cmd_edit(c: Client, a: argparse.Namespace, out: Output) -> Any:
     import shlex
     import subprocess
 
-    doc = c.get(c.document(a.kb, a.doc))
+    doc = api.document(c, a.kb, a.doc)
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor or not editor.strip():
         raise CommandFailed("no editor set: export VISUAL or EDITOR (for example EDITOR=nano)")
@@ -89,14 +90,14 @@ def _sha256(path: str) -> str | None:
 
 
 def cmd_rm(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    doc = c.get(c.document(a.kb, a.doc))  # a wrong id fails before asking
+    doc = api.document(c, a.kb, a.doc)  # a wrong id fails before asking
     if not a.yes:
         if not sys.stdin.isatty():
             raise UsageError(f"deleting {doc['relative_path']!r} needs --yes when not asked")
         if not ask(f"Delete {doc['relative_path']} ({doc['title']}) from {a.kb}?"):
             out.line("kept")
             return None
-    data = c.request("DELETE", c.document(a.kb, doc["id"]))
+    data = api.delete_document(c, a.kb, doc["id"])
     if out.as_json:
         return data
     out.line(f"deleted {data['deleted']['relative_path']}")
@@ -110,7 +111,7 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
     if a.broken == (a.doc is not None):
         raise UsageError("give a document, or --broken for every broken link")
     if a.broken:
-        data = c.get(c.kb(a.kb, "/links/broken"))
+        data = api.broken_links(c, a.kb)
         if out.as_json:
             return data
         for link in data["links"]:
@@ -126,7 +127,7 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
                 "targets: links to them are counted broken"
             )
         return None
-    data = c.get(c.document(a.kb, a.doc, "/links"))
+    data = api.document_links(c, a.kb, a.doc)
     if out.as_json:
         return data
     out.line(out.style(f"links from {a.doc}", "1"))
@@ -144,7 +145,7 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def cmd_conflicts(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = c.get(c.kb(a.kb, "/conflicts"))
+    data = api.conflicts(c, a.kb)
     if out.as_json:
         return data
     for item in data["conflicts"]:
@@ -158,7 +159,7 @@ def cmd_conflicts(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def cmd_tags(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = c.get(c.kb(a.kb, "/tags"))
+    data = api.tags(c, a.kb)
     if out.as_json:
         return data
     out.table(["tag", "documents"], [[f"#{t['tag']}", t["count"]] for t in data["tags"]])

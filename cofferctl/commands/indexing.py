@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from cofferctl import api
 from cofferctl.client import ApiError, Client
 from cofferctl.output import Output, Progress
 
@@ -13,8 +14,7 @@ POLL_S = 0.25
 
 def cmd_reindex(c: Client, a: argparse.Namespace, out: Output) -> Any:
     progress = out.progress("reindexing")
-    path = c.kb(a.kb, "/reindex")
-    r = _watching(c, a.kb, path, progress) if progress.enabled else c.post(path)
+    r = _watching(c, a.kb, progress) if progress.enabled else api.reindex(c, a.kb)
     if out.as_json:
         return r
     out.line(
@@ -29,15 +29,15 @@ def cmd_reindex(c: Client, a: argparse.Namespace, out: Output) -> Any:
     return None
 
 
-def _watching(c: Client, kb: str, path: str, progress: Progress) -> Any:
-    """POST `path` while showing the KB's progress from status, polled until it answers."""
+def _watching(c: Client, kb: str, progress: Progress) -> Any:
+    """Reindex `kb` while showing the KB's progress from status, polled until it answers."""
     import threading
 
     outcome: dict[str, Any] = {}
 
     def request() -> None:
         try:
-            outcome["reply"] = c.post(path)
+            outcome["reply"] = api.reindex(c, kb)
         except BaseException as exc:  # noqa: BLE001 - the main thread raises it
             outcome["error"] = exc
 
@@ -45,7 +45,7 @@ def _watching(c: Client, kb: str, path: str, progress: Progress) -> Any:
     worker.start()
     while worker.is_alive():
         try:
-            entries = c.get("/api/v1/status")["knowledge_bases"]
+            entries = api.status(c)["knowledge_bases"]
         except ApiError:
             break  # the bar is a nicety; the reindex goes on
         current = next((e.get("progress") for e in entries if e["name"] == kb), None)

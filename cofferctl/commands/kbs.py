@@ -8,14 +8,15 @@ import os
 import sys
 from typing import Any
 
+from cofferctl import api
 from cofferctl.client import Client
-from cofferctl.command import Command, UsageError, ask, quote
+from cofferctl.command import Command, UsageError, ask
 from cofferctl.output import Output
 from cofferctl.settings_args import parse_settings
 
 
 def cmd_kb_list(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = c.get("/api/v1/knowledge_bases")
+    data = api.knowledge_bases(c)
     if out.as_json:
         return data
     kbs = data["knowledge_bases"]
@@ -38,7 +39,7 @@ def cmd_kb_create(c: Client, a: argparse.Namespace, out: Output) -> Any:
         body["config"]["index_formats"] = [f for f in a.formats.split(",") if f.strip()]
     if a.path is not None:
         body["path"] = os.path.abspath(os.path.expanduser(a.path))
-    kb = c.post("/api/v1/knowledge_bases", body)
+    kb = api.create_knowledge_base(c, body)
     if out.as_json:
         return kb
     if kb.get("attached"):
@@ -58,7 +59,7 @@ def cmd_kb_attach(c: Client, a: argparse.Namespace, out: Output) -> Any:
     body: dict[str, Any] = {}
     if a.path is not None:
         body["path"] = os.path.abspath(os.path.expanduser(a.path))
-    kb = c.post(c.kb(a.name, "/attach"), body)
+    kb = api.attach_knowledge_base(c, a.name, body)
     if out.as_json:
         return kb
     out.line(f"attached {kb['attached']} as {kb['name']} on this machine; indexing it now")
@@ -67,7 +68,7 @@ def cmd_kb_attach(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def docs_folder(c: Client, name: str) -> str | None:
-    for entry in c.get("/api/v1/status")["knowledge_bases"]:
+    for entry in api.status(c)["knowledge_bases"]:
         if entry["name"] == name:
             folder: str = entry["docs_path"]
             return folder
@@ -75,7 +76,7 @@ def docs_folder(c: Client, name: str) -> str | None:
 
 
 def cmd_kb_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    kb = c.get(c.kb(a.name))
+    kb = api.knowledge_base(c, a.name)
     if out.as_json:
         return kb
     out.line(
@@ -99,8 +100,8 @@ SOURCES = {
 
 
 def cmd_kb_set(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    current = c.get(c.kb(a.name))["config"]
-    kb = c.request("PATCH", c.kb(a.name), {"config": parse_settings(a.settings, current)})
+    current = api.knowledge_base(c, a.name)["config"]
+    kb = api.change_knowledge_base(c, a.name, {"config": parse_settings(a.settings, current)})
     if out.as_json:
         return kb
     out.line(f"updated {kb['name']}")
@@ -135,7 +136,7 @@ def model_languages_line(languages: dict[str, Any]) -> str:
 
 
 def cmd_kb_delete(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    attached = c.get(c.kb(a.name)).get("attached")  # a missing KB is named before asking
+    attached = api.knowledge_base(c, a.name).get("attached")  # a missing KB is named before asking
     what = (
         f"its index and settings; your folder {attached} and its files are not touched"
         if attached
@@ -147,7 +148,7 @@ def cmd_kb_delete(c: Client, a: argparse.Namespace, out: Output) -> Any:
         if not ask(f"Delete knowledge base {a.name!r}: {what}?"):
             out.line("kept")
             return None
-    data = c.request("DELETE", c.kb(a.name))
+    data = api.delete_knowledge_base(c, a.name)
     if out.as_json:
         return data
     out.line(f"deleted {a.name}; {attached} is untouched" if attached else f"deleted {a.name}")
@@ -166,7 +167,7 @@ def refresh_service(out: Output) -> None:
 def enable(enabled: bool) -> Command:
     def run(c: Client, a: argparse.Namespace, out: Output) -> Any:
         verb = "enable" if enabled else "disable"
-        data = c.post(f"/api/v1/resources/knowledge_base/{quote(a.name)}/{verb}")
+        data = api.set_enabled(c, a.name, enabled)
         return data if out.as_json else out.line(f"{verb}d {a.name}")
 
     return run

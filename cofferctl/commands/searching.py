@@ -6,6 +6,7 @@ import argparse
 import re
 import sys
 
+from cofferctl import api
 from cofferctl.client import Client
 from cofferctl.command import RESULT_FAILED, UsageError
 from cofferctl.output import Output, visible
@@ -55,12 +56,12 @@ def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
         query = " ".join([a.kb, *a.query])
         body = {"query": query, "top_k": a.top_k, "knowledge_bases": a.kbs or None}
         body["filters"] = filters
-        data = c.post("/api/v1/search", {k: v for k, v in body.items() if v is not None})
+        data = api.search_all(c, {k: v for k, v in body.items() if v is not None})
     elif not a.query:
         raise UsageError("give the words to search for after the knowledge base")
     else:
         body = {"query": " ".join(a.query), "top_k": a.top_k, "filters": filters}
-        data = c.post(c.kb(a.kb, "/search"), {k: v for k, v in body.items() if v is not None})
+        data = api.search(c, a.kb, {k: v for k, v in body.items() if v is not None})
     if out.as_json:
         return data
     _say_indexing(data["knowledge_bases"] if several else {a.kb: data})
@@ -121,7 +122,7 @@ def _local_pattern(pattern: str, ignore_case: bool) -> re.Pattern[str] | None:
 
 def cmd_grep(c: Client, a: argparse.Namespace, out: Output) -> Any:
     body = {"pattern": a.pattern, "max_matches": a.max_matches, "ignore_case": a.ignore_case}
-    data = c.post(c.kb(a.kb, "/grep"), body)
+    data = api.grep(c, a.kb, body)
     if out.as_json:
         out.json(data)
         return RESULT_FAILED if not data["hits"] else None

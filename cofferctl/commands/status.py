@@ -6,12 +6,13 @@ import argparse
 from typing import Any
 
 from coffer_kernel.durations import time_left
+from cofferctl import api
 from cofferctl.client import Client
 from cofferctl.output import Output
 
 
 def cmd_status(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    s = c.get("/api/v1/status")
+    s = api.status(c)
     if out.as_json:
         return s
     w = s["watcher"]
@@ -88,7 +89,7 @@ def _vectors(state: dict[str, Any] | None) -> str:
 
 
 def cmd_skipped(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = c.get(c.kb(a.kb, "/skipped"))
+    data = api.skipped(c, a.kb)
     if out.as_json:
         return data
     degraded = [item for item in data["items"] if item.get("degraded")]
@@ -102,7 +103,7 @@ def cmd_skipped(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def cmd_metrics(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    m = c.get(c.kb(a.kb, "/metrics"))
+    m = api.metrics(c, a.kb)
     if out.as_json:
         return m
     for key in ("documents", "chunks", "documents_degraded", "disk_bytes"):
@@ -112,8 +113,8 @@ def cmd_metrics(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def cmd_log(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = c.get("/api/v1/audit", kb=a.kb, limit=a.limit)
-    calls = c.get("/api/v1/mcp_invocations", limit=a.limit)
+    data = api.audit(c, kb=a.kb, limit=a.limit)
+    calls = api.mcp_invocations(c, limit=a.limit)
     if out.as_json:
         return {**data, **calls}
     out.table(

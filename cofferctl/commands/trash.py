@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from cofferctl import api
 from cofferctl.client import Client
-from cofferctl.command import quote
 from cofferctl.output import Output
 
 
 def cmd_trash(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = c.get(c.kb(a.kb, "/trash"))
+    data = api.trash(c, a.kb)
     if out.as_json:
         return data
     out.table(
@@ -28,7 +28,7 @@ def cmd_trash(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def cmd_restore(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = c.post(c.kb(a.kb, f"/trash/{quote(a.trash_id)}/restore"))
+    data = api.restore(c, a.kb, a.trash_id)
     if out.as_json:
         return data
     doc = data["restored"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIX
 from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import Note, Workspace, param, uri_param
@@ -85,11 +86,13 @@ class CodeActions:
             if wanted not in {n.casefold() for n in (stem, named["title"], *named["aliases"])}:
                 continue
             link = named["link"]
-            said = {wanted, f"{wanted}.md", f"{wanted}.markdown"}  # as the KB writes links
             if answer["link_style"].get("markdown"):
                 folder = posixpath.dirname(note.relpath or "") or "."
                 written = text.markdown_link(mention, named["relative_path"], folder)
-            elif link.casefold() in said:
+            elif wanted in (
+                link.casefold(),
+                MARKDOWN_SUFFIX.sub("", link).casefold(),
+            ):  # .md or not
                 written = f"[[{link}]]"
             else:
                 written = f"[[{link}|{mention}]]"

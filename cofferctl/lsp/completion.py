@@ -13,7 +13,8 @@ import unicodedata
 from typing import Any
 
 from coffer_kernel.link_targets import BLOCK_MARKER
-from coffer_kernel.markdown_grammar import headings, prose_lines
+from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIX, headings, prose_lines
+from cofferctl import api
 from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import HEADING_READ_BYTES, Note, Workspace, param, uri_param
@@ -70,7 +71,7 @@ class Completion:
                 end += 2 if line.startswith("]]", at) else 0  # the brackets the editor closed
         elif kind == "path":
             closing = "" if line.startswith(")", at) else ")"
-            found = self.daemon.names(note.kb, typed.rsplit("/", 1)[-1].removesuffix(".md"))
+            found = self.daemon.names(note.kb, MARKDOWN_SUFFIX.sub("", typed.rsplit("/", 1)[-1]))
             choices = [
                 (text.destination(n["relative_path"], folder), n["relative_path"], n["title"])
                 for n in found
@@ -103,7 +104,7 @@ class Completion:
         return {"isIncomplete": True, "items": items}
 
     def _tags(self, kb: str, typed: str) -> list[tuple[str, str, str]]:
-        found = self.daemon.ask(lambda c: c.get(c.kb(kb, "/tags")))
+        found = self.daemon.ask(lambda c: api.tags(c, kb))
         tags = found["tags"] if isinstance(found, dict) else []
         wanted = typed.casefold()
         return [

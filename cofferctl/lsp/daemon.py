@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from cofferctl import api
 from cofferctl.client import ApiError, Client, DaemonUnreachable, ProtocolError
 from cofferctl.lsp.stdio import Transport, log
 
@@ -74,7 +75,7 @@ class Daemon:
 
     def named(self, kb: str, typed: str) -> dict[str, Any]:
         """The daemon's notes for what was typed, best first, and the KB's link style."""
-        found = self.ask(lambda c: c.get(c.kb(kb, "/names"), q=typed))
+        found = self.ask(lambda c: api.note_names(c, kb, typed))
         return found if isinstance(found, dict) else {"names": [], "link_style": {}}
 
     def names(self, kb: str, typed: str) -> list[dict[str, Any]]:
@@ -84,5 +85,5 @@ class Daemon:
     def inspect(self, kb: str, relpath: str, body: str) -> dict[str, Any] | None:
         """The links of `body` (a note at `relpath`, as unsaved) placed and resolved."""
         sent = {"relative_path": relpath, "text": body}
-        found = self.ask(lambda c: c.post(c.kb(kb, "/inspect"), sent))
+        found = self.ask(lambda c: api.inspect(c, kb, sent))
         return found if isinstance(found, dict) else None

@@ -20,7 +20,9 @@ import threading
 import time
 from typing import Any
 
-from cofferctl.lsp import files, fragments, text
+from coffer_kernel.link_targets import fragment_of, has_fragments, missing_fragment
+from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIX
+from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.stdio import Transport, log
 from cofferctl.lsp.workspace import HeldLinks, Note, Workspace
@@ -183,17 +185,17 @@ class Diagnostics:
         out = []
         for link in links:
             relpath = link["relative_path"]
-            fragment = fragments.fragment_of(link["type"], link["target"])
+            fragment = fragment_of(link["type"], link["target"])
             if relpath is None or fragment is None or link.get("kind") == "file":
                 continue
-            if not fragments.has_fragments(relpath):
+            if not has_fragments(relpath):
                 continue  # a PDF's #page=3: the viewer's to read
             if relpath not in read:
                 if len(read) >= FRAGMENT_NOTES:
                     continue
                 read[relpath] = files.read_start(note.folder, relpath, FRAGMENT_READ_BYTES)
             content = read[relpath]
-            missing = fragments.missing_fragment(content, fragment) if content else None
+            missing = missing_fragment(content, fragment) if content else None
             if missing is not None:
                 message, code = missing.message(relpath), f"missing-{missing.what}"
                 out.append(self._diagnostic(lines, link, WARNING, message, code))
@@ -227,5 +229,5 @@ def _other_file(name: str) -> bool:
         "." in name.rpartition("/")[2]
         and suffix.isalnum()
         and not suffix.isdigit()
-        and (suffix.lower() not in ("md", "markdown"))
+        and MARKDOWN_SUFFIX.search(name) is None
     )

@@ -10,7 +10,9 @@ import mimetypes
 import posixpath
 from typing import Any
 
-from cofferctl.lsp import files, fragments, text
+from coffer_kernel.link_targets import fragment_of, has_fragments, span_of
+from cofferctl import api
+from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import (
     HEADING_READ_BYTES,
@@ -40,13 +42,13 @@ class Navigation:
         if found is None or relpath is None:
             return None
         note, link = found
-        if not fragments.has_fragments(relpath):
+        if not has_fragments(relpath):
             return {"contents": {"kind": "markdown", "value": about_file(note, relpath)}}
-        fragment = fragments.fragment_of(link.type, link.target)
+        fragment = fragment_of(link.type, link.target)
         limit = HEADING_READ_BYTES if fragment else HOVER_READ_BYTES
         content = files.read_start(note.folder, relpath, limit)
-        span = fragments.span_of(content, fragment) if fragment else None
-        part = fragments.shown(content, span) if span else text.first_lines(content)
+        span = span_of(content, fragment) if fragment else None
+        part = text.section_lines(content, span) if span else text.first_lines(content)
         named = f"#{fragment}" if span else ""
         shown = f"**{relpath}**{named}\n\n{part}"
         return {"contents": {"kind": "markdown", "value": shown}}
@@ -57,7 +59,7 @@ class Navigation:
         if note is None or note.kb is None or note.relpath is None or note.root is None:
             return []
         kb, relpath, root = note.kb, note.relpath, note.root
-        found = self.daemon.ask(lambda c: c.get(c.document(kb, relpath, "/links")))
+        found = self.daemon.ask(lambda c: api.document_links(c, kb, relpath))
         if not isinstance(found, dict):
             return []
         out = []
@@ -90,10 +92,10 @@ def target(note: Note, link: HeldLink) -> dict[str, Any] | None:
     if link.relative_path is None or note.root is None:
         return None
     line = 0
-    fragment = fragments.fragment_of(link.type, link.target)
-    if fragment and fragments.has_fragments(link.relative_path):
+    fragment = fragment_of(link.type, link.target)
+    if fragment and has_fragments(link.relative_path):
         content = files.read_start(note.folder, link.relative_path, HEADING_READ_BYTES)
-        span = fragments.span_of(content, fragment)
+        span = span_of(content, fragment)
         line = span[0] if span else 0
     start = {"line": line, "character": 0}
     uri = text.uri_of(note.root / link.relative_path)

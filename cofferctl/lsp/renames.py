@@ -23,6 +23,7 @@ from coffer_kernel.markdown_grammar import (
     wiki_links,
 )
 from coffer_kernel.markdown_grammar import heading as parsed_heading
+from cofferctl import api
 from cofferctl.jsonrpc import INVALID_PARAMS, RpcError
 from cofferctl.lsp import files, text
 from cofferctl.lsp.daemon import Daemon
@@ -115,7 +116,7 @@ class Renames:
         in `moved` (old path -> new path) are renamed: those to a renamed note, those of a
         renamed note (a Markdown link's path is from its folder), and those the new names
         would take over (`[[Settings]]` when a note becomes the root's `Settings.md`)."""
-        answer = self.daemon.ask(lambda c: c.get(c.kb(kb, "/paths")))
+        answer = self.daemon.ask(lambda c: api.paths(c, kb))
         if not isinstance(answer, dict):
             return {}
         paths: list[str] = answer["paths"]
@@ -162,7 +163,7 @@ class Renames:
 
     def _backlinks(self, kb: str, relpath: str) -> set[str]:
         """The notes linking to the file at `relpath` (a note, an image: any file)."""
-        found = self.daemon.ask(lambda c: c.get(c.kb(kb, "/backlinks"), file=relpath))
+        found = self.daemon.ask(lambda c: api.backlinks(c, kb, relpath))
         return {b["relative_path"] for b in found["backlinks"]} if found else set()
 
     def _links_to(self, note: Note, rewrite: Rewrite) -> dict[str, list[dict[str, Any]]]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from coffer_kernel.markdown_grammar import headings
+from cofferctl import api
 from cofferctl.lsp import text
 from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import Workspace, param, uri_param
@@ -34,7 +35,7 @@ class Symbols:
         if not query or not kbs:
             return []
         body = {"query": query, "top_k": WORKSPACE_SYMBOLS, "knowledge_bases": kbs}
-        found = self.daemon.ask(lambda c: c.post("/api/v1/search", body))
+        found = self.daemon.ask(lambda c: api.search_all(c, body))
         if not isinstance(found, dict):
             return []
         out = []

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlparse
 
-from coffer_kernel.link_targets import heading_key
+from coffer_kernel.link_targets import heading_key, markdown_path
 from coffer_kernel.markdown_grammar import (
     BARE_TARGET_END,
     MARKDOWN_SUFFIX,
@@ -74,21 +74,17 @@ def completion_context(line: str, at: int) -> tuple[str, int, str, str] | None:
 def new_note_path(kind: str, target: str, linking: str) -> str | None:
     """Where the note a broken link names would be made, inside its knowledge base: a wiki
     link's name beside the linking note (a path in it from the top), a Markdown link's
-    path from the linking note's folder; None when it would lead out."""
+    path as it leads from the linking note (`markdown_path`); None when it would lead out."""
     named = target.split("#", 1)[0].strip()
+    folder = posixpath.dirname(linking)
     if kind == "markdown":
-        named = unquote(named.split("?", 1)[0])
-        joined = (
-            named.lstrip("/")
-            if named.startswith("/")
-            else posixpath.join(posixpath.dirname(linking), named)
-        )
+        normal = markdown_path(named, folder)
     else:
-        joined = named if "/" in named else posixpath.join(posixpath.dirname(linking), named)
+        joined = named if "/" in named else posixpath.join(folder, named)
         if not MARKDOWN_SUFFIX.search(joined):
             joined += ".md"
-    normal = posixpath.normpath(joined)
-    if not named or normal.startswith(("../", "/")) or normal in (".", ".."):
+        normal = posixpath.normpath(joined) if named else None
+    if normal is None or normal.startswith(("../", "/")) or normal in (".", ".."):
         return None
     return unicodedata.normalize("NFC", normal)
 
@@ -300,6 +296,17 @@ def first_lines(text: str, lines: int = 12, chars: int = 1000) -> str:
         body = text[end + 4 :] if end >= 0 else text
     kept = [line for line in body.split("\n", lines * 4)[: lines * 4] if line.strip()][:lines]
     return "\n".join(kept)[:chars]
+
+
+SHOWN_LINES = 12
+SHOWN_CHARS = 1000
+
+
+def section_lines(text: str, span: tuple[int, int]) -> str:
+    """The lines of `span` (a heading's section, a block), as much as a hover shows."""
+    lines = text.split("\n", span[1])[span[0] : span[1]]
+    kept = [line for line in lines if line.strip()][:SHOWN_LINES]
+    return "\n".join(kept)[:SHOWN_CHARS]
 
 
 def destination(relpath: str, folder: str) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cofferctl import api
 from cofferctl.jsonrpc import INVALID_PARAMS, RpcError
 from cofferctl.lsp import text
 from cofferctl.lsp.daemon import TIMEOUT_S, Daemon
@@ -232,7 +233,7 @@ class Workspace:
 
     def kb_folders(self, refresh: bool, probe: bool = False) -> list[tuple[Path, str]]:
         if self._folders is None or refresh:
-            found = self.daemon.ask(lambda c: c.get("/api/v1/document_changes"), probe=probe)
+            found = self.daemon.ask(api.document_changes, probe=probe)
             if not isinstance(found, dict):
                 return self._folders or []
             kbs = found["knowledge_bases"]

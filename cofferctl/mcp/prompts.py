@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cofferctl import api
 from cofferctl.client import ApiError, Client
 from cofferctl.jsonrpc import INVALID_PARAMS, RpcError, shown
 from cofferctl.mcp.schema import JSON
@@ -39,8 +40,8 @@ def get_prompt(client: Client, name: str, arguments: dict[str, Any]) -> JSON:
     kb = arguments.get("kb") or None
     request = {"query": question, "top_k": PASSAGES}
     try:
-        path = client.kb(kb, "/search") if kb else "/api/v1/search"
-        passages = client.post(path, request)["passages"]
+        found = api.search(client, kb, request) if kb else api.search_all(client, request)
+        passages = found["passages"]
     except ApiError as exc:
         raise RpcError(INVALID_PARAMS, f"{exc.code}: {exc.message}") from None
     where = f"the knowledge base `{kb}`" if kb else "every enabled knowledge base"

@@ -7,6 +7,7 @@ shape, and their descriptions read best side by side.
 
 from __future__ import annotations
 
+from cofferctl import api
 from cofferctl.client import Client
 from cofferctl.mcp.schema import JSON, arguments, array, boolean, integer, kb, string
 from cofferctl.mcp.shapes import (
@@ -23,9 +24,7 @@ from cofferctl.mcp.shapes import (
     STR,
     STRS,
     TOP_K,
-    doc_path,
     items,
-    kb_path,
     obj,
     passage,
     search_request,
@@ -73,7 +72,7 @@ INDEXING: JSON = {
     READS,
 )
 def search(client: Client, args: JSON) -> JSON:
-    body = client.post(kb_path(client, args, "/search"), search_request(args))
+    body = api.search(client, args["kb"], search_request(args))
     indexing = {"indexing": body["indexing"]} if body.get("indexing") else {}
     return {
         "knowledge_base": args["kb"],
@@ -124,7 +123,7 @@ def search_all(client: Client, args: JSON) -> JSON:
     request = search_request(args)
     if args.get("knowledge_bases"):
         request["knowledge_bases"] = args["knowledge_bases"]
-    body = client.post("/api/v1/search", request)
+    body = api.search_all(client, request)
     return {
         "knowledge_bases": body["knowledge_bases"],
         "mode": body["mode"],
@@ -189,7 +188,7 @@ def grep(client: Client, args: JSON) -> JSON:
         "max_matches": args.get("max_matches", 50),
         "ignore_case": args.get("ignore_case", False),
     }
-    body = client.post(kb_path(client, args, "/grep"), request)
+    body = api.grep(client, args["kb"], request)
     return {"hits": body["hits"], "truncated": body["truncated"]}
 
 
@@ -218,7 +217,7 @@ def grep(client: Client, args: JSON) -> JSON:
     READS,
 )
 def list_knowledge_bases(client: Client, args: JSON) -> JSON:
-    kbs = client.get("/api/v1/knowledge_bases")["knowledge_bases"]
+    kbs = api.knowledge_bases(client)["knowledge_bases"]
     return {
         "knowledge_bases": [
             {
@@ -254,9 +253,7 @@ def list_knowledge_bases(client: Client, args: JSON) -> JSON:
 )
 def list_documents(client: Client, args: JSON) -> JSON:
     limit, offset = args.get("limit", 50), args.get("offset", 0)
-    body = client.get(
-        kb_path(client, args, "/documents"), q=args.get("title_filter"), limit=limit, offset=offset
-    )
+    body = api.documents(client, args["kb"], q=args.get("title_filter"), limit=limit, offset=offset)
     return {
         "documents": [summary(d) for d in body["documents"]],
         "total": body["total"],
@@ -275,7 +272,7 @@ def list_documents(client: Client, args: JSON) -> JSON:
     READS,
 )
 def get_document(client: Client, args: JSON) -> JSON:
-    return summary(client.get(doc_path(client, args)), with_content=True)
+    return summary(api.document(client, args["kb"], args["document_id"]), with_content=True)
 
 
 @READ.tool(
@@ -317,7 +314,7 @@ def get_document(client: Client, args: JSON) -> JSON:
     READS,
 )
 def get_links(client: Client, args: JSON) -> JSON:
-    body = client.get(doc_path(client, args, "/links"))
+    body = api.document_links(client, args["kb"], args["document_id"])
     return {k: body[k] for k in ("document_id", "outgoing", "backlinks")}
 
 
@@ -348,7 +345,7 @@ def get_links(client: Client, args: JSON) -> JSON:
     READS,
 )
 def get_broken_links(client: Client, args: JSON) -> JSON:
-    found = client.get(kb_path(client, args, "/links/broken"))["links"]
+    found = api.broken_links(client, args["kb"])["links"]
     fields = ("relative_path", "line", "target", "type", "problem", "message")
     return {
         "links": [{**{f: link[f] for f in fields}, "suggestion": link.get("suggestion")}
@@ -366,7 +363,7 @@ def get_broken_links(client: Client, args: JSON) -> JSON:
     READS,
 )
 def list_tags(client: Client, args: JSON) -> JSON:
-    return {"tags": client.get(kb_path(client, args, "/tags"))["tags"]}
+    return {"tags": api.tags(client, args["kb"])["tags"]}
 
 
 @READ.tool(
@@ -395,7 +392,7 @@ def list_tags(client: Client, args: JSON) -> JSON:
     READS,
 )
 def list_conflicts(client: Client, args: JSON) -> JSON:
-    return {"conflicts": client.get(kb_path(client, args, "/conflicts"))["conflicts"]}
+    return {"conflicts": api.conflicts(client, args["kb"])["conflicts"]}
 
 
 @READ.tool(
@@ -408,7 +405,7 @@ def list_conflicts(client: Client, args: JSON) -> JSON:
     READS,
 )
 def list_skipped(client: Client, args: JSON) -> JSON:
-    return {"items": client.get(kb_path(client, args, "/skipped"))["items"]}
+    return {"items": api.skipped(client, args["kb"])["items"]}
 
 
 @READ.tool(
@@ -430,7 +427,7 @@ def list_skipped(client: Client, args: JSON) -> JSON:
     READS,
 )
 def status(client: Client, args: JSON) -> JSON:
-    return dict(client.get("/api/v1/status"))
+    return api.status(client)
 
 
 @READ.tool(
@@ -454,7 +451,7 @@ def status(client: Client, args: JSON) -> JSON:
     READS,
 )
 def metrics(client: Client, args: JSON) -> JSON:
-    return dict(client.get(kb_path(client, args, "/metrics")))
+    return api.metrics(client, args["kb"])
 
 
 @READ.tool(
@@ -484,5 +481,5 @@ def metrics(client: Client, args: JSON) -> JSON:
     READS,
 )
 def list_trash(client: Client, args: JSON) -> JSON:
-    body = client.get(kb_path(client, args, "/trash"))
+    body = api.trash(client, args["kb"])
     return {"retention_days": body["retention_days"], "items": body["items"]}

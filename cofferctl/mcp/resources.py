@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cofferctl import api
 from cofferctl.client import ApiError, Client
 from cofferctl.jsonrpc import INVALID_PARAMS, RpcError
 from cofferctl.mcp.protocol import RESOURCE_NOT_FOUND
@@ -26,14 +27,12 @@ TEMPLATES = [
 def list_resources(client: Client, cursor: str | None) -> JSON:
     """Documents of every enabled knowledge base, a page at a time; the cursor is
     `KB:OFFSET` of the next page."""
-    names = [
-        k["name"] for k in client.get("/api/v1/knowledge_bases")["knowledge_bases"] if k["enabled"]
-    ]
+    names = [k["name"] for k in api.knowledge_bases(client)["knowledge_bases"] if k["enabled"]]
     start, offset = _cursor(cursor, names)
     resources: list[JSON] = []
     for index in range(start, len(names)):
         name = names[index]
-        body = client.get(client.kb(name, "/documents"), limit=PAGE, offset=offset)
+        body = api.documents(client, name, limit=PAGE, offset=offset)
         resources += [_resource(d) for d in body["documents"]]
         if offset + PAGE < body["total"]:
             return {"resources": resources, "nextCursor": f"{name}:{offset + PAGE}"}
@@ -67,7 +66,7 @@ def read_resource(client: Client, uri: str) -> JSON:
         raise RpcError(RESOURCE_NOT_FOUND, f"not a Coffer document URI: {uri}", {"uri": uri})
     kb, path = where
     try:
-        doc = client.get(client.document(kb, path))
+        doc = api.document(client, kb, path)
     except ApiError as exc:
         code = RESOURCE_NOT_FOUND if exc.status == 404 else INVALID_PARAMS
         raise RpcError(code, f"{exc.code}: {exc.message}", {"uri": uri}) from None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from coffer_kernel import __version__
+from cofferctl import api
 from cofferctl.client import ApiError, Client, DaemonUnreachable, ProtocolError
 from cofferctl.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError, shown
 from cofferctl.mcp.all_tools import TOOLS
@@ -161,7 +162,7 @@ def _record(client: Client, session: Session, tool: str, started: float, outcome
     }
     # the call itself succeeded or failed on its own terms; its log entry is best effort
     with contextlib.suppress(ApiError, DaemonUnreachable, ProtocolError, OSError):
-        client.post("/api/v1/mcp_invocations", record)
+        api.record_mcp_invocation(client, record)
 
 
 def run(socket_path: Path) -> None:

@@ -4,7 +4,6 @@ the API paths of a call's knowledge base and document."""
 
 from __future__ import annotations
 
-from cofferctl.client import Client
 from cofferctl.mcp.schema import JSON, array, integer, string
 from cofferctl.mcp.uri import document_uri
 
@@ -164,15 +163,6 @@ QUERY = string(
     'what to look for, in words; "exact phrase" and -excluded work', min_length=1, max_length=2000
 )
 TOP_K = integer("how many passages to return", minimum=1, maximum=100, default=10)
-
-
-def kb_path(client: Client, args: JSON, rest: str = "") -> str:
-    return client.kb(args["kb"], rest)
-
-
-def doc_path(client: Client, args: JSON, then: str = "") -> str:
-    """The API path of the document `document_id` names (one path segment, whatever it holds)."""
-    return client.document(args["kb"], args["document_id"], then)
 
 
 def search_request(args: JSON) -> JSON:

@@ -3,8 +3,7 @@ trash) and restore documents, reindex, and convert originals again."""
 
 from __future__ import annotations
 
-import urllib.parse
-
+from cofferctl import api
 from cofferctl.client import Client
 from cofferctl.mcp.schema import JSON, SHA256, ArgumentError, arguments, kb, string
 from cofferctl.mcp.shapes import (
@@ -14,10 +13,8 @@ from cofferctl.mcp.shapes import (
     INT,
     SOURCE_STATE,
     STR,
-    doc_path,
     ingested,
     items,
-    kb_path,
     obj,
     summary,
 )
@@ -70,7 +67,7 @@ def add_document(client: Client, args: JSON) -> JSON:
     )
     if args.get("folder") is not None:
         body["folder"] = args["folder"]
-    return ingested(client.post(kb_path(client, args, "/documents"), body))
+    return ingested(api.add_document(client, args["kb"], body))
 
 
 @WRITE.tool(
@@ -101,10 +98,8 @@ def edit_document(client: Client, args: JSON) -> JSON:
     if not args["content"].strip():
         raise ArgumentError("`content` must not be blank: to remove a document use delete_document")
     body = {"content": args["content"], "expected_sha256": args["expected_sha256"]}
-    doc = client.get(doc_path(client, args))  # a name is read loosely; the write is exact
-    return summary(
-        client.request("PUT", doc_path(client, {**args, "document_id": doc["id"]}), body)
-    )
+    doc = api.document(client, args["kb"], args["document_id"])  # read loosely; written exactly
+    return summary(api.replace_document(client, args["kb"], doc["id"], body))
 
 
 @WRITE.tool(
@@ -124,9 +119,9 @@ def edit_document(client: Client, args: JSON) -> JSON:
     Hints(read_only=False, destructive=True, idempotent=True, open_world=False),
 )
 def delete_document(client: Client, args: JSON) -> JSON:
-    doc = summary(client.get(doc_path(client, args)))
-    ref = {**args, "document_id": doc["id"]}  # the very document read, whatever named it
-    body = client.request("DELETE", doc_path(client, ref))
+    doc = summary(api.document(client, args["kb"], args["document_id"]))
+    # the very document read, whatever named it
+    body = api.delete_document(client, args["kb"], doc["id"])
     trash = body["trash"]
     restore = f'restore_document(kb="{args["kb"]}", trash_id="{trash["id"]}")'
     return {
@@ -156,8 +151,7 @@ def delete_document(client: Client, args: JSON) -> JSON:
     Hints(read_only=False, destructive=False, idempotent=True, open_world=False),
 )
 def restore_document(client: Client, args: JSON) -> JSON:
-    ref = urllib.parse.quote(args["trash_id"], safe="")
-    body = client.post(kb_path(client, args, f"/trash/{ref}/restore"))
+    body = api.restore(client, args["kb"], args["trash_id"])
     return {"restored": summary(body["restored"])}
 
 
@@ -184,7 +178,7 @@ def restore_document(client: Client, args: JSON) -> JSON:
     Hints(read_only=False, destructive=False, idempotent=True, open_world=False),
 )
 def reindex(client: Client, args: JSON) -> JSON:
-    return dict(client.post(kb_path(client, args, "/reindex")))
+    return api.reindex(client, args["kb"])
 
 
 @WRITE.tool(
@@ -198,7 +192,7 @@ def reindex(client: Client, args: JSON) -> JSON:
     Hints(read_only=False, destructive=False, idempotent=True, open_world=False),
 )
 def reconvert_document(client: Client, args: JSON) -> JSON:
-    return ingested(client.post(doc_path(client, args, "/reconvert")))
+    return ingested(api.reconvert(client, args["kb"], args["document_id"]))
 
 
 @WRITE.tool(
@@ -212,7 +206,7 @@ def reconvert_document(client: Client, args: JSON) -> JSON:
     Hints(read_only=False, destructive=False, idempotent=True, open_world=True),
 )
 def update_source(client: Client, args: JSON) -> JSON:
-    return ingested(client.post(doc_path(client, args, "/update-source")))
+    return ingested(api.update_source(client, args["kb"], args["document_id"]))
 
 
 @WRITE.tool(
@@ -231,4 +225,4 @@ def update_source(client: Client, args: JSON) -> JSON:
     Hints(read_only=False, destructive=False, idempotent=True, open_world=True),
 )
 def check_sources(client: Client, args: JSON) -> JSON:
-    return dict(client.post(kb_path(client, args, "/check-sources")))
+    return api.check_sources(client, args["kb"])
