@@ -1,5 +1,5 @@
 """Fuzz a real cofferd's REST API from docs/openapi.yaml with schemathesis, for longer than
-tests/test_fuzz.py does, and report every distinct failure instead of the first.
+tests/daemon/test_fuzz.py does, and report every distinct failure instead of the first.
 
 Per operation: schemathesis' coverage cases (edge values, missing fields, wrong methods),
 then N positive and N negative generated requests. Each answer goes through the same
@@ -7,7 +7,7 @@ checks as the test (no 5xx, strict JSON, status / content type / body per the co
 invalid input refused); failures are grouped by check, operation, status and kind, with
 the smallest request that reproduces each.
 
-Then R rounds of the hostile requests schemathesis does not send (tests/test_fuzz.py
+Then R rounds of the hostile requests schemathesis does not send (tests/daemon/test_fuzz.py
 `hostile_requests`, drawn anew each round): unknown, repeated and mistyped query
 parameters, URLs, request lines and headers over every limit, too many headers, requests
 that are not HTTP, null for typed body fields. Each must be refused in the envelope with
@@ -43,7 +43,7 @@ from schemathesis.checks import load_all_checks
 from schemathesis.core.failures import FailureGroup
 
 from bench.common import machine
-from tests.test_fuzz import (
+from tests.daemon.test_fuzz import (
     CHECKS,
     KNOWN,
     Hostile,

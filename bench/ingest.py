@@ -17,7 +17,7 @@ from pathlib import Path
 from bench.common import machine, median, scratch_home
 from cofferctl.client import Client, DaemonUnreachable
 from cofferd.infrastructure.conversion.converter import ConverterPool
-from tests.samples import make_docx, make_html, make_pdf, make_xlsx
+from tests.support.samples import make_docx, make_html, make_pdf, make_xlsx
 
 BIN = Path(sys.executable).parent
 BATCH = {"docx": (100, make_docx), "pdf": (50, make_pdf), "html": (100, make_html),

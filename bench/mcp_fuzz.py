@@ -1,5 +1,5 @@
 """Fuzz `cofferctl mcp` over its pipes against a real cofferd, for longer than
-tests/test_mcp_fuzz.py does, and count what every kind of case was answered.
+tests/clients/mcp/test_mcp_fuzz.py does, and count what every kind of case was answered.
 
 One `cofferctl mcp` process gets every case (the test's generator: schema-derived tool
 calls, random params, random JSON, malformed lines, deep nesting, lone surrogates, huge
@@ -25,8 +25,16 @@ from pathlib import Path
 
 from bench.common import machine
 from cofferctl.mcp.protocol import MAX_LINE_BYTES
-from tests.daemon import cleanup, new_daemon
-from tests.test_mcp_fuzz import SEED, Generator, McpPipe, Tally, non_utf8_kb, run_fuzz, seed_kb
+from tests.clients.mcp.test_mcp_fuzz import (
+    SEED,
+    Generator,
+    McpPipe,
+    Tally,
+    non_utf8_kb,
+    run_fuzz,
+    seed_kb,
+)
+from tests.support.daemon import cleanup, new_daemon
 
 SHOW = 300  # bytes of a line shown
 KB = "fuzz"

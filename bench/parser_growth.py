@@ -1,5 +1,5 @@
 """How the time of every parser of untrusted text grows with its input: for each parser and
-hostile family of inputs (tests/adversarial.py), the time at 10k, 20k, 40k, 80k and 160k
+hostile family of inputs (tests/support/adversarial.py), the time at 10k, 20k, 40k, 80k and 160k
 characters, and the worst ratio between one size and the next (2 when linear, 4 when
 quadratic). Each case runs in its own process with the checkout's code first on
 PYTHONPATH, and is stopped after --timeout seconds: sizes it did not reach show `>N s`.
@@ -21,10 +21,10 @@ import sys
 from pathlib import Path
 
 from bench.common import REPO, machine
-from tests.adversarial import CASES
+from tests.support.adversarial import CASES
 
 SIZES = (10_000, 20_000, 40_000, 80_000, 160_000)
-WORKER = REPO / "tests" / "adversarial.py"
+WORKER = REPO / "tests" / "support" / "adversarial.py"
 
 
 def measure(case: str, repo: Path, timeout: float) -> list[float | None]:

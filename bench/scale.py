@@ -17,7 +17,7 @@ this checkout) then starts on that KB, over a Unix socket, and we report:
 * (g) restart to idle, last: the daemon started again on the same home until its start-up
   reconcile is done and nothing is queued, median of 3;
 * (h) vectors (skip with `--no-vectors`): the KB is given an OpenAI-compatible provider (a
-  real HTTP server on loopback, `tests/fake_embeddings.py`); with the daemon stopped,
+  real HTTP server on loopback, `tests/support/fake_embeddings.py`); with the daemon stopped,
   every chunk gets a unit vector from a fixed seed, written by the code's own `vec_index`
   (embedding 250k documents for real would take hours; bench.vector_recall measures
   quality on real embeddings); then the vector table's size against float32, and vector
@@ -61,7 +61,7 @@ from bench.common import (
     wait,
 )
 from cofferctl.client import Client
-from tests.fake_embeddings import serving
+from tests.support.fake_embeddings import serving
 
 KB = "big"
 STALL_S = 120  # the count has not moved for this long while the daemon is idle: give up

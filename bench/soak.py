@@ -62,7 +62,7 @@ from cofferctl.client import Client, DaemonUnreachable, ProtocolError
 from cofferd.infrastructure.storage import sqlite
 from cofferd.infrastructure.storage.database import EXTENSIONS
 from cofferd.infrastructure.storage.index_dump import dump_index
-from tests.helpers import rebuild_dump_of
+from tests.support.helpers import rebuild_dump_of
 
 BIN = Path(sys.executable).parent
 KB2 = "soak2"

@@ -51,7 +51,7 @@ from bench.common import (
 )
 from bench.lsp_latency import RawClient
 from cofferctl.client import Client
-from tests.helpers import applied
+from tests.support.helpers import applied
 
 KB = "vault"
 
