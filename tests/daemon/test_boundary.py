@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cofferctl.client import ApiError
-from tests.clients.cli.test_cofferctl import ctl
+from tests.support.cli import ctl
 from tests.support.daemon import Daemon, wait_for
 from tests.support.helpers import assert_matches_rebuild, write
 

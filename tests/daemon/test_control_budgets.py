@@ -24,9 +24,9 @@ from cofferd.domain.query_syntax import MAX_PHRASE_TOKENS, MAX_QUERY_TERMS, pars
 from cofferd.domain.validation import SHOWN_CHARS, shown
 from cofferd.infrastructure.files.ignore_patterns import linear_spec
 from cofferd.infrastructure.files.ignore_rules import MAX_IGNORE_RULES, IgnoreRules
-from tests.clients.cli.test_cofferctl import run
 from tests.daemon.test_hostile_files import Prober
 from tests.daemon.test_trust import _family, _peak_kb, status_of
+from tests.support.cli import run
 from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.support.helpers import write
 

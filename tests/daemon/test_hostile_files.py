@@ -230,7 +230,7 @@ def hostile_documents() -> dict[str, bytes]:
     """Documents in other formats built to hold a converter (issue 33): a zip named as a
     PDF, a PDF whose title refers to itself, 40 zips inside each other as a Word file, an
     archive bomb, text in UTF-16."""
-    from bench.hostile_seams import nested_zips, self_titled_pdf, zip_named_pdf
+    from tests.support.hostile_documents import nested_zips, self_titled_pdf, zip_named_pdf
     from tests.support.samples import zip_bomb_docx
 
     return {

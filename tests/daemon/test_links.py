@@ -17,11 +17,11 @@ from cofferctl.client import ApiError
 from cofferd.domain.links import DocumentIndexOfPaths, Link, links_of
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
-from tests.clients.mcp.test_mcp import call as mcp_call
-from tests.clients.mcp.test_mcp import error_of
-from tests.clients.mcp.test_mcp import params as mcp_params
 from tests.support.daemon import Daemon, wait_for
 from tests.support.helpers import index_dump, rebuild_dump, write
+from tests.support.mcp_client import call as mcp_call
+from tests.support.mcp_client import error_of
+from tests.support.mcp_client import params as mcp_params
 
 
 @pytest.mark.parametrize(

@@ -19,11 +19,11 @@ from cofferctl.client import ApiError
 from cofferd.domain.filters import SearchFilters, parse_filters
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
-from tests.clients.mcp.test_mcp import call as mcp_call
-from tests.clients.mcp.test_mcp import params as mcp_params
 from tests.support.daemon import Daemon, wait_for
 from tests.support.fake_embeddings import FakeEmbeddings
 from tests.support.helpers import index_dump, write
+from tests.support.mcp_client import call as mcp_call
+from tests.support.mcp_client import params as mcp_params
 
 NOTES = {
     "projects/coffer/plan.md": (

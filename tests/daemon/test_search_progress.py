@@ -18,9 +18,9 @@ from typing import Any
 
 from mcp import Client
 
-from tests.clients.cli.test_cofferctl import ctl
-from tests.clients.mcp.test_mcp import call, params
+from tests.support.cli import ctl
 from tests.support.daemon import Daemon, wait_for
+from tests.support.mcp_client import call, params
 
 NOTES = 3000
 QUERY = {"query": "lighthouse", "top_k": 5}

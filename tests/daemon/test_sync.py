@@ -17,10 +17,10 @@ from cofferctl import cli
 from cofferd.domain.conflicts import conflict_copy, has_merge_markers
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
-from tests.clients.mcp.test_mcp import call as mcp_call
-from tests.clients.mcp.test_mcp import params as mcp_params
 from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.support.helpers import write
+from tests.support.mcp_client import call as mcp_call
+from tests.support.mcp_client import params as mcp_params
 
 
 @pytest.mark.parametrize(

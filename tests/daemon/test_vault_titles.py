@@ -9,7 +9,7 @@ import pytest
 
 from cofferd.application.reading import markdown
 from cofferd.application.reading.chunker import chunk_markdown
-from tests.clients.cli.test_cofferctl import run
+from tests.support.cli import run
 from tests.support.daemon import Daemon
 from tests.support.helpers import new_vault
 

@@ -3,7 +3,7 @@
 Each case is a parser and a family of inputs that grows with a size in characters: the
 openers without closers, runs and long lines that make a backtracking pattern read the
 same text again and again. tests/unit/test_linear_time.py asserts that time grows linearly;
-bench/parser_growth.py prints the times, for this checkout or another one.
+bench/guards/parser_growth.py prints the times, for this checkout or another one.
 
 This file is also run as a script, `python tests/support/adversarial.py CASE SIZE...`, which times
 one case at each size and prints `SIZE SECONDS` lines: it imports nothing but the standard

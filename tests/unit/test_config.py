@@ -87,7 +87,7 @@ def test_effective_settings_say_where_each_value_comes_from() -> None:
     assert found["add_folder"] == {"value": "", "source": "default"}
     e5 = parse_config({"embedding": {"provider": "local", "model": "multilingual-e5-small"}})
     e5_floor = effective_settings(e5)["embedding.min_similarity"]
-    assert e5_floor == {"value": 0.78, "source": "model"}  # calibrated: bench.e5_floor
+    assert e5_floor == {"value": 0.78, "source": "model"}  # calibrated: bench.studies.e5_floor
     own_model = parse_config({"embedding": {"provider": "local", "model_path": "/m"}})
     no_floor = effective_settings(own_model)["embedding.min_similarity"]
     assert no_floor == {"value": None, "source": "default"}  # none applies: scales differ

@@ -155,7 +155,7 @@ async def test_a_conversion_stopped_for_its_time_is_listed_at_once(
 async def test_a_pdf_whose_title_refers_to_itself_converts_at_once(tmp_path: Path) -> None:
     """Its /Title a reference to itself: pdfminer's resolve1 followed it for ever, holding
     the converter for its whole time."""
-    from bench.hostile_seams import self_titled_pdf
+    from tests.support.hostile_documents import self_titled_pdf
 
     path = tmp_path / "loop.pdf"
     path.write_bytes(self_titled_pdf())

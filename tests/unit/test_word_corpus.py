@@ -17,10 +17,10 @@ import pytest
 from mammoth.docx import office_xml
 from markitdown import MarkItDown
 
-from bench.word_corpus import mammoths_own_parser, styles_of, varied_docx
 from cofferd.infrastructure.conversion import markitdown_run, word_xml
 from tests.support.helpers import write
 from tests.support.samples import make_docx
+from tests.support.word_corpus import mammoths_own_parser, styles_of, varied_docx
 
 
 def corpus() -> dict[str, bytes]:

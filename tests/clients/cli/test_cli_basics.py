@@ -17,7 +17,7 @@ import pytest
 from coffer_kernel import __version__
 from cofferctl import cli
 from cofferctl.client import ApiError
-from tests.clients.cli.test_cofferctl import ctl, ctl_env, run
+from tests.support.cli import ctl, ctl_env, run
 from tests.support.daemon import BIN, Daemon, wait_for
 from tests.support.helpers import write
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.cli.test_cofferctl import ctl, ctl_env, run
+from tests.support.cli import ctl, ctl_env, run
 from tests.support.daemon import BIN, Daemon
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.cli.test_cofferctl import ctl, ctl_env
+from tests.support.cli import ctl, ctl_env
 from tests.support.daemon import BIN, Daemon, wait_for
 from tests.support.helpers import write
 

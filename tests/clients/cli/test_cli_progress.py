@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 
 from tests.clients.cli.test_cli_documents import on_terminal
-from tests.clients.cli.test_cofferctl import ctl, run
+from tests.support.cli import ctl, run
 from tests.support.daemon import Daemon, wait_for
 from tests.support.helpers import write
 

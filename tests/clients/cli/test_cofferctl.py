@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -13,31 +12,9 @@ from pathlib import Path
 import pytest
 
 from cofferctl import cli
+from tests.support.cli import ctl, ctl_env, run
 from tests.support.daemon import BIN, REPO, Daemon, wait_for
 from tests.support.helpers import SHARED_WITH_CLI, write
-
-
-def run(d: Daemon, *argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    code = cli.main(["--socket", str(d.socket), *argv], stdout=out)
-    return code, out.getvalue()
-
-
-def ctl_env(**extra: str) -> dict[str, str]:
-    """A bare environment for the real cofferctl (PYTHONPATH kept: this checkout's code)."""
-    kept = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
-    return {"PATH": "/usr/bin:/bin", **kept, **extra}
-
-
-def ctl(d: Daemon, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / "cofferctl"), *argv],
-        env=ctl_env(COFFER_SOCKET=str(d.socket), **env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.clients.lsp.test_lsp_reliability import RawClient
 from tests.support.daemon import Daemon
+from tests.support.lsp_pipe import RawClient
 
 
 @pytest.fixture(scope="module")

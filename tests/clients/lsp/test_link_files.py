@@ -21,12 +21,12 @@ from mcp import Client as McpClient
 from cofferctl import cli
 from cofferd.domain.links import DocumentIndexOfPaths, links_of
 from tests.clients.lsp.test_lsp_confinement import at, shown
-from tests.clients.lsp.test_lsp_reliability import RawClient, open_note
 from tests.clients.lsp.test_lsp_rename_targets import relpath_of
-from tests.clients.mcp.test_mcp import call as mcp_call
-from tests.clients.mcp.test_mcp import params as mcp_params
 from tests.support.daemon import Daemon, wait_for
 from tests.support.helpers import applied, write
+from tests.support.lsp_pipe import RawClient, open_note
+from tests.support.mcp_client import call as mcp_call
+from tests.support.mcp_client import params as mcp_params
 
 
 def png(width: int = 3, height: int = 2) -> bytes:

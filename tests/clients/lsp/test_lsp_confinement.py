@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.clients.lsp.test_lsp_reliability import RawClient, open_note
 from tests.support.daemon import Daemon
 from tests.support.helpers import new_vault, write
+from tests.support.lsp_pipe import RawClient, open_note
 
 SECRET = "# Secret heading\n\nSECRET-PASSWORD-1234\n"
 

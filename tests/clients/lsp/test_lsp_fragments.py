@@ -9,9 +9,9 @@ import time
 
 from cofferctl.lsp import fragments
 from tests.clients.lsp.test_lsp_confinement import at, shown
-from tests.clients.lsp.test_lsp_reliability import RawClient, open_note
 from tests.support.daemon import Daemon
 from tests.support.helpers import new_vault
+from tests.support.lsp_pipe import RawClient, open_note
 
 HELP = (
     "# Help\n\n## Questions\n\nask us\n\n### Report bugs\n\nfile an issue\n\n"

@@ -10,9 +10,9 @@ from urllib.parse import unquote
 import pytest
 
 from cofferd.domain.links import key_of, links_of
-from tests.clients.lsp.test_lsp_reliability import RawClient, open_note
 from tests.support.daemon import Daemon
 from tests.support.helpers import applied, new_vault
+from tests.support.lsp_pipe import RawClient, open_note
 
 REQUEST_FAILED = -32803
 HOSTILE_NAMES = ["a]]b", "a|b", "a#b", "a^b", "a[[b", "a\nb", "a\rb", "a\u2028b", "a%20b"]

@@ -15,9 +15,9 @@ from urllib.parse import unquote
 import pytest
 
 from cofferd.domain.links import DocumentIndexOfPaths, links_of
-from tests.clients.lsp.test_lsp_reliability import RawClient, open_note
 from tests.support.daemon import Daemon
 from tests.support.helpers import applied, new_vault
+from tests.support.lsp_pipe import RawClient, open_note
 
 VAULT = {
     "User interface/Settings.md": "# Settings\n\n## Search\n",

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from cofferctl.mcp.protocol import MAX_IN_FLIGHT, SERVER_BUSY
-from tests.clients.cli.test_cofferctl import ctl_env
-from tests.clients.mcp.test_mcp_fuzz import McpPipe, mcp  # noqa: F401 - the fixture
+from tests.support.cli import ctl_env
 from tests.support.daemon import BIN
+from tests.support.mcp_fuzzing import McpPipe
 
 STATUS = b'{"version":"x","knowledge_bases":[]}'
 
@@ -56,7 +56,7 @@ class StalledHandler(socketserver.StreamRequestHandler):
 
 
 def test_requests_past_the_bound_are_answered_busy_at_once(
-    mcp: Callable[..., McpPipe],  # noqa: F811
+    mcp: Callable[..., McpPipe],
 ) -> None:
     with tempfile.TemporaryDirectory(prefix="cof", dir="/tmp") as run:
         server = StalledDaemon(Path(run) / "stalled.sock")
@@ -94,7 +94,7 @@ def test_requests_past_the_bound_are_answered_busy_at_once(
 
 
 def test_ids_it_cannot_send_back_are_answered_with_null(
-    mcp: Callable[..., McpPipe],  # noqa: F811
+    mcp: Callable[..., McpPipe],
 ) -> None:
     with tempfile.TemporaryDirectory(prefix="cof", dir="/tmp") as run:
         pipe = mcp(Path(run) / "nobody.sock")

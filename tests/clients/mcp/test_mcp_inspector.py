@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.clients.mcp.test_mcp import PYTHONPATH, new_kb
 from tests.support.daemon import BIN, Daemon, wait_for
+from tests.support.mcp_client import PYTHONPATH, new_kb
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 INSTALL_S = 240  # the first run downloads the package; later ones use npm's cache

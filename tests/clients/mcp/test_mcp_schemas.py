@@ -11,8 +11,8 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 
 import cofferd
-from tests.clients.mcp.test_mcp import params
 from tests.support.daemon import Daemon
+from tests.support.mcp_client import params
 
 READ_ONLY = {
     "search", "search_all", "grep", "list_knowledge_bases", "list_documents",

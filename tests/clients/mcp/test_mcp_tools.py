@@ -8,8 +8,8 @@ from pathlib import Path
 
 from mcp import Client
 
-from tests.clients.mcp.test_mcp import AGENT, call, error_of, new_kb, params
 from tests.support.daemon import Daemon, wait_for
+from tests.support.mcp_client import AGENT, call, error_of, new_kb, params
 
 
 def add(d: Daemon, kb: str, content: str, **extra: object) -> dict[str, object]:

@@ -8,8 +8,8 @@ from pathlib import Path
 from mcp import Client
 
 import cofferd
-from tests.clients.mcp.test_mcp import AGENT, call, error_of, new_kb, params
 from tests.support.daemon import Daemon, wait_for
+from tests.support.mcp_client import AGENT, call, error_of, new_kb, params
 
 
 async def test_delete_moves_to_the_trash_and_restore_brings_it_back(
