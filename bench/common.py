@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cofferctl.client import ApiError, DaemonUnreachable
+from tests.support.cofferd_process import BIN, start_cofferd  # noqa: F401 - benches take BIN from here
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("COFFER_BENCH_DATA", REPO.parent / "shared" / "data"))
-BIN = Path(sys.executable).parent
 T = TypeVar("T")
 
 
@@ -159,7 +159,12 @@ def run_in_repo(repo: Path) -> None:
     assert main is not None, "run the script as `python -m bench.<name>`"
     root = Path(tempfile.mkdtemp(prefix="coffer-bench-code-"))
     try:
-        for package, checkout in (("cofferd", repo), ("cofferctl", repo), ("bench", REPO)):
+        for package, checkout in (
+            ("cofferd", repo),
+            ("cofferctl", repo),
+            ("bench", REPO),
+            ("tests", REPO),
+        ):
             (root / package).symlink_to(checkout / package)
         env = code_env(root, COFFER_BENCH_CODE=str(repo))
         child = subprocess.run([sys.executable, "-m", main.name, *sys.argv[1:]], env=env)
@@ -174,7 +179,7 @@ def run_in_repo(repo: Path) -> None:
 def start_daemon(repo: Path, home: Path, socket_path: Path) -> subprocess.Popen[bytes]:
     """The venv's `cofferd` on `home`, running `repo`'s code."""
     env = code_env(repo, COFFER_HOME=str(home), COFFER_SOCKET=str(socket_path))
-    return subprocess.Popen([str(BIN / "cofferd"), "--log-level", "WARNING"], env=env)
+    return start_cofferd(env, log_level="WARNING")
 
 
 def stop_daemon(daemon: subprocess.Popen[bytes], grace_s: float = 30) -> None:

@@ -46,6 +46,7 @@ import aiohttp
 
 from bench.common import count_documents, extract_tldr, machine, memory_mb, percentile
 from bench.guards.scifact_keyword import load_beir, write_beir
+from tests.support.cofferd_process import start_cofferd
 
 BIN = Path(sys.executable).parent
 SCRATCH = Path("/tmp/search-all-bench")
@@ -337,7 +338,7 @@ async def run(per_kb: int, per_set: int, keep: bool) -> None:
 
     progress("corpora staged, queries drawn; starting cofferd", begun)
     env = {**os.environ, "COFFER_HOME": str(home), "COFFER_SOCKET": str(socket_path)}
-    daemon = subprocess.Popen([str(BIN / "cofferd"), "--log-level", "WARNING"], env=env)
+    daemon = start_cofferd(env, log_level="WARNING")
     api = Api(socket_path)
     try:
         await wait_until_up(api, daemon)

@@ -62,6 +62,7 @@ from cofferctl.client import Client, DaemonUnreachable, ProtocolError
 from cofferd.infrastructure.storage import sqlite
 from cofferd.infrastructure.storage.database import EXTENSIONS
 from cofferd.infrastructure.storage.index_dump import dump_index
+from tests.support.cofferd_process import start_cofferd
 from tests.support.helpers import rebuild_dump_of
 
 BIN = Path(sys.executable).parent
@@ -113,11 +114,8 @@ class Daemon:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NOTIFY_", "LISTEN_"))}
         env.update({"COFFER_HOME": str(self.home), "COFFER_SOCKET": str(self.socket)})
         self._log_handle = open(self.log, "ab")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [str(BIN / "cofferd"), "--log-level", "INFO"],
-            env=env,
-            stdout=self._log_handle,
-            stderr=subprocess.STDOUT,
+        self.proc = start_cofferd(
+            env, log_level="INFO", stdout=self._log_handle, stderr=subprocess.STDOUT
         )
         self.started_at = time.monotonic()
         client = Client(self.socket, actor="soak", timeout=10)

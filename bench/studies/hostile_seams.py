@@ -37,6 +37,7 @@ from typing import Any
 
 from bench.common import BIN, add_repo_argument, code_env, describe_code, machine, wait
 from cofferctl.client import ApiError, Client
+from tests.support.cofferd_process import start_cofferd
 from tests.support.hostile_documents import nested_zips, self_titled_pdf, zip_named_pdf
 
 HEALTH_EVERY_S = 0.01
@@ -92,16 +93,15 @@ class Run:
         self.outside.mkdir(parents=True)
         self.trace = root / "trace"
         env = code_env(repo, COFFER_HOME=str(self.home), COFFER_SOCKET=str(self.socket))
-        command = [str(BIN / "cofferd"), "--log-level", "WARNING"]
+        under: list[str] = []
         if use_strace:
-            command = [
+            under = [
                 "strace", "-f", "-qq", "-o", str(self.trace), "-e",
                 "trace=open,openat,creat,mkdir,mkdirat,rename,renameat,renameat2,link,"
                 "linkat,symlink,symlinkat,unlink,unlinkat,rmdir,truncate",
-                *command,
             ]  # fmt: skip
         self.env = env
-        self.daemon = subprocess.Popen(command, env=env)
+        self.daemon = start_cofferd(env, log_level="WARNING", under=under)
         self.client = Client(self.socket, actor="bench", timeout=300)
         wait(lambda: self.client.get("/api/v1/health"), self.daemon, 120, 0.1)
         self.prober = Prober(self.socket)

@@ -17,6 +17,7 @@ from pathlib import Path
 from bench.common import machine, median, scratch_home
 from cofferctl.client import Client, DaemonUnreachable
 from cofferd.infrastructure.conversion.converter import ConverterPool
+from tests.support.cofferd_process import start_cofferd
 from tests.support.samples import make_docx, make_html, make_pdf, make_xlsx
 
 BIN = Path(sys.executable).parent
@@ -59,7 +60,7 @@ def main() -> None:
     total = sum(len(v) for v in files.values())
     socket_path = Path(f"/tmp/coffer-bench-ingest-{os.getpid()}.sock")
     env = {**os.environ, "COFFER_HOME": str(home / "data"), "COFFER_SOCKET": str(socket_path)}
-    daemon = subprocess.Popen([str(BIN / "cofferd"), "--log-level", "WARNING"], env=env)
+    daemon = start_cofferd(env, log_level="WARNING")
     client = Client(socket_path)
     try:
         deadline = time.monotonic() + 30

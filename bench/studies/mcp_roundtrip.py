@@ -26,6 +26,7 @@ from mcp import Client, StdioServerParameters
 from bench.common import REPO, machine, median, scratch_home
 from cofferctl.client import Client as CofferClient
 from cofferctl.client import DaemonUnreachable
+from tests.support.cofferd_process import start_cofferd
 
 BIN = Path(sys.executable).parent
 ROUNDS = 15
@@ -80,7 +81,7 @@ def start_daemon(home: Path, socket_path: Path) -> subprocess.Popen[bytes]:
     docs.mkdir(parents=True)
     (docs / "lunch.md").write_text("# Lunch\n\nBread and soup.\n")
     env = {**os.environ, "COFFER_HOME": str(home), "COFFER_SOCKET": str(socket_path)}
-    daemon = subprocess.Popen([str(BIN / "cofferd"), "--log-level", "WARNING"], env=env)
+    daemon = start_cofferd(env, log_level="WARNING")
     client = CofferClient(socket_path)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

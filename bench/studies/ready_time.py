@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from bench.common import extract_tldr, machine, median, scratch_home
 from cofferctl.client import Client
+from tests.support.cofferd_process import start_cofferd
 
 BIN = Path(sys.executable).parent
 
@@ -29,7 +29,7 @@ def time_to_ready(home: Path) -> float:
     env = {**os.environ, "COFFER_HOME": str(home), "COFFER_SOCKET": str(run / "s.sock"),
            "NOTIFY_SOCKET": str(run / "notify")}  # fmt: skip
     started = time.perf_counter()
-    daemon = subprocess.Popen([str(BIN / "cofferd"), "--log-level", "WARNING"], env=env)
+    daemon = start_cofferd(env, log_level="WARNING")
     try:
         while "READY=1" not in notify.recv(4096).decode():
             pass
