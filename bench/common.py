@@ -173,6 +173,26 @@ def run_in_repo(repo: Path) -> None:
     sys.exit(child.returncode)
 
 
+# -- targets (the guards) ----------------------------------------------------------------
+
+_missed: list[str] = []
+
+
+def verdict(met: bool, what: str = "a target") -> str:
+    """ "met" or "MISSED", said beside a figure and its target; a miss makes `exit_by_targets`
+    end the run with status 1."""
+    if not met:
+        _missed.append(what)
+    return "met" if met else "MISSED"
+
+
+def exit_by_targets() -> None:
+    """The end of a guard: exit status 1 when any target was missed."""
+    if _missed:
+        print(f"{len(_missed)} target(s) MISSED: {', '.join(_missed)}", flush=True)
+        sys.exit(1)
+
+
 # -- a real daemon ------------------------------------------------------------------------
 
 

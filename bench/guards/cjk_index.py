@@ -49,10 +49,12 @@ from bench.common import (
     DATA,
     add_repo_argument,
     describe_code,
+    exit_by_targets,
     machine,
     peak_rss_mb,
     run_in_repo,
     scratch_home,
+    verdict,
 )
 from coffer_kernel.locations import Locations
 from cofferd.application.indexing.reindexer import Reindexer
@@ -491,7 +493,7 @@ async def run(args: argparse.Namespace) -> None:
                 (f"database <= {TARGET_RATIO}x the text", f"{db_mb / mb:.2f}x",
                  db_mb / mb <= TARGET_RATIO),
             ):  # fmt: skip
-                print(f"target (issue 36): {target}: {got}, {'met' if holds else 'MISSED'}")
+                print(f"target (issue 36): {target}: {got}, {verdict(holds)}")
         if args.profile:
             await profiled_reconcile(root / "home-profiled", source)
         if args.profile or args.stages:
@@ -518,3 +520,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    exit_by_targets()

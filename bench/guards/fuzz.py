@@ -42,7 +42,7 @@ from schemathesis.checks import CHECKS as REGISTERED
 from schemathesis.checks import load_all_checks
 from schemathesis.core.failures import FailureGroup
 
-from bench.common import machine
+from bench.common import exit_by_targets, machine, verdict
 from tests.support.api_fuzzing import (
     CHECKS,
     KNOWN,
@@ -279,6 +279,7 @@ def main() -> None:
 
 def report(tally: Tally, elapsed: float) -> None:
     print(f"\n{tally.cases} cases in {elapsed:.0f} s; {len(tally.groups)} distinct failures")
+    print(f"[target no failure (issues 11, 21): {verdict(not tally.groups)}]")
     by_check: dict[str, list[tuple[tuple[str, str, int, str], Group]]] = defaultdict(list)
     for key, group in tally.groups.items():
         by_check[key[0]].append((key, group))
@@ -295,3 +296,4 @@ def report(tally: Tally, elapsed: float) -> None:
 
 if __name__ == "__main__":
     main()
+    exit_by_targets()

@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from bench.common import machine
+from bench.common import exit_by_targets, machine, verdict
 from cofferctl.mcp.protocol import MAX_LINE_BYTES
 from tests.support.daemon import cleanup, new_daemon
 from tests.support.mcp_fuzzing import (
@@ -93,6 +93,8 @@ def report(tally: Tally, cases: int, elapsed: float) -> None:
         f"\n{cases} cases in {elapsed:.1f} s ({cases / elapsed:.0f}/s); crashes={crashes}, "
         f"problems={len(tally.problems)}, internal errors (-32603)={len(tally.internal)}"
     )
+    clean = not (tally.problems or tally.internal or tally.daemon_failed)
+    print(f"[target none of them (issue 21): {verdict(clean)}]")
     for problem in tally.problems[:50]:
         print(f"  problem: {problem}")
     for kind, line, answer in tally.internal[:50]:
@@ -110,3 +112,4 @@ def _tool(line: bytes) -> str:
 
 if __name__ == "__main__":
     main()
+    exit_by_targets()

@@ -21,6 +21,7 @@ from pathlib import Path
 from bench.common import (
     add_comparison_arguments,
     describe_code,
+    exit_by_targets,
     indexer_idle,
     machine,
     median,
@@ -28,6 +29,7 @@ from bench.common import (
     scratch_home,
     start_daemon,
     stop_daemon,
+    verdict,
     wait,
 )
 from bench.guards.scale import KB, build_corpus
@@ -104,7 +106,9 @@ def main() -> None:
                 f"{label}: restart to idle {median([r['restart'] for r in rounds]):.2f} s, "
                 f"no-op reconcile {median([r['noop'] for r in rounds]):.2f} s, "
                 f"peak {median([r['peak'] for r in rounds]):.0f} MB "
-                f"(medians of {len(rounds)} rounds) [targets <= 5 s, <= 3 s]",
+                f"(medians of {len(rounds)} rounds) [targets <= 5 s: "
+                f"{verdict(median([r['restart'] for r in rounds]) <= 5)}, <= 3 s: "
+                f"{verdict(median([r['noop'] for r in rounds]) <= 3)}]",
                 flush=True,
             )
     finally:
@@ -115,3 +119,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    exit_by_targets()

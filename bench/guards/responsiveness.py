@@ -70,6 +70,7 @@ from bench.common import (
     daemon_memory,
     database_mb,
     describe_code,
+    exit_by_targets,
     extract_tldr,
     indexer_idle,
     kb_status,
@@ -78,6 +79,7 @@ from bench.common import (
     scratch_home,
     start_daemon,
     stop_daemon,
+    verdict,
     wait,
 )
 from bench.guards.scale import build_corpus
@@ -184,11 +186,12 @@ class Probes:
         """Against the targets: p99 <= 50 ms, and for a hostile file max <= 100 ms."""
         kinds = (self.health, self.search)
         if not all(s.latencies_ms for s in kinds):
+            verdict(False)
             return "no answers"
         fast = all(percentile(s.latencies_ms, 99) <= 50 for s in kinds)
         bounded = not hostile or all(max(s.latencies_ms) <= 100 for s in kinds)
         failed = any(s.errors or s.unanswered for s in kinds)
-        return "met" if fast and bounded and not failed else "MISSED"
+        return verdict(fast and bounded and not failed)
 
     def __str__(self) -> str:
         count = len(self.health.latencies_ms) + len(self.search.latencies_ms)
@@ -335,7 +338,7 @@ class Row:
             f"save-to-searchable over {len(self.saves_ms)} saves begun while the load was being "
             f"indexed ({SAVES} wanted): p50 {p50:.0f} ms, p95 "
             f"{percentile(self.saves_ms, 95):.0f} ms, max {max(self.saves_ms):.0f} ms "
-            f"[target p50 <= 100 ms: {'met' if p50 <= 100 else 'MISSED'}]"
+            f"[target p50 <= 100 ms: {verdict(p50 <= 100)}]"
         )
 
 
@@ -602,3 +605,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    exit_by_targets()

@@ -48,6 +48,7 @@ from bench.common import (
     add_repo_argument,
     code_env,
     describe_code,
+    exit_by_targets,
     extract_tldr,
     indexer_idle,
     kb_status,
@@ -58,6 +59,7 @@ from bench.common import (
     scratch_home,
     start_daemon,
     stop_daemon,
+    verdict,
     wait,
 )
 from cofferctl.client import Client
@@ -256,7 +258,7 @@ def measure_vectors(
 
 
 def target(ok: bool) -> str:
-    return "met" if ok else "MISSED"
+    return verdict(ok)
 
 
 RESTARTS = 3
@@ -431,3 +433,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    exit_by_targets()

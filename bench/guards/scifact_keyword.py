@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.common import DATA, machine, scratch_home
+from bench.common import DATA, exit_by_targets, machine, scratch_home, verdict
 from coffer_kernel.locations import Locations
 from cofferd.domain.models import Passage
 from cofferd.surfaces.core import Coffer
@@ -87,9 +87,11 @@ async def main() -> None:
             recalls.append(len(relevant & set(ranked[:100])) / len(relevant))
     print(f"machine: {machine()}")
     print(f"SciFact test queries: {len(ndcgs)}")
-    print(f"nDCG@10    {sum(ndcgs) / len(ndcgs):.4f}")
+    ndcg = sum(ndcgs) / len(ndcgs)
+    print(f"nDCG@10    {ndcg:.4f} [target >= 0.68 (issue 2): {verdict(ndcg >= 0.68)}]")
     print(f"Recall@100 {sum(recalls) / len(recalls):.4f}")
 
 
 if __name__ == "__main__":
     asyncio.run(main())
+    exit_by_targets()

@@ -44,7 +44,15 @@ from typing import Any
 
 import aiohttp
 
-from bench.common import count_documents, extract_tldr, machine, memory_mb, percentile
+from bench.common import (
+    count_documents,
+    exit_by_targets,
+    extract_tldr,
+    machine,
+    memory_mb,
+    percentile,
+    verdict,
+)
 from bench.guards.scifact_keyword import load_beir, write_beir
 from tests.support.cofferd_process import start_cofferd
 
@@ -300,10 +308,6 @@ def progress(message: str, since: float) -> None:
     print(f"[{time.perf_counter() - since:6.1f} s] {message}", file=sys.stderr, flush=True)
 
 
-def verdict(ok: bool) -> str:
-    return "met" if ok else "MISSED"
-
-
 # -- the run ------------------------------------------------------------------------------
 
 
@@ -415,3 +419,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    exit_by_targets()

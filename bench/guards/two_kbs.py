@@ -21,7 +21,7 @@ import asyncio
 import shutil
 import time
 
-from bench.common import extract_tldr, machine, percentile, scratch_home
+from bench.common import exit_by_targets, extract_tldr, machine, percentile, scratch_home, verdict
 from coffer_kernel.locations import Locations
 from cofferd.surfaces.core import Coffer
 
@@ -108,8 +108,8 @@ async def run(reps: int) -> None:
         )
         print(
             f"targets: small-KB p50 <= 5 ms (got {p50_a:.2f} ms: "
-            f"{'met' if p50_a <= 5 else 'MISSED'}); (a) <= 1.2x (c) "
-            f"(got {p50_a / p50_c:.2f}x: {'met' if p50_a <= 1.2 * p50_c else 'MISSED'})"
+            f"{verdict(p50_a <= 5)}); (a) <= 1.2x (c) "
+            f"(got {p50_a / p50_c:.2f}x: {verdict(p50_a <= 1.2 * p50_c)})"
         )
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -124,3 +124,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    exit_by_targets()
