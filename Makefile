@@ -1,4 +1,5 @@
 # Two commands for a fresh clone: `make run` starts the daemon, `make test` runs every check.
+# `make bench` runs the guards (bench/guards/: the benches with a target an issue set).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -31,6 +32,9 @@ run: $(VENV)/.run
 
 test: $(VENV)/.test
 	$(BIN)/python -m pytest
+
+bench: $(VENV)/.test
+	$(BIN)/python -m bench.guards
 
 fmt: $(VENV)/.test
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .

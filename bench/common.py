@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cofferctl.client import ApiError, DaemonUnreachable
+from tests.support.cofferd_process import BIN, start_cofferd  # noqa: F401 - benches take BIN from here
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("COFFER_BENCH_DATA", REPO.parent / "shared" / "data"))
-BIN = Path(sys.executable).parent
 T = TypeVar("T")
 
 
@@ -175,13 +175,33 @@ def run_in_repo(repo: Path) -> None:
     sys.exit(child.returncode)
 
 
+# -- targets (the guards) ----------------------------------------------------------------
+
+_missed: list[str] = []
+
+
+def verdict(met: bool, what: str = "a target") -> str:
+    """ "met" or "MISSED", said beside a figure and its target; a miss makes `exit_by_targets`
+    end the run with status 1."""
+    if not met:
+        _missed.append(what)
+    return "met" if met else "MISSED"
+
+
+def exit_by_targets() -> None:
+    """The end of a guard: exit status 1 when any target was missed."""
+    if _missed:
+        print(f"{len(_missed)} target(s) MISSED: {', '.join(_missed)}", flush=True)
+        sys.exit(1)
+
+
 # -- a real daemon ------------------------------------------------------------------------
 
 
 def start_daemon(repo: Path, home: Path, socket_path: Path) -> subprocess.Popen[bytes]:
     """The venv's `cofferd` on `home`, running `repo`'s code."""
     env = code_env(repo, COFFER_HOME=str(home), COFFER_SOCKET=str(socket_path))
-    return subprocess.Popen([str(BIN / "cofferd"), "--log-level", "WARNING"], env=env)
+    return start_cofferd(env, log_level="WARNING")
 
 
 def stop_daemon(daemon: subprocess.Popen[bytes], grace_s: float = 30) -> None:

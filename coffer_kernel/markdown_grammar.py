@@ -19,7 +19,7 @@ and imports nothing else of cofferd).
 * **Suffixes**: a note is a `.md` or `.markdown` file (any case).
 
 Every function reads its text once (no pattern here backtracks over content):
-tests/test_linear_time.py and bench/parser_growth.py hold them to it.
+tests/unit/test_linear_time.py and bench/guards/parser_growth.py hold them to it.
 """
 
 from __future__ import annotations

@@ -8,8 +8,7 @@ import pytest
 from coffer_kernel.locations import Locations
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
-from tests.daemon import Daemon, cleanup, new_daemon
-from tests.test_lsp_reliability import RawClient
+from tests.support.daemon import Daemon, cleanup, new_daemon
 
 
 @pytest.fixture
@@ -50,13 +49,3 @@ def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d.start(COFFER_AGENT_ROOTS=str(d.agent_root))
     finally:
         cleanup(d)
-
-
-@pytest.fixture(scope="module")
-def lsp_client(shared_daemon: Daemon) -> Iterator[RawClient]:
-    """A `cofferctl lsp` on pipes, talking to the module's shared daemon."""
-    started = RawClient(shared_daemon.env()).start()
-    try:
-        yield started
-    finally:
-        started.kill()

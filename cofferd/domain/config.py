@@ -46,7 +46,7 @@ LOCAL_DEFAULT_DIMENSIONS = 384  # both bundled models
 # Cosine similarity below which a bundled model's nearest chunk is not relevant, each
 # calibrated on questions with and without an answer (docs/benchmarks.md, "A floor for
 # vector hits": MiniLM on SciFact and tldr-pages; e5, whose similarities crowd near 1, on
-# JSQuAD and CMRC 2018: bench.e5_floor).
+# JSQuAD and CMRC 2018: bench.studies.e5_floor).
 LOCAL_MIN_SIMILARITY = 0.3
 MULTILINGUAL_MIN_SIMILARITY = 0.78
 

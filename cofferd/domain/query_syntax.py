@@ -265,6 +265,6 @@ class _Phrase:
 
 def _case_keys(ch: str) -> set[str]:
     """Strings that `ch` shares with every character that `re.IGNORECASE` matches it with
-    (checked for every character in tests/test_linear_time.py)."""
+    (checked for every character in tests/unit/test_linear_time.py)."""
     lower = "i" if ch == "\u0130" else ch.lower()  # re lowers İ to i
     return {lower, lower.upper(), ch.upper(), ch.casefold()}

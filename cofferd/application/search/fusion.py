@@ -11,7 +11,7 @@ more similar than the next does not outvote keyword search's clear first, and a 
 vector first does count.
 
 Chosen offline on half the questions of each set and confirmed on the other half
-(bench.fusion_offline; docs/benchmarks.md, issue 36): against rank fusion (K = 60, 10/30
+(bench.studies.fusion_offline; docs/benchmarks.md, issue 36): against rank fusion (K = 60, 10/30
 candidates) nDCG@10 +0.011 on JSQuAD (which rank fusion lost to keyword search), +0.005 on
 CMRC 2018 and on its hard questions, +0.013 on SciFact and +0.008 on English tldr pages
 with MiniLM; one setting for both bundled models.

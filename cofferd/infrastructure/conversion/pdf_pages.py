@@ -74,7 +74,7 @@ def _read_once(path: Path) -> list[PdfPage]:
 class _WordsOfPage:
     """What markitdown's form check reads of a pdfplumber page (its width and its words),
     the words made from light characters: each with the keys pdfplumber's word extractor
-    reads, valued as pdfplumber's own `page.chars` values them (tests/test_pdf_pages.py
+    reads, valued as pdfplumber's own `page.chars` values them (tests/unit/test_pdf_pages.py
     compares both), without the dozen other keys pdfplumber resolves for every character
     (more than half of a page's time)."""
 

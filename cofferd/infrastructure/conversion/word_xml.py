@@ -11,7 +11,7 @@ amplification limit and dropping external ones). A large part is kept by its SHA
 (the last few, none past KEPT_MAX_BYTES): files made from one template carry the same
 styles, read once. `use_in_mammoth` installs it in the converter's process.
 
-The tree is mammoth's to the node (tests/test_word_xml.py compares both on real files)
+The tree is mammoth's to the node (tests/unit/test_word_xml.py compares both on real files)
 but for what Word does not write: the text on either side of a comment or processing
 instruction is one node here (two in minidom's copy, which mammoth reads alike), and
 CDATA text is kept (minidom's copy dropped it).

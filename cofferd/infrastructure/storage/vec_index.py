@@ -11,7 +11,7 @@ Vectors are stored as int8, a quarter of float32: each is scaled to unit length,
 SPREAD standard deviations, 1 / sqrt(width) each) fills the int8 range. vec0 scans int8
 fastest by L1 distance (5-7x faster than cosine here: docs/benchmarks.md): a search reads
 the nearest `candidates(k)` by L1, then orders those by cosine, which is what it answers.
-Against exact float32 cosine search this finds 0.99 of the top 10 (bench.vector_recall).
+Against exact float32 cosine search this finds 0.99 of the top 10 (bench.studies.vector_recall).
 """
 
 from __future__ import annotations

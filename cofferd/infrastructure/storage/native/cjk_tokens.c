@@ -8,7 +8,7 @@
 ** answers with one token equal to the character (probed once per process, by asking
 ** unicode61), standing between two separators (probed likewise), is handed to FTS5
 ** directly; every other stretch of text goes to unicode61. The two readings agree by
-** construction, and tests/test_cjk_tokens.py compares them on every character and on
+** construction, and tests/daemon/test_cjk_tokens.py compares them on every character and on
 ** random text.
 **
 ** Loaded, it takes the name `unicode61` on its connection, over the built-in one it
@@ -292,7 +292,7 @@ static void cjkDelete(Fts5Tokenizer *pTok) {
 /* ------------------------------------------------------------------ index text */
 
 /* fts_text.index_text, for the preparing workers (through ctypes): the same text out, byte
-** for byte (tests/test_cjk_tokens.py compares the two on every character). */
+** for byte (tests/daemon/test_cjk_tokens.py compares the two on every character). */
 
 static const unsigned int aCjk[][2] = {
     /* domain/scripts.CJK_RANGES */

@@ -1,0 +1,382 @@
+"""A real Obsidian vault through Coffer (issue 34): Obsidian's public help vault attached as a
+knowledge base of a daemon in a scratch data home, and measured as a user of it would:
+
+* every link of every note as `GET .../documents/{doc}/links` resolves it: to a note, to
+  another file (an image, a PDF, a canvas), ambiguous, broken; and `links --broken`
+  (`GET .../links/broken`) by problem (no file, a heading or block the note lacks);
+* every note's title against what the vault says (frontmatter `title`, else the first H1,
+  else the file name);
+* the editor's diagnostics on every note (a real `cofferctl lsp`, each note opened);
+* for the `--renames` most-linked notes, `workspace/willRenameFiles` (into another folder,
+  or onto the name of another much-linked note), and for the `--file-renames` most-linked
+  other files (images: another name in another folder): its edits applied, every link of the vault
+  resolved before and after by the daemon's own rules (`cofferd.domain.links`, the code the
+  language server uses): each must lead to the same file (the renamed one at its new place);
+* completion after `[[zzz` (nothing matches) and `[[sett`, p50/p95 over `--rounds`.
+
+The vault is never written: renames are applied to the notes' text in memory.
+
+    # the search tool's `fetch` of github:obsidianmd/obsidian-help gives a bare git folder;
+    # its stored snapshot lacks the largest blobs (68 videos), so `git archive` stops:
+    # --extract writes every blob there is, and each missing one as an empty file
+    .venv/bin/python -m bench.studies.vault_links --extract GIT_DIR --vault /tmp/helpvault/en
+    .venv/bin/python -m bench.studies.vault_links --vault /tmp/helpvault/en [--repo PATH]
+    .venv/bin/python -m bench.studies.vault_links --vault /tmp/helpvault --whole   # every language
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import posixpath
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from bench.common import (
+    add_repo_argument,
+    code_env,
+    describe_code,
+    indexer_idle,
+    machine,
+    percentile,
+    run_in_repo,
+    scratch_home,
+    start_daemon,
+    stop_daemon,
+    wait,
+)
+from bench.guards.lsp_latency import RawClient
+from cofferctl.client import Client
+from tests.support.helpers import applied
+
+KB = "vault"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--vault", type=Path, default=Path("/tmp/helpvault/en"))
+    parser.add_argument("--whole", action="store_true", help="counts and completion only")
+    parser.add_argument("--renames", type=int, default=20, help="of the most-linked notes")
+    parser.add_argument("--file-renames", type=int, default=5, help="of the most-linked files")
+    parser.add_argument("--rounds", type=int, default=30)
+    add_repo_argument(parser)
+    parser.add_argument("--extract", type=Path, help="a bare git folder to write the vault from")
+    args = parser.parse_args()
+    run_in_repo(args.repo)
+    if args.extract:
+        into = args.vault.parent if args.vault.name == "en" else args.vault
+        print(f"{extract(args.extract, into)} blobs missing from {args.extract}: empty files")
+    vault = args.vault.resolve()
+    home = scratch_home("vault")
+    socket_path = Path(f"/tmp/coffer-bench-vault-{os.getpid()}.sock")
+    env = code_env(args.repo, COFFER_HOME=str(home), COFFER_SOCKET=str(socket_path))
+    print(f"machine: {machine()}; load {Path('/proc/loadavg').read_text().split()[:3]}")
+    print(f"code: {describe_code(args.repo)}; vault: {vault}", flush=True)
+    api = Client(socket_path, timeout=120)
+    daemon = start_daemon(args.repo, home, socket_path)
+    try:
+        wait(lambda: api.get("/api/v1/status"), daemon, 60, 0.1)
+        started = time.perf_counter()
+        api.post("/api/v1/knowledge_bases", {"name": KB, "path": str(vault)})
+        wait(lambda: idle(api), daemon, 1800, 0.5)
+        count = api.get(api.kb(KB, "/metrics"))["documents"]
+        print(f"{count:,} notes indexed in {time.perf_counter() - started:.1f} s", flush=True)
+        listed = api.get(api.kb(KB, "/paths"))
+        paths, files = listed["paths"], listed.get("files", [])
+        print(f"{len(paths):,} documents, {len(files):,} other files held as link targets")
+        outgoing = links_of_every_note(api, paths)
+        count_links(outgoing)
+        count_broken(api)
+        if not args.whole:
+            count_titles(api, vault)
+        client = RawClient(env)
+        ready = client.send("initialize", {"capabilities": {}, "rootUri": vault.as_uri()})
+        assert ready is not None
+        client.until(ready)
+        client.send("initialized", {}, request=False)
+        if not args.whole:
+            count_diagnostics(client, vault, paths)
+            check_renames(client, vault, paths, files, outgoing, args.renames, args.file_renames)
+        measure_completion(client, vault, paths, args.rounds)
+        client.close()
+    finally:
+        stop_daemon(daemon)
+        shutil.rmtree(home, ignore_errors=True)
+        socket_path.unlink(missing_ok=True)
+
+
+def extract(git_dir: Path, into: Path) -> int:
+    """Write the files of `git_dir`'s HEAD under `into`; the count of blobs missing there
+    (written as empty files)."""
+    import subprocess
+
+    listed = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", "HEAD"],
+        capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    reader = subprocess.Popen(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )  # fmt: skip
+    assert reader.stdin is not None and reader.stdout is not None
+    missing = 0
+    for entry in filter(None, listed.split(b"\0")):
+        meta, path = entry.split(b"\t", 1)
+        mode, kind, sha = meta.decode().split()
+        if kind != "blob":
+            continue
+        target = into / os.fsdecode(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        reader.stdin.write(sha.encode() + b"\n")
+        reader.stdin.flush()
+        header = reader.stdout.readline().split()
+        if header[-1] == b"missing":
+            target.write_bytes(b"")
+            missing += 1
+            continue
+        data = reader.stdout.read(int(header[2]))
+        reader.stdout.read(1)
+        if mode == "120000":
+            target.symlink_to(os.fsdecode(data))
+        else:
+            target.write_bytes(data)
+    reader.stdin.close()
+    reader.wait()
+    return missing
+
+
+def idle(api: Client) -> bool:
+    status = api.get("/api/v1/status")
+    return indexer_idle(status) and api.get(api.kb(KB, "/metrics"))["documents"] > 0
+
+
+def links_of_every_note(api: Client, paths: list[str]) -> dict[str, list[dict[str, Any]]]:
+    return {path: api.get(api.document(KB, path, "/links"))["outgoing"] for path in paths}
+
+
+def count_links(outgoing: dict[str, list[dict[str, Any]]]) -> None:
+    counts: Counter[str] = Counter()
+    to_files: Counter[str] = Counter()
+    for links in outgoing.values():
+        for link in links:
+            counts["links"] += 1
+            if link["relative_path"] is None:
+                counts["broken"] += 1
+                continue
+            counts["resolve"] += 1
+            counts["ambiguous"] += link["ambiguous"]
+            if link.get("kind") == "file":
+                to_files[posixpath.splitext(link["relative_path"])[1].lower() or "(none)"] += 1
+    kinds = ", ".join(f"{ext} {n}" for ext, n in to_files.most_common())
+    print(
+        f"links: {counts['links']:,}; resolve {counts['resolve']:,} (to other files "
+        f"{sum(to_files.values()):,}: {kinds or 'none'}), ambiguous {counts['ambiguous']:,}, "
+        f"broken {counts['broken']:,}",
+        flush=True,
+    )
+
+
+def count_broken(api: Client) -> None:
+    answer = api.get(api.kb(KB, "/links/broken"))
+    problems = Counter(link.get("problem", "missing-file") for link in answer["links"])
+    print(f"links --broken: {len(answer['links']):,} ({dict(problems)})")
+    for link in answer["links"][:12]:
+        said = link.get("message", "")
+        print(f"  {link['relative_path']}:{link['line']}: {link['target']}  {said}")
+
+
+def expected_title(text: str, path: str) -> tuple[str, str]:
+    """(where the title comes from, the title) by the vault's own rules."""
+    import yaml
+
+    from coffer_kernel.markdown_grammar import headings
+    from cofferd.safe_yaml import load
+
+    if text.startswith("---\n") and (end := text.find("\n---", 4)) > 0:
+        try:
+            meta = load(text[4:end], max_nodes=10_000, max_depth=20)
+        except (yaml.YAMLError, ValueError):  # a broken frontmatter: no title from it
+            meta = None
+        if isinstance(meta, dict) and isinstance(meta.get("title"), str) and meta["title"]:
+            return "frontmatter", meta["title"].strip()
+        text = text[end + 4 :]
+    for _, level, name in headings(text):
+        if level == 1:
+            return "H1", name
+    return "file name", posixpath.splitext(posixpath.basename(path))[0]
+
+
+def count_titles(api: Client, vault: Path) -> None:
+    found: Counter[str] = Counter()
+    wrong = []
+    offset = 0
+    while True:
+        page = api.get(api.kb(KB, "/documents"), limit=500, offset=offset)
+        for doc in page["documents"]:
+            path = doc["relative_path"]
+            source, title = expected_title((vault / path).read_text("utf-8", "replace"), path)
+            found[source] += 1
+            if doc["title"] != title:
+                wrong.append((path, doc["title"], title))
+        offset += len(page["documents"])
+        if not page["documents"] or offset >= page["total"]:
+            break
+    print(
+        f"titles: {sum(found.values()) - len(wrong)} of {sum(found.values())} as the vault "
+        f"says ({dict(found)}); different: {len(wrong)} {wrong[:5]}",
+        flush=True,
+    )
+
+
+def count_diagnostics(client: RawClient, vault: Path, paths: list[str]) -> None:
+    codes: Counter[str] = Counter()
+    for n, path in enumerate(paths):
+        uri = (vault / path).as_uri()
+        text = (vault / path).read_text("utf-8", "replace")
+        item = {"uri": uri, "languageId": "markdown", "version": 1, "text": text}
+        client.send("textDocument/didOpen", {"textDocument": item}, request=False)
+        while True:
+            message = client.until("textDocument/publishDiagnostics")
+            if message["params"]["uri"] == uri:
+                break
+        codes.update(d.get("code", "?") for d in message["params"]["diagnostics"])
+        client.send("textDocument/didClose", {"textDocument": {"uri": uri}}, request=False)
+        if n % 50 == 49:
+            print(f"  ... {n + 1} notes opened", flush=True)
+    print(f"editor diagnostics over {len(paths)} notes: {dict(codes)}", flush=True)
+
+
+def targets(notes: dict[str, str], files: list[str]) -> dict[str, list[str | None]]:
+    """Where each link of each note leads, by the daemon's rules (the checkout's own)."""
+    import inspect
+
+    from coffer_kernel.link_targets import DocumentIndexOfPaths
+    from cofferd.domain.links import links_of
+
+    try:
+        index = DocumentIndexOfPaths(notes, files)
+    except TypeError:  # a checkout where only documents are targets
+        index = DocumentIndexOfPaths(notes)
+    if "source" in inspect.signature(index.resolve).parameters:  # the note's folder counts
+        return {
+            path: [index.resolve(link, path).path for link in links_of(body, path)]
+            for path, body in notes.items()
+        }
+    return {
+        path: [index.resolve(link).path for link in links_of(body, path)]
+        for path, body in notes.items()
+    }
+
+
+def check_renames(
+    client: RawClient,
+    vault: Path,
+    paths: list[str],
+    files: list[str],
+    outgoing: dict[str, list[dict[str, Any]]],
+    renames: int,
+    file_renames: int,
+) -> None:
+    incoming = Counter(
+        link["relative_path"]
+        for links in outgoing.values()
+        for link in links
+        if link["relative_path"] is not None
+    )
+    linked = [path for path, _ in incoming.most_common() if path in outgoing][:renames]
+    images = [path for path, _ in incoming.most_common() if path in set(files)][:file_renames]
+    notes = {path: (vault / path).read_text("utf-8", "replace") for path in paths}
+    before = targets(notes, files)
+    total_links = total_edits = same = 0
+    wrong: list[str] = []
+    took = []
+    plan = []
+    for n, old in enumerate(linked):
+        folder = posixpath.dirname(old)
+        if n % 2 == 0:  # into another folder, its name kept
+            plan.append((old, posixpath.join("Renamed", old)))
+        else:  # onto the name of another much-linked note, in a folder of its own
+            other = linked[(n + 1) % len(linked)]
+            plan.append((old, posixpath.join(folder, "Core", posixpath.basename(other))))
+    for old in images:  # another name in another folder
+        plan.append((old, posixpath.join("Pictures", "renamed " + posixpath.basename(old))))
+    for old, new in plan:
+        files_moved = [{"oldUri": (vault / old).as_uri(), "newUri": (vault / new).as_uri()}]
+        started = time.perf_counter()
+        asked = client.send("workspace/willRenameFiles", {"files": files_moved})
+        assert asked is not None
+        answer = client.until(asked)
+        took.append((time.perf_counter() - started) * 1000)
+        if "error" in answer:
+            wrong.append(f"{old} -> {new}: refused: {answer['error']['message']}")
+            continue
+        changes = (answer.get("result") or {}).get("changes", {})
+        after = dict(notes)
+        for uri, edits in changes.items():
+            relpath = Path(unquote(uri.removeprefix("file://"))).relative_to(vault).as_posix()
+            after[relpath] = applied(after[relpath], edits)
+            total_edits += len(edits)
+        if old in after:
+            after[new] = after.pop(old)
+        now = targets(after, [new if f == old else f for f in files])
+        for path, led in before.items():
+            moved = new if path == old else path
+            expected = [new if t == old else t for t in led]
+            total_links += len(led)
+            if now[moved] == expected:
+                same += len(led)
+            else:
+                wrong.append(f"{old} -> {new}: {path}")
+    print(
+        f"renames of the {len(linked)} most-linked notes and {len(images)} most-linked other "
+        f"files: {total_edits} edits; every link of "
+        f"the vault after each: {same:,} of {total_links:,} lead where they led; "
+        f"willRenameFiles p50 {percentile(took, 50):.0f} ms, max {max(took):.0f} ms",
+        flush=True,
+    )
+    for line in wrong[:10]:
+        print(f"  DIFFERENT: {line}")
+
+
+def measure_completion(client: RawClient, vault: Path, paths: list[str], rounds: int) -> None:
+    path = paths[0]
+    uri = (vault / path).as_uri()
+    text = (vault / path).read_text("utf-8", "replace")
+    item = {"uri": uri, "languageId": "markdown", "version": 1, "text": text}
+    client.send("textDocument/didOpen", {"textDocument": item}, request=False)
+    for typed in ("zzz", "sett"):
+        took, items = [], 0
+        for n in range(rounds):
+            edited = text + f"\nsee [[{typed}"
+            change = {
+                "textDocument": {"uri": uri, "version": n + 2},
+                "contentChanges": [{"text": edited}],
+            }
+            client.send("textDocument/didChange", change, request=False)
+            lines = edited.split("\n")
+            position = {
+                "line": len(lines) - 1,
+                "character": len(lines[-1].encode("utf-16-le")) // 2,
+            }
+            started = time.perf_counter()
+            asked = client.send(
+                "textDocument/completion", {"textDocument": {"uri": uri}, "position": position}
+            )
+            assert asked is not None
+            answer = client.until(asked)
+            took.append((time.perf_counter() - started) * 1000)
+            result = answer.get("result") or {}
+            items = len(result.get("items", result) if isinstance(result, dict) else result)
+        print(
+            f"completion after [[{typed}: {items} items; p50 {percentile(took, 50):.1f} ms, "
+            f"p95 {percentile(took, 95):.1f} ms over {rounds}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,289 @@
+"""cofferctl's first minute against a real daemon: version, help, did-you-mean, help
+texts, kb create/set/delete messages, search score labels, service without a user bus."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import shlex
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from coffer_kernel import __version__
+from cofferctl import cli
+from cofferctl.client import ApiError
+from tests.support.cli import ctl, ctl_env, run
+from tests.support.daemon import BIN, Daemon, wait_for
+from tests.support.helpers import write
+
+
+def test_version_and_bare_call(shared_daemon: Daemon) -> None:
+    version = ctl(shared_daemon, "--version")
+    assert version.returncode == 0 and version.stdout == f"cofferctl {__version__}\n"
+    bare = ctl(shared_daemon)
+    assert bare.returncode == 2  # git prints its help and a non-zero status too
+    assert bare.stdout.startswith("usage: cofferctl") and "search" in bare.stdout
+    code, out = run(shared_daemon, "status")
+    assert code == 0 and out.startswith(f"cofferd {__version__} (pid ")
+
+
+@pytest.mark.parametrize("package", ["cofferd", "cofferctl"])
+def test_python_dash_m_runs_each_program(package: str) -> None:
+    """`python -m cofferd` and `python -m cofferctl` are the programs their scripts are."""
+    ran = subprocess.run(
+        [sys.executable, "-m", package, "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, f"{package} {__version__}\n", "")
+
+
+def test_did_you_mean(shared_daemon: Daemon) -> None:
+    typo = ctl(shared_daemon, "serach", "notes", "x")
+    assert typo.returncode == 2 and "unknown command 'serach'; did you mean search" in typo.stderr
+    sub = ctl(shared_daemon, "kb", "lsit")
+    assert sub.returncode == 2 and "did you mean list?" in sub.stderr
+    option = ctl(shared_daemon, "kb", "delete", "notes", "--ys")
+    assert option.returncode == 2 and "--ys: did you mean --yes?" in option.stderr
+    assert shared_daemon.docs("notes").is_dir()
+    nothing_close = ctl(shared_daemon, "zzzzzz")
+    assert nothing_close.returncode == 2 and "one of status, kb" in nothing_close.stderr
+    assert "Traceback" not in typo.stderr + sub.stderr + nothing_close.stderr
+
+
+def test_did_you_mean_a_knowledge_base_everywhere_one_is_named(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    """A mistyped knowledge base is named back, close names first, by the API (so by the
+    CLI and MCP too), whichever command took it."""
+    d = shared_daemon
+    d.client.post("/api/v1/knowledge_bases", {"name": fresh_kb})
+    typo = fresh_kb[:-1] + ("x" if fresh_kb[-1] != "x" else "y")
+    for args in (("search", typo, "bread"), ("docs", typo), ("kb", "show", typo)):
+        found = ctl(d, *args)
+        assert found.returncode == 1, (args, found.stderr)
+        assert f"did you mean {fresh_kb}" in found.stderr, (args, found.stderr)
+    with pytest.raises(ApiError) as err:
+        d.client.post(d.client.kb(typo, "/search"), {"query": "bread"})
+    assert err.value.code == "KB_NOT_FOUND"
+    assert fresh_kb in err.value.details["suggestions"]
+
+
+def test_search_takes_limit_and_a_suggested_command_runs_as_printed(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    d.client.post("/api/v1/knowledge_bases", {"name": fresh_kb})
+    write(d.docs(fresh_kb) / "bread.md", "# Bread\n\nsourdough bread rises")
+    wait_for(lambda: "bread.md" in run(d, "search", fresh_kb, "sourdough")[1])
+    code, out = run(d, "search", fresh_kb, "--limit", "1", "sourdough")
+    assert code == 0 and "bread.md" in out
+    typo = ctl(d, "search", fresh_kb, "--limt", "1", "sourdough")
+    assert typo.returncode == 2
+    suggested = typo.stderr.rsplit("as in: ", 1)[1].strip()
+    again = ctl(d, *shlex.split(suggested)[1:])
+    assert again.returncode == 0 and "bread.md" in again.stdout, again.stderr
+
+
+def _parsers(
+    parser: argparse.ArgumentParser, path: str = "cofferctl"
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, f"{path} {name}")
+
+
+def test_every_argument_and_option_has_help() -> None:
+    missing = [
+        f"{path}: {'/'.join(action.option_strings) or action.dest}"
+        for path, parser in _parsers(cli.build_parser())
+        for action in parser._actions
+        if not isinstance(action, argparse._SubParsersAction) and not action.help
+    ]
+    assert missing == []
+
+
+@pytest.fixture
+def fresh_kb(shared_daemon: Daemon) -> str:
+    return "cli-" + uuid.uuid4().hex[:6]
+
+
+def test_kb_create_names_the_folder(shared_daemon: Daemon, fresh_kb: str) -> None:
+    code, out = run(shared_daemon, "kb", "create", fresh_kb)
+    assert code == 0
+    assert f"drop Markdown files into {shared_daemon.docs(fresh_kb)}" in out
+
+
+def test_kb_set_lists_sizes_and_messages(shared_daemon: Daemon, fresh_kb: str) -> None:
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    code, out = run(d, "kb", "set", fresh_kb, "enabled_modes=keyword", "max_document_bytes=10MiB")
+    assert code == 0 and "chunking changed" not in out
+    config = d.client.get(d.client.kb(fresh_kb))["config"]
+    assert config["enabled_modes"] == ["keyword"] and config["max_document_bytes"] == 10 * 2**20
+    assert (
+        run(d, "kb", "set", fresh_kb, "enabled_modes=keyword,grep", "max_document_bytes=25 MB")[0]
+        == 0
+    )
+    config = d.client.get(d.client.kb(fresh_kb))["config"]
+    assert config["enabled_modes"] == ["keyword", "grep"]
+    assert config["max_document_bytes"] == 25_000_000
+
+    write(d.docs(fresh_kb) / "a.md", "# A\n\nsome words to chunk")
+    wait_for(lambda: d.client.get(d.client.kb(fresh_kb, "/documents"))["total"] == 1)
+    code, out = run(d, "kb", "set", fresh_kb, "chunk_size=128")
+    assert code == 0 and "chunking changed: every document is indexed again" in out
+
+    bad = ctl(d, "kb", "set", fresh_kb, "enabled_modes=keyword,sonar")
+    assert bad.returncode == 1 and "enabled_modes" in bad.stderr and "Traceback" not in bad.stderr
+    unknown = ctl(d, "kb", "set", fresh_kb, "chunk_sise=128")
+    assert unknown.returncode == 1 and "chunk_size" in unknown.stderr  # the valid keys
+
+
+def test_kb_set_warns_of_a_credential_the_daemon_lacks(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    variable = "COFFER_TEST_NO_SUCH_KEY_" + uuid.uuid4().hex[:6].upper()
+    code, out = run(
+        d, "kb", "set", fresh_kb,
+        "embedding.provider=openai", "embedding.model=text-embedding-3-small",
+        "embedding.dimensions=8", "embedding.base_url=http://127.0.0.1:9/v1",
+        f"embedding.credential_ref=env:{variable}",
+    )  # fmt: skip
+    assert code == 0 and "warning" in out and variable in out
+
+
+def test_kb_set_changes_only_what_it_names_and_kb_show_says_where_values_come_from(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    remote = {
+        "provider": "openai", "model": "text-embedding-3-small", "dimensions": 8,
+        "base_url": "http://127.0.0.1:9/v1", "credential_ref": "env:COFFER_TEST_KEY",
+    }  # fmt: skip
+    assert run(d, "kb", "set", fresh_kb, f"embedding={json.dumps(remote)}")[0] == 0
+    bigger = 'embedding={"model": "text-embedding-3-large", "dimensions": 16}'
+    assert run(d, "kb", "set", fresh_kb, bigger)[0] == 0
+    embedding = d.client.get(d.client.kb(fresh_kb))["config"]["embedding"]
+    kept = ("provider", "base_url", "credential_ref")  # merged into what was set
+    assert {key: embedding[key] for key in kept} == {key: remote[key] for key in kept}
+    assert (embedding["model"], embedding["dimensions"]) == ("text-embedding-3-large", 16)
+    assert run(d, "kb", "set", fresh_kb, "embedding.base_url=null")[0] == 0  # one key removed
+    embedding = d.client.get(d.client.kb(fresh_kb))["config"]["embedding"]
+    assert embedding["base_url"] is None and embedding["provider"] == "openai"
+    code, out = run(d, "kb", "show", fresh_kb)
+    assert code == 0
+    assert '  embedding.provider: "openai"  (this machine\'s settings)' in out
+    assert '  embedding.model: "text-embedding-3-large"  (kb.yaml)' in out
+    assert "  embedding.base_url: null  (default)" in out
+    assert "  chunk_size: 512  (default)" in out
+
+    assert run(d, "kb", "set", fresh_kb, "embedding=null")[0] == 0  # all of it removed
+    assert run(d, "kb", "set", fresh_kb, 'embedding={"provider": "local"}')[0] == 0
+    out = run(d, "kb", "show", fresh_kb)[1]
+    assert "  embedding.min_similarity: 0.3  (the model's default)" in out
+    assert '  embedding.model: "all-MiniLM-L6-v2"  (default)' in out
+    assert "credential_ref: null" in out
+
+
+def test_kb_delete_of_a_missing_kb_says_so_first(shared_daemon: Daemon) -> None:
+    missing = ctl(shared_daemon, "kb", "delete", "nosuch")  # no --yes, not a terminal
+    assert missing.returncode == 1 and "KB_NOT_FOUND" in missing.stderr
+    assert "--yes" not in missing.stderr
+
+
+def test_search_labels_its_scores(shared_daemon: Daemon, fresh_kb: str) -> None:
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    write(d.docs(fresh_kb) / "owl.md", "# Owl\n\nThe owl hunts at night.")
+    wait_for(lambda: "owl.md" in run(d, "search", fresh_kb, "owl")[1])
+    out = run(d, "search", fresh_kb, "owl")[1]
+    assert "keyword search; score: bm25" in out
+    assert " 1. Owl  bm25 " in out
+    out = run(d, "search", "--kb", fresh_kb, "owl")[1]
+    assert "score: reciprocal rank fusion" in out and " 1. Owl  rrf " in out
+
+
+def test_service_without_a_user_bus_explains(tmp_path: object) -> None:
+    proc = subprocess.run(
+        [str(BIN / "cofferctl"), "service", "status"],
+        env=ctl_env(XDG_RUNTIME_DIR="/nonexistent", HOME=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert "Failed to connect to bus" not in proc.stdout + proc.stderr
+    assert "no systemd user session" in proc.stdout or "systemctl is not installed" in proc.stdout
+
+
+def test_json_errors_stay_json(shared_daemon: Daemon) -> None:
+    code, out = run(shared_daemon, "kb", "show", "nosuch", "--json")
+    assert code == 1 and json.loads(out)["error"]["code"] == "KB_NOT_FOUND"
+
+
+def test_options_may_come_between_the_kb_and_the_query(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    write(d.docs(fresh_kb) / "todo.md", "---\ntags: [todo]\n---\n# Todo\n\nthe next action\n")
+    write(d.docs(fresh_kb) / "done.md", "# Done\n\nan action taken\n")
+    write(d.docs(fresh_kb) / "cpp.md", "# Cpp\n\nthe C++ compiler\n")
+    wait_for(lambda: d.client.get(d.client.kb(fresh_kb, "/documents"))["total"] == 3)
+    code, out = run(d, "search", fresh_kb, "--tag", "todo", "action")
+    assert code == 0 and "todo.md" in out and "done.md" not in out
+    code, out = run(d, "search", "-k", "1", fresh_kb, "action", "--tag", "todo")
+    assert code == 0 and "todo.md" in out and "done.md" not in out
+    code, out = run(d, "search", fresh_kb, "-k", "3", "--", "C++ compiler")
+    assert code == 0 and "cpp.md" in out
+
+
+def test_text_that_starts_with_a_dash_says_how_to_write_it(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    write(d.docs(fresh_kb) / "plan.md", "# Plan\n\nthe plan for the house\n")
+    write(d.docs(fresh_kb) / "garden.md", "# Garden\n\nthe plan for the garden\n")
+    write(d.docs(fresh_kb) / "arrow.md", "# Arrow\n\nstate -> next\n")
+    wait_for(lambda: d.client.get(d.client.kb(fresh_kb, "/documents"))["total"] == 3)
+    dashed = ctl(d, "search", fresh_kb, "plan", "-garden")
+    assert dashed.returncode == 2 and "usage: cofferctl search" in dashed.stderr
+    assert (
+        "-garden: not an option; text that starts with - goes after --, as in: "
+        f"cofferctl search {fresh_kb} plan -- -garden"
+    ) in dashed.stderr
+    code, out = run(d, "search", fresh_kb, "plan", "--", "-garden")
+    assert code == 0 and "plan.md" in out and "garden.md" not in out
+
+    arrow = ctl(d, "grep", fresh_kb, "->")
+    assert arrow.returncode == 2 and f"cofferctl grep {fresh_kb} -- '->'" in arrow.stderr
+    code, out = run(d, "grep", fresh_kb, "--", "->")
+    assert code == 0 and out == "arrow.md:3:state -> next\n"
+    typo = ctl(d, "search", fresh_kb, "plan", "--tagg", "x")
+    assert typo.returncode == 2 and "--tagg: did you mean --tag?" in typo.stderr
+    assert "Traceback" not in dashed.stderr + arrow.stderr + typo.stderr
+
+
+def test_a_command_loads_only_what_it_runs() -> None:
+    # each command's module is imported when it runs; nothing that only others need
+    code = (
+        "import sys; from cofferctl import cli; "
+        "cli.main(['--socket', '/nonexistent/cofferd.sock', 'search', 'notes', 'words']); "
+        "print(sorted(sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    loaded = set(ast.literal_eval(out.stdout))
+    commands = {m for m in loaded if m.startswith("cofferctl.commands.")}
+    assert commands == {"cofferctl.commands.searching"}
+    heavy = {"dataclasses", "tempfile", "hashlib", "difflib", "shutil", "inspect"}
+    assert loaded & heavy == set()

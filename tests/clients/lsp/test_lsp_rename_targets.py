@@ -1,0 +1,165 @@
+"""Renames never change what a link leads to (issue 34 §4): `workspace/willRenameFiles`
+writes, for every link whose target would change, the shortest form that leads where it
+led (a path where a name would be ambiguous): links to the renamed note, the renamed
+note's own links (a Markdown link's path is from its folder), and links a new name would
+take over. Every edit is applied and every link of the vault resolved again, by the
+daemon's own rules (`cofferd.domain.links`), before and after. Heading renames rewrite the
+note's own `[[#heading]]` links too. A real `cofferctl lsp` over pipes, a real daemon."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+
+from coffer_kernel.link_targets import DocumentIndexOfPaths
+from cofferd.domain.links import links_of
+from tests.support.daemon import Daemon
+from tests.support.helpers import applied, new_vault
+from tests.support.lsp_pipe import RawClient, open_note
+
+VAULT = {
+    "User interface/Settings.md": "# Settings\n\n## Search\n",
+    "Plugins/Search.md": (
+        "# Search\n\n## Operators\n\n[o](Other.md) [[Settings]] [[Search#Operators]]\n"
+        "[u](../User%20interface/Settings.md) [[#Operators]] [x](#operators)\n"
+    ),
+    "Plugins/Other.md": "# Other\n\nsee [[Search]] and [[Search#Operators|ops]] [s](Search.md)\n",
+    "Archive/Other.md": "# Old other\n",
+    "index.md": (
+        "# Index\n\n[[Settings]] [[Search]] [[Plugins/Search]] [[Plugins/Other]]\n"
+        "[s](Plugins/Search.md#Operators) ![[Search.md]] [[User interface/Settings#Search]]\n"
+    ),
+}
+RENAMES = [
+    ("Plugins/Search.md", "Plugins/Core/Settings.md"),  # onto a name that exists
+    ("Plugins/Search.md", "Settings.md"),  # at the root: takes `[[Settings]]` over
+    ("Plugins/Search.md", "Archive/Deep/Search.md"),  # into another folder
+    ("Plugins/Other.md", "Other.md"),  # takes `[[Other]]`-by-path over
+    ("User interface/Settings.md", "UI/Search.md"),  # shorter: takes `[[Search]]` over
+    ("index.md", "Plugins/index.md"),  # only its own links move
+    ("Plugins/Search.md", "Plugins/Settings.md"),  # beside Other: its folder's `[[Settings]]`
+]
+
+
+def targets(files: dict[str, str]) -> dict[str, list[str | None]]:
+    """Where each link of each note leads, as the daemon resolves them."""
+    index = DocumentIndexOfPaths(files)
+    return {
+        path: [index.resolve(link, path).path for link in links_of(body, path)]
+        for path, body in files.items()
+    }
+
+
+def relpath_of(uri: str, docs: Path) -> str:
+    return Path(unquote(uri.removeprefix("file://"))).relative_to(docs).as_posix()
+
+
+@pytest.mark.parametrize(("old", "new"), RENAMES)
+def test_a_rename_keeps_every_link_of_the_vault_on_its_target(
+    shared_daemon: Daemon, lsp_client: RawClient, old: str, new: str
+) -> None:
+    d = shared_daemon
+    kb = new_vault(d, "rt", VAULT)
+    docs = d.docs(kb)
+    files = [{"oldUri": (docs / old).as_uri(), "newUri": (docs / new).as_uri()}]
+    answer = lsp_client.ask("workspace/willRenameFiles", {"files": files})
+    assert "error" not in answer, answer
+    changes: dict[str, list[dict[str, Any]]] = (answer["result"] or {}).get("changes", {})
+    after = dict(VAULT)
+    for uri, edits in changes.items():
+        path = relpath_of(uri, docs)
+        after[path] = applied(after[path], edits)
+    after[new] = after.pop(old)
+    before = targets(VAULT)
+    now = targets(after)
+    for path, led in before.items():
+        moved = new if path == old else path
+        expected = [new if t == old else t for t in led]
+        assert now[moved] == expected, (path, after[moved])
+
+
+def test_the_shortest_form_is_written(shared_daemon: Daemon, lsp_client: RawClient) -> None:
+    d = shared_daemon
+    kb = new_vault(d, "rt", VAULT)
+    docs = d.docs(kb)
+    old, new = "Plugins/Search.md", "Plugins/Core/Settings.md"
+    files = [{"oldUri": (docs / old).as_uri(), "newUri": (docs / new).as_uri()}]
+    changes = lsp_client.ask("workspace/willRenameFiles", {"files": files})["result"]["changes"]
+    other = applied(VAULT["Plugins/Other.md"], changes[(docs / "Plugins/Other.md").as_uri()])
+    assert other == (
+        "# Other\n\nsee [[Core/Settings]] and [[Core/Settings#Operators|ops]] "
+        "[s](Core/Settings.md)\n"
+    )
+    own = applied(VAULT[old], changes[(docs / old).as_uri()])
+    assert own.split("\n")[4:6] == [
+        # in its new folder, `[[Settings]]` is itself (Obsidian's own-folder rule)
+        "[o](../Other.md) [[User interface/Settings]] [[Settings#Operators]]",
+        "[u](<../../User interface/Settings.md>) [[#Operators]] [x](#operators)",
+    ]
+
+
+def test_a_name_in_the_linking_notes_folder_is_written_alone(
+    shared_daemon: Daemon, lsp_client: RawClient
+) -> None:
+    """Two notes will be named Settings: from a note in the folder of one, Obsidian takes
+    that one (its own folder first), so the bare name leads there; the renamed note's own
+    `[[Settings]]` would then lead to itself, and names the other by its path."""
+    d = shared_daemon
+    kb = new_vault(d, "rt", VAULT)
+    docs = d.docs(kb)
+    old, new = "Plugins/Search.md", "Plugins/Settings.md"
+    files = [{"oldUri": (docs / old).as_uri(), "newUri": (docs / new).as_uri()}]
+    changes = lsp_client.ask("workspace/willRenameFiles", {"files": files})["result"]["changes"]
+    other = applied(VAULT["Plugins/Other.md"], changes[(docs / "Plugins/Other.md").as_uri()])
+    assert other == (
+        "# Other\n\nsee [[Settings]] and [[Settings#Operators|ops]] [s](Settings.md)\n"
+    )
+    own = applied(VAULT[old], changes[(docs / old).as_uri()])
+    assert own.split("\n")[4] == (
+        "[o](Other.md) [[User interface/Settings]] [[Settings#Operators]]"
+    )
+    index = applied(VAULT["index.md"], changes[(docs / "index.md").as_uri()])
+    assert index.split("\n")[2].startswith("[[User interface/Settings]] [[Plugins/Settings]]")
+
+
+def test_a_heading_rename_rewrites_the_notes_own_heading_links(
+    shared_daemon: Daemon, lsp_client: RawClient
+) -> None:
+    d = shared_daemon
+    kb = new_vault(d, "rt", VAULT)
+    docs = d.docs(kb)
+    uri = (docs / "Plugins/Search.md").as_uri()
+    open_note(lsp_client, uri, VAULT["Plugins/Search.md"])
+    params = {"textDocument": {"uri": uri}, "position": {"line": 2, "character": 4}}
+    answer = lsp_client.ask("textDocument/rename", {**params, "newName": "Query operators"})
+    changes = answer["result"]["changes"]
+    own = applied(VAULT["Plugins/Search.md"], changes[uri])
+    assert own.split("\n")[2:6] == [
+        "## Query operators",
+        "",
+        "[o](Other.md) [[Settings]] [[Search#Query operators]]",
+        "[u](../User%20interface/Settings.md) [[#Query operators]] [x](#Query%20operators)",
+    ]
+    index = applied(VAULT["index.md"], changes[(docs / "index.md").as_uri()])
+    assert "[s](Plugins/Search.md#Query%20operators)" in index
+
+
+def test_a_heading_rename_rewrites_links_naming_it_as_obsidian_matches_them(
+    shared_daemon: Daemon, lsp_client: RawClient
+) -> None:
+    d = shared_daemon
+    faq = "# FAQ\n\n## How large can a vault be?\n\nbig\n"
+    linking = "# Q\n\n[[FAQ#How large can a vault be]] [[FAQ#how LARGE can a vault be?|size]]\n"
+    kb = new_vault(d, "rt", {"FAQ.md": faq, "Q.md": linking})
+    docs = d.docs(kb)
+    uri = (docs / "FAQ.md").as_uri()
+    open_note(lsp_client, uri, faq)
+    params = {"textDocument": {"uri": uri}, "position": {"line": 2, "character": 4}}
+    answer = lsp_client.ask("textDocument/rename", {**params, "newName": "Vault size"})
+    changes = answer["result"]["changes"]
+    assert applied(linking, changes[(docs / "Q.md").as_uri()]).split("\n")[2] == (
+        "[[FAQ#Vault size]] [[FAQ#Vault size|size]]"
+    )

@@ -1,0 +1,128 @@
+"""docs/openapi.yaml tells what the code does: what deleting a knowledge base does to a
+folder of yours, and every default it documents (the code's own, and all of them)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from cofferd.domain.config import EmbeddingConfig, KnowledgeBaseConfig
+from cofferd.surfaces.http.json_shapes import (
+    AddDocument,
+    CreateKB,
+    EditDocument,
+    GrepRequest,
+    Invocation,
+    SearchAllRequest,
+    SearchRequest,
+)
+from cofferd.surfaces.http.query_params import (
+    AddQuery,
+    AuditQuery,
+    DocumentQuery,
+    DocumentsQuery,
+    InvocationsQuery,
+    ResourcesQuery,
+)
+from tests.support.daemon import Daemon, contract, wait_for
+from tests.support.helpers import write
+
+KB = "/api/v1/knowledge_bases/{name}"
+BODIES: dict[tuple[str, str], type[BaseModel]] = {  # the model that reads each JSON body
+    ("/api/v1/knowledge_bases", "post"): CreateKB,
+    ("/api/v1/search", "post"): SearchAllRequest,
+    (f"{KB}/search", "post"): SearchRequest,
+    (f"{KB}/grep", "post"): GrepRequest,
+    (f"{KB}/documents", "post"): AddDocument,
+    (f"{KB}/documents/{{doc_id}}", "put"): EditDocument,
+    ("/api/v1/mcp_invocations", "post"): Invocation,
+}
+QUERIES: dict[tuple[str, str], type[BaseModel]] = {  # the model that reads each query
+    (f"{KB}/documents", "get"): DocumentsQuery,
+    (f"{KB}/documents", "post"): AddQuery,
+    (f"{KB}/documents/{{doc_id}}", "get"): DocumentQuery,
+    ("/api/v1/audit", "get"): AuditQuery,
+    ("/api/v1/mcp_invocations", "get"): InvocationsQuery,
+    ("/api/v1/resources", "get"): ResourcesQuery,
+}
+SCHEMAS: dict[str, type[BaseModel]] = {"Config": KnowledgeBaseConfig, "Embedding": EmbeddingConfig}
+
+
+def code_defaults(model: type[BaseModel]) -> dict[str, Any]:
+    """Each field's default, but those that mean "nothing given" (None, {})."""
+    found = {}
+    for name, field in model.model_fields.items():
+        value = field.get_default(call_default_factory=True)
+        if value is not PydanticUndefined and value is not None and value != {}:
+            found[name] = value
+    return found
+
+
+def documented(properties: dict[str, Any]) -> dict[str, Any]:
+    return {name: spec["default"] for name, spec in properties.items() if "default" in spec}
+
+
+def body_properties(path: str, method: str) -> dict[str, Any]:
+    schema = contract()["paths"][path][method]["requestBody"]["content"]["application/json"]
+    properties: dict[str, Any] = schema["schema"]["properties"]
+    return properties
+
+
+def query_properties(path: str, method: str) -> dict[str, Any]:
+    parameters = contract()["paths"][path][method].get("parameters", [])
+    return {p["name"]: p["schema"] for p in parameters if p.get("in") == "query"}
+
+
+@pytest.mark.parametrize(("where", "model"), list(BODIES.items()), ids=str)
+def test_each_body_default_in_the_contract_is_the_codes(
+    where: tuple[str, str], model: type[BaseModel]
+) -> None:
+    assert documented(body_properties(*where)) == code_defaults(model)
+
+
+@pytest.mark.parametrize(("where", "model"), list(QUERIES.items()), ids=str)
+def test_each_query_default_in_the_contract_is_the_codes(
+    where: tuple[str, str], model: type[BaseModel]
+) -> None:
+    assert documented(query_properties(*where)) == code_defaults(model)
+
+
+@pytest.mark.parametrize(("schema", "model"), list(SCHEMAS.items()))
+def test_each_setting_default_in_the_contract_is_the_codes(
+    schema: str, model: type[BaseModel]
+) -> None:
+    properties = contract()["components"]["schemas"][schema]["properties"]
+    assert set(model.model_fields) <= set(properties)  # every setting is in the contract
+    assert documented(properties) == code_defaults(model)
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_deleting_an_attached_knowledge_base_leaves_its_folder_whole(
+    shared_daemon: Daemon, tmp_path: Path
+) -> None:
+    d = shared_daemon
+    vault = tmp_path / "vault"
+    for name in ("plan.md", "projects/coffer.md", ".obsidian/app.json", "photo.png"):
+        write(vault / name, f"# {name}\n\nkept\n")
+    before = _tree(vault)
+    d.client.post("/api/v1/knowledge_bases", {"name": "kept", "path": str(vault)})
+    wait_for(lambda: d.client.get(d.client.kb("kept", "/documents"))["total"] == 2)
+    deleted = d.client.request("DELETE", d.client.kb("kept"))["deleted"]
+    assert deleted["attached"] == str(vault)
+    assert _tree(vault) == before
+    assert not (d.home / "knowledge" / "kept").exists()
+    for path, method in ((KB, "delete"), ("/api/v1/resources/{kind}/{name}", "delete")):
+        description = contract()["paths"][path][method]["description"]
+        assert "attached folder is never touched" in " ".join(description.split())

@@ -1,0 +1,282 @@
+"""Links and tags: parsed like Obsidian and Markdown write them, resolved like Obsidian,
+kept by the Reindexer like chunks (a rebuild reproduces them), and documents addressed by
+path or id prefix wherever an id is taken."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from mcp import Client as McpClient
+
+from coffer_kernel.link_targets import DocumentIndexOfPaths
+from cofferctl import cli
+from cofferctl.client import ApiError
+from cofferd.domain.links import Link, links_of
+from cofferd.domain.models import KnowledgeBase
+from cofferd.surfaces.core import Coffer
+from tests.support.daemon import Daemon, wait_for
+from tests.support.helpers import index_dump, rebuild_dump, write
+from tests.support.mcp_client import call as mcp_call
+from tests.support.mcp_client import error_of
+from tests.support.mcp_client import params as mcp_params
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("see [[Plan]]", [("wiki", "Plan", "plan")]),
+        ("[[projects/Plan.md|the plan]]", [("wiki", "projects/Plan.md", "projects/plan")]),
+        ("[[Plan#Budget]] and ![[diagram]]", [("wiki", "Plan#Budget", "plan"),
+                                               ("wiki", "diagram", "diagram")]),
+        ("[[#Local heading]]", []),
+        ("[x](other.md) [y](../up.md#h) [z](<with space.md>)",
+         [("markdown", "other.md", "notes/other"), ("markdown", "../up.md#h", "up"),
+          ("markdown", "with space.md", "notes/with space")]),
+        ("[a](%C3%A9t%C3%A9.md) [b](/root.MD)", [("markdown", "%C3%A9t%C3%A9.md", "notes/été"),
+                                                 ("markdown", "/root.MD", "root")]),
+        ("[w](https://x.org/a.md) [m](mailto:a@b) [o](../../out.md) [d](sub/) [q](?x)", []),
+        ("[i](pic.png) ![img](p.md) ![[x.png#interface]] [[manual.pdf]]",
+         [("wiki", "x.png#interface", "x.png"), ("wiki", "manual.pdf", "manual.pdf"),
+          ("markdown", "pic.png", "notes/pic.png"), ("markdown", "p.md", "notes/p")]),
+        ("`[[in code]]`\n```\n[[fenced]]\n```\n    [[indented]]", []),
+    ],
+)  # fmt: skip
+def test_links_are_read_as_written(text: str, expected: list[tuple[str, str, str]]) -> None:
+    found = links_of(text, "notes/here.md", first_line=3)
+    assert [(k.type, k.target, k.key) for k in found] == expected
+    assert all(k.line == 3 for k in found)
+
+
+def test_a_link_knows_where_it_is_in_its_line() -> None:
+    line = "`code [[no]]` 見て [[計画#予算|the plan]] and [x](<my plan.md> 't') ![[img]]"
+    spans = [line[k.start : k.end] for k in links_of(line, "here.md")]
+    assert spans == ["[[計画#予算|the plan]]", "![[img]]", "[x](<my plan.md> 't')"]
+
+
+def test_resolution_follows_obsidian() -> None:
+    index = DocumentIndexOfPaths(
+        ["Plan.md", "projects/plan.md", "projects/deep/Notes.md", "archive/2020/notes.md",
+         "one/only.markdown"]
+    )  # fmt: skip
+
+    def resolve(key: str, type_: str = "wiki") -> tuple[str | None, bool]:
+        r = index.resolve(Link(type_, key, key, 1))  # type: ignore[arg-type]
+        return r.path, r.ambiguous
+
+    assert resolve("plan") == ("Plan.md", False)  # the whole path matches, any case
+    assert resolve("projects/plan") == ("projects/plan.md", False)
+    assert resolve("notes") == ("archive/2020/notes.md", True)  # shortest path, flagged
+    assert resolve("deep/notes") == ("projects/deep/Notes.md", False)
+    assert resolve("only") == ("one/only.markdown", False)
+    assert resolve("nowhere") == (None, False)
+    assert resolve("./notes", "markdown") == (None, False)  # a Markdown link's path says where
+    # ...and one that leads nowhere from its folder is found as Obsidian finds a shortest path
+    assert resolve("deep/notes", "markdown") == ("projects/deep/Notes.md", False)
+
+
+def test_every_file_is_a_target_and_a_markdown_link_falls_back_to_its_name() -> None:
+    index = DocumentIndexOfPaths(
+        ["Plan.md", "a/pic.png.md"],
+        ["Attachments/pic.png", "Attachments/Plan", "b/pic.png", "Boards/x.canvas", "a/pic.png"],
+    )
+
+    def resolve(kind: str, written: str, folder: str = "notes") -> tuple[str | None, bool, bool]:
+        (link,) = links_of(f"[[{written}]]" if kind == "wiki" else f"![x]({written})",
+                           f"{folder}/here.md")  # fmt: skip
+        found = index.resolve(link)
+        return found.path, found.ambiguous, found.document
+
+    assert resolve("wiki", "PIC.PNG#interface") == ("b/pic.png", True, False)  # the shortest
+    assert resolve("wiki", "b/pic.png") == ("b/pic.png", False, False)
+    assert resolve("wiki", "x.canvas") == ("Boards/x.canvas", False, False)
+    assert resolve("wiki", "x") == (None, False, True)  # a file answers with its extension
+    assert resolve("wiki", "plan") == ("Plan.md", False, True)  # a note before a file
+    assert resolve("wiki", "a/pic.png") == ("a/pic.png.md", False, True)  # a note first
+    assert resolve("markdown", "pic.png") == ("b/pic.png", True, False)
+    assert resolve("markdown", "pic.png", "Attachments") == ("Attachments/pic.png", False, False)
+    assert resolve("markdown", "../Boards/x.canvas") == ("Boards/x.canvas", False, False)
+    assert resolve("markdown", "../pic.png") == (None, False, True)  # the path says where
+    assert resolve("markdown", "%2E%2E/Boards/x.canvas") == ("Boards/x.canvas", False, False)
+
+
+def test_several_files_answer_a_link_as_obsidian_breaks_the_tie() -> None:
+    """Obsidian 1.13.7's `getFirstLinkpathDest` (markdown-vault-mcp PR #1380): an exact
+    vault path; else a match in the linking note's own folder (an ancestor's counts for
+    nothing); else the shortest path in characters, then the path itself."""
+
+    def resolve(
+        paths: list[str], written: str, source: str
+    ) -> tuple[str | None, bool, tuple[str, ...]]:
+        (link,) = links_of(f"[[{written}]]", source)
+        found = DocumentIndexOfPaths([*paths, source]).resolve(link, source)
+        return found.path, found.ambiguous, found.candidates
+
+    beside = ["Note.md", "b/Note.md"]
+    # 1. the exact vault path, even over the match beside the linking note
+    assert resolve(beside, "Note", "b/src.md") == ("Note.md", False, ())
+    assert resolve(beside, "b/Note", "zzzz/src.md") == ("b/Note.md", False, ())
+    # 2. a match in the linking note's own folder; an ancestor's is no help
+    two = ["b/Note.md", "zzzz/Note.md"]
+    assert resolve(two, "Note", "zzzz/src.md") == (
+        "zzzz/Note.md",
+        True,
+        ("zzzz/Note.md", "b/Note.md"),
+    )
+    assert resolve(two, "Note", "zzzz/deep/src.md")[:2] == ("b/Note.md", True)
+    # 3. the shortest path string (11 characters over 12, not the fewest folders)...
+    deeper = ["a/b/Note.md", "zzzz/Note.md"]
+    assert resolve(deeper, "Note", "src.md") == (
+        "a/b/Note.md",
+        True,
+        ("a/b/Note.md", "zzzz/Note.md"),
+    )
+    # ...then the path itself
+    assert resolve(["x/Note.md", "c/Note.md"], "Note", "zzzz/src.md")[0] == "c/Note.md"
+    index = DocumentIndexOfPaths(two)
+    assert index.resolve_key("wiki", "note", "zzzz/src.md").path == "zzzz/Note.md"
+    assert index.resolve_written("wiki", "note", "Note", "zzzz/src.md").path == "zzzz/Note.md"
+
+
+def test_an_image_in_the_notes_own_folder_and_in_another_languages() -> None:
+    """Two languages, each with `Attachments/x.png`: a note in `en/Attachments/` embeds its
+    own folder's; one in `en/` gets no help from its folder (the image is in a subfolder of
+    it): the two paths are as long, and Obsidian takes the first by path, the German one."""
+    index = DocumentIndexOfPaths(
+        ["en/Guide.md", "en/Attachments/Captions.md", "de/Guide.md"],
+        ["en/Attachments/x.png", "de/Attachments/x.png"],
+    )
+
+    def resolve(source: str, written: str = "![[x.png]]") -> str | None:
+        (link,) = links_of(written, source)
+        found = index.resolve(link, source)
+        assert found.ambiguous
+        return found.path
+
+    assert resolve("en/Attachments/Captions.md") == "en/Attachments/x.png"
+    assert resolve("en/Attachments/Captions.md", "![x](Attachments/x.png)") == (
+        "en/Attachments/x.png"
+    )  # a Markdown link found by its name: the same rules
+    assert resolve("en/Guide.md") == "de/Attachments/x.png"
+    assert resolve("de/Guide.md") == "de/Attachments/x.png"
+
+
+def test_a_tables_escaped_bar_is_not_part_of_the_target() -> None:
+    (link,) = links_of("| [[Basic syntax#Lists\\|lists]] | x |", "here.md")
+    assert (link.target, link.key) == ("Basic syntax#Lists", "basic syntax")
+
+
+async def test_links_both_ways_renames_and_the_rebuild(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    write(docs / "hub.md", "# Hub\n\nSee [[Plan]], [[Missing]] and [budget](projects/budget.md).")
+    write(docs / "projects/plan.md", "# Plan\n\nBack to [[hub]].\n\nAnd [[projects/Budget]].")
+    write(docs / "projects/budget.md", "---\ntags: [money]\n---\n# Budget\n#money #q3")
+    await coffer.reindexer.reconcile(kb)
+    hub = (await coffer.documents.find("notes", "hub.md")).id
+    links = await coffer.graph.links("notes", hub)
+    assert [(o["target"], o["relative_path"], o["line"]) for o in links["outgoing"]] == [
+        ("Plan", "projects/plan.md", 3),
+        ("Missing", None, 3),
+        ("projects/budget.md", "projects/budget.md", 3),
+    ]
+    budget = await coffer.graph.links("notes", "projects/budget.md")
+    assert {b["relative_path"] for b in budget["backlinks"]} == {"hub.md", "projects/plan.md"}
+    broken = (await coffer.graph.broken("notes"))["links"]
+    assert [(b["relative_path"], b["target"]) for b in broken] == [("hub.md", "Missing")]
+    assert await coffer.graph.tags("notes") == [
+        {"tag": "money", "count": 1},
+        {"tag": "q3", "count": 1},
+    ]
+
+    # a rename: the wiki link still finds it by name, the Markdown link breaks (as a path)
+    (docs / "archive").mkdir()
+    (docs / "projects/budget.md").rename(docs / "archive/budget.md")
+    await coffer.reindexer.reconcile(kb)
+    moved = await coffer.graph.links("notes", "archive/budget.md")
+    assert [b["relative_path"] for b in moved["backlinks"]] == []  # both named its old path
+    write(docs / "projects/plan.md", "# Plan\n\nBack to [[hub]].\n\nAnd [[Budget]].")
+    await coffer.reindexer.reconcile(kb)
+    moved = await coffer.graph.links("notes", "archive/budget.md")
+    assert [b["relative_path"] for b in moved["backlinks"]] == ["projects/plan.md"]
+    assert await index_dump(coffer, "notes") == await rebuild_dump(coffer, kb)
+
+
+async def test_documents_are_found_by_path_and_id_prefix(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    write(docs / "a/b.md", "# B")
+    write(docs / "c.md", "# C")
+    await coffer.reindexer.reconcile(kb)
+    b = await coffer.documents.find("notes", "a/b.md")
+    assert (await coffer.documents.find("notes", b.id)).path == "a/b.md"
+    assert (await coffer.documents.find("notes", b.id[:8].upper())).id == b.id
+    with pytest.raises(Exception, match="does not exist"):
+        await coffer.documents.find("notes", b.id[:3])  # too short to be meant
+    with pytest.raises(Exception, match="several"):
+        await coffer.documents.find("notes", "p")  # every path-derived id starts with p
+
+
+async def test_links_tags_and_paths_through_the_api_cofferctl_and_mcp(
+    shared_daemon: Daemon,
+) -> None:
+    d = shared_daemon
+    kb = f"links-{uuid.uuid4().hex[:6]}"
+    d.client.post("/api/v1/knowledge_bases", {"name": kb})
+    write(d.docs(kb) / "index.md", "# Index\n\n[[Topic]] and [[Gone]] #start")
+    write(d.docs(kb) / "deep/topic.md", "# Topic\n\nUp to [the index](../index.md).")
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/documents"))["total"] == 2)
+
+    by_path = d.client.get(d.client.kb(kb, "/documents/deep%2Ftopic.md"))
+    assert by_path["relative_path"] == "deep/topic.md"
+    links = d.client.get(d.client.kb(kb, "/documents/index.md/links"))
+    assert [o["document_id"] for o in links["outgoing"]] == [by_path["id"], None]
+    assert [b["relative_path"] for b in links["backlinks"]] == ["deep/topic.md"]
+    assert d.client.get(d.client.kb(kb, "/tags"))["tags"] == [{"tag": "start", "count": 1}]
+    with pytest.raises(ApiError) as err:
+        d.client.get(d.client.kb(kb, "/documents/p/links"))
+    assert err.value.code == "DOCUMENT_AMBIGUOUS" and len(err.value.details["candidates"]) == 2
+
+    def run(*args: str) -> str:
+        out = io.StringIO()
+        assert cli.main(["--socket", str(d.socket), *args], stdout=out) == 0
+        return out.getvalue()
+
+    assert "deep/topic.md:3" in run("links", kb, "index.md")
+    assert "index.md:3: Gone  (broken)" in run("links", kb, "--broken")
+    assert "#start" in run("tags", kb)
+    assert "Topic" in run("show", kb, "deep/topic.md")
+    assert json.loads(run("show", kb, by_path["id"][:10], "--json"))["id"] == by_path["id"]
+
+    async with McpClient(mcp_params(d.socket)) as client:
+        got = await mcp_call(client, "get_links", kb=kb, document_id="deep/topic.md")
+        assert got["backlinks"][0]["relative_path"] == "index.md"
+        tags = await mcp_call(client, "list_tags", kb=kb)
+        assert tags["tags"] == [{"tag": "start", "count": 1}]
+        # a reference is one path segment: it cannot climb to another endpoint
+        message = await error_of(client, "get_document", kb=kb, document_id="../../../x")
+        assert "DOCUMENT_NOT_FOUND" in message
+
+
+def test_a_heading_is_matched_as_obsidian_matches_it() -> None:
+    from coffer_kernel.link_targets import missing_fragment, span_of
+
+    note = "# FAQ\n\n## How large can a vault be?\n\nbig\n\n## `hasTag()`\n\nx\n"
+    assert span_of(note, "How large can a vault be") == (2, 6)  # punctuation aside
+    assert span_of(note, "hastag") == (6, 10)
+    assert span_of(note, "FAQ#How large can a VAULT be?") == (2, 6)
+    missing = missing_fragment(note, "How big")
+    assert missing is not None and missing.message("FAQ.md") == ("FAQ.md has no heading 'How big'")
+    assert missing_fragment(note, "^nope") is not None
+
+
+def test_a_block_id_ends_its_block_after_a_space_or_an_embed() -> None:
+    from coffer_kernel.link_targets import span_of
+
+    note = "# N\n\ntext ^a-1\n\n![[pic.png]]^img\n\n2^10 is x^two\n"
+    assert span_of(note, "^a-1") == (2, 3)
+    assert span_of(note, "^img") == (4, 5)
+    assert span_of(note, "^10") is None and span_of(note, "^two") is None  # exponents

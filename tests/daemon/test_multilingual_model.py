@@ -1,0 +1,120 @@
+"""The bundled multilingual model (multilingual-e5-small, 4-bit) run for real, in the real
+daemon's model process: CJK notes embedded, a CJK question answered through vectors, and
+`kb set` saying which languages the chosen model reads and how much of the KB it does not
+(text it does not read gets no vector)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+from typing import Any
+
+from cofferctl import cli
+from cofferd.surfaces.core import Coffer
+from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
+from tests.support.helpers import index_dump, write
+
+NOTES = {
+    "dog.md": "# 小狗\n\n我家的小狗每天早上都要出去散步。",
+    "tokyo.md": "# 东京\n\n东京是日本的首都，人口很多。",
+    "seoul.md": "# 서울\n\n서울은 한국의 수도이며 큰 도시입니다.",
+    "cake.md": "# 蛋糕\n\n把鸡蛋和面粉混合，然后放进烤箱烤二十分钟。",
+    "rust.md": "# Rust\n\nThe rust compiler checks ownership and borrowing.",
+}
+MULTILINGUAL = {"provider": "local", "model": "multilingual-e5-small"}
+VECTOR_MODES = ["keyword", "grep", "vector", "hybrid"]
+
+
+def embedded(d: Daemon, kb: str, documents: int) -> bool:
+    for entry in d.client.get("/api/v1/status")["knowledge_bases"]:
+        if entry["name"] == kb:
+            owed = entry.get("vectors", {}).get("embed_pending", 0)
+            return bool(entry["documents"] == documents and owed == 0)
+    return False
+
+
+def cofferctl(d: Daemon, *argv: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main(["--socket", str(d.socket), *argv], stdout=out) == 0
+    return out.getvalue()
+
+
+def test_a_cjk_question_is_answered_through_the_multilingual_model(tmp_path: Path) -> None:
+    d = new_daemon(tmp_path).start()
+    try:
+        config = {
+            "enabled_modes": VECTOR_MODES,
+            "default_mode": "hybrid",
+            "embedding": MULTILINGUAL,
+        }
+        d.client.post("/api/v1/knowledge_bases", {"name": "zh", "config": config})
+        for name, text in NOTES.items():
+            write(d.docs("zh") / name, text)
+        wait_for(lambda: embedded(d, "zh", len(NOTES)), timeout=60)
+
+        def top(query: str) -> tuple[str, Any, str]:
+            found = d.client.post(d.client.kb("zh", "/search"), {"query": query})
+            return found["mode"], found["fallback"], Path(found["passages"][0]["path"]).name
+
+        # no word of the question is in the note: only the model's vectors find it
+        assert top("宠物犬的日常运动") == ("hybrid", None, "dog.md")
+        assert top("What is the capital of South Korea?") == ("hybrid", None, "seoul.md")
+        assert top("memory safety in systems programming") == ("hybrid", None, "rust.md")
+    finally:
+        cleanup(d)
+
+
+def test_kb_set_says_which_languages_the_model_reads_and_how_much_it_does_not(
+    tmp_path: Path,
+) -> None:
+    d = new_daemon(tmp_path).start()
+    try:
+        d.client.post("/api/v1/knowledge_bases", {"name": "mixed", "config": {}})
+        for name, text in NOTES.items():
+            write(d.docs("mixed") / name, text)
+        wait_for(lambda: embedded(d, "mixed", len(NOTES)))
+
+        said = cofferctl(
+            d, "kb", "set", "mixed", "enabled_modes=keyword,grep,vector,hybrid",
+            "embedding.provider=local",
+        )  # fmt: skip
+        assert "embedding model all-MiniLM-L6-v2 reads English" in said
+        share = float(said.split("; ")[1].split("%")[0])
+        assert 60 < share < 95, said  # four notes of five are Chinese, Japanese or Korean
+        assert "embedding.model=multilingual-e5-small" in said
+
+        said = cofferctl(d, "kb", "set", "mixed", "embedding.model=multilingual-e5-small")
+        assert "embedding model multilingual-e5-small reads about 100 languages: Chinese" in said
+        assert "all of this knowledge base's text is in scripts it reads" in said
+        reply = d.client.request(
+            "PATCH", d.client.kb("mixed"), {"config": {"embedding": {"model": "all-MiniLM-L6-v2"}}}
+        )
+        assert reply["model_languages"]["model"] == "all-MiniLM-L6-v2"
+        assert 0.6 < reply["model_languages"]["not_read_share"] < 0.95
+    finally:
+        cleanup(d)
+
+
+async def test_text_the_model_does_not_read_gets_no_vector(coffer: Coffer) -> None:
+    config = {"enabled_modes": VECTOR_MODES, "embedding": {"provider": "local"}}  # MiniLM
+    kb = await coffer.kbs.create("en", config)
+    for name, text in NOTES.items():
+        write(coffer.locations.docs_dir("en") / name, text)
+    await coffer.reindexer.reconcile(kb)
+    await coffer.embeddings.drain("en")
+    dump = await index_dump(coffer, "en")
+    assert len(dump["chunks"]) == len(NOTES)
+    (embedded_chunk,) = [c for c in dump["chunks"] if c[0] in set(dump["vectors"])]
+    assert "rust compiler" in str(embedded_chunk)  # the English note alone
+    assert (await coffer.kbs.counts("en"))["embed_pending"] == 0  # none owed, none failed
+
+
+def test_each_model_reads_the_letters_of_its_scripts() -> None:
+    from cofferd.domain.model_coverage import ENGLISH, XLMR
+
+    assert XLMR.reads_all("人々は何を使う？") and XLMR.reads_all("青天衙门Ⅱ 서울 Москва")
+    assert ENGLISH.reads_all("TNF-α in Part Ⅱ") and not ENGLISH.reads_all("plan 東京")
+    assert ENGLISH.words("a garden plan in 東京") == (2, 6)  # each CJK character a word
+    assert ENGLISH.reads("# 2027 — 42") and not ENGLISH.reads("東京大学の近く, near a park")

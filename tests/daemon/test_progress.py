@@ -1,0 +1,98 @@
+"""Progress of long work: the board `status` reads while indexing and embedding run, and the
+line cofferd draws on a terminal from it."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from coffer_kernel.durations import time_left
+from cofferd.application.indexing.progress import ProgressBoard
+from cofferd.domain.models import KnowledgeBase
+from cofferd.surfaces.core import Coffer
+from cofferd.surfaces.progress_bar import CLEAR, ProgressBar, render
+from tests.support.daemon import Daemon
+from tests.support.fake_embeddings import FakeEmbeddings
+from tests.support.helpers import write
+
+
+async def watch(coffer: Coffer, kb: str, work: Any) -> list[dict[str, Any]]:
+    """Run `work`, noting every progress `status` would have shown meanwhile."""
+    seen: list[dict[str, Any]] = []
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        progress = coffer.progress.get(kb)
+        if progress is not None:
+            seen.append(progress.as_dict())
+        await asyncio.sleep(0)
+    await task
+    return seen
+
+
+async def test_a_reconcile_shows_its_progress_then_none(coffer: Coffer, kb: KnowledgeBase) -> None:
+    for i in range(1200):  # three batches
+        write(coffer.locations.docs_dir(kb.name) / f"n{i:04}.md", f"# Note {i}\n\nword{i}")
+    seen = await watch(coffer, kb.name, coffer.reindexer.reconcile(kb))
+    assert seen and {s["phase"] for s in seen} == {"indexing"}
+    assert {s["total"] for s in seen} == {1200}
+    done = [s["done"] for s in seen]
+    assert done == sorted(done) and done[0] < 1200
+    assert all(s["rate_per_s"] >= 0 and s["started_at"] for s in seen)
+    assert all((s["eta_s"] is None) == (s["done"] == 0) for s in seen)
+    assert coffer.progress.get(kb.name) is None
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeEmbeddings]:
+    s = await FakeEmbeddings().start()
+    yield s
+    await s.stop()
+
+
+async def test_embedding_catch_up_shows_its_progress(
+    coffer: Coffer, server: FakeEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COFFER_TEST_EMBED_KEY", "sk-test")
+    kb = await coffer.kbs.create("vec", server.config())
+    for i in range(40):  # three batches of the queue
+        write(coffer.locations.docs_dir("vec") / f"n{i}.md", f"# Note {i}\n\nword{i}")
+    await coffer.reindexer.reconcile(kb)
+    seen = await watch(coffer, kb.name, coffer.embeddings.drain(kb.name))
+    assert seen and {(s["phase"], s["total"]) for s in seen} == {("embedding", 40)}
+    assert max(s["done"] for s in seen) >= 32
+    assert coffer.progress.get(kb.name) is None
+
+
+def test_the_terminal_line_has_counts_and_a_rate() -> None:
+    board = ProgressBoard()
+    progress = board.start("notes", "indexing", 4000)
+    progress.advance(1000)
+    progress.started -= 2.0  # two seconds in
+    line = render([progress], 200)
+    assert line.startswith("cofferd: notes indexing [#####...............] 1,000/4,000 ")
+    assert line.endswith("/s, 6 s left") and len(render([progress], 30)) == 30
+    assert progress.as_dict()["eta_s"] == pytest.approx(6.0, abs=0.2)
+
+    stream = io.StringIO()
+    bar = ProgressBar(board, stream)
+    bar.draw()
+    assert stream.getvalue().startswith(CLEAR + "cofferd: notes indexing [#####")
+    assert "1,000/4,000" in stream.getvalue() and bar.shown
+    board.finish(progress)
+    bar.draw()
+    assert stream.getvalue().endswith(CLEAR) and not bar.shown
+
+
+def test_a_daemon_not_on_a_terminal_draws_no_bar(shared_daemon: Daemon) -> None:
+    shared_daemon.client.get("/api/v1/status")
+    assert "\x1b[K" not in shared_daemon.log.read_text(errors="replace")
+
+
+def test_time_left_reads_as_people_say_it() -> None:
+    assert [time_left(s) for s in (4.2, 59.4, 61, 725, 3569, 3600, 11_100)] == [
+        "4 s", "59 s", "1 min", "12 min", "59 min", "1 h 00 min", "3 h 05 min",
+    ]  # fmt: skip

@@ -1,0 +1,58 @@
+"""Tests and benches keep apart: no test imports a bench, a bench imports only tests.support
+of the tests, and every bench is a guard (a target an issue set) or a study, beside the
+code they share."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH_SUPPORT = {"bench/__init__.py", "bench/common.py"}
+
+
+def imported(path: Path) -> set[str]:
+    """Every module `path` imports, at the top or inside a function."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
+def modules(folder: str) -> list[Path]:
+    return sorted((REPO / folder).rglob("*.py"))
+
+
+def test_no_test_imports_a_bench() -> None:
+    wrong = [
+        f"{path.relative_to(REPO)} imports {name}"
+        for path in modules("tests")
+        for name in sorted(imported(path))
+        if name == "bench" or name.startswith("bench.")
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_benches_import_only_the_tests_support() -> None:
+    wrong = [
+        f"{path.relative_to(REPO)} imports {name}"
+        for path in modules("bench")
+        for name in sorted(imported(path))
+        if (name == "tests" or name.startswith("tests."))
+        and not (name == "tests.support" or name.startswith("tests.support."))
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_bench_is_a_guard_or_a_study() -> None:
+    loose = [
+        str(path.relative_to(REPO))
+        for path in modules("bench")
+        if path.parent.name not in ("guards", "studies")
+        and str(path.relative_to(REPO)) not in BENCH_SUPPORT
+    ]
+    assert not loose, f"neither in bench/guards nor in bench/studies: {loose}"
+    assert (REPO / "bench" / "guards").is_dir() and (REPO / "bench" / "studies").is_dir()
