@@ -16,6 +16,9 @@ status said, `ok` said while the index did not match, what the daemon's log says
 helpers that failed, and the final differences. Exit status 1 when an `ok` was wrong or
 the index differs at the end.
 
+Long on purpose: the changes, the kills, the checks of what status says and the report are
+one run, read together.
+
     PYTHONPATH=$PWD .venv/bin/python -m bench.helper_kills [--minutes 10] [--seed 1] \
         [--notes 300] [--word-files 20] [--kill-every 0.7] [--vectors]
 """
