@@ -114,8 +114,8 @@ def _kbs(commands: Commands) -> None:
     sp = kb.add("create", "kbs.cmd_kb_create", "create a knowledge base")
     sp.add_argument("name", metavar="NAME", help="its name: lowercase letters, digits, - and _")
     sp.add_argument(
-        "--set", nargs="*", default=[], metavar="KEY=VALUE",
-        help="settings (lists as a,b; sizes as 10MiB)",
+        "--set", nargs="*", action="extend", default=[], metavar="KEY=VALUE",
+        help="settings (lists as a,b; sizes as 10MiB); --set may be given again",
     )  # fmt: skip
     completes(
         sp.add_argument(

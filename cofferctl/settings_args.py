@@ -37,12 +37,20 @@ def parse_size(text: str) -> int | None:
 def parse_settings(
     pairs: Sequence[str], current: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """`chunk_size=256 embedding.model=x` -> {"chunk_size": 256, "embedding": {"model": "x"}}."""
+    """`chunk_size=256 embedding.model=x` -> {"chunk_size": 256, "embedding": {"model": "x"}}.
+    Every pair applies; a key given twice, or with a part of it (`embedding=...` and
+    `embedding.model=...`), is refused, naming it: which one was meant cannot be told."""
     config: dict[str, Any] = {}
+    given: list[str] = []
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"expected KEY=VALUE, got {pair!r}")
+        for earlier in given:
+            if _overlap(earlier, key):
+                same = "twice" if earlier == key else f"with {earlier}"
+                raise UsageError(f"{key} is set {same}: give each setting once")
+        given.append(key)
         *parents, leaf = key.split(".")
         target, now = config, current
         for part in parents:
@@ -51,6 +59,11 @@ def parse_settings(
         existing = now.get(leaf) if isinstance(now, Mapping) else None
         target[leaf] = _value(raw, existing)
     return config
+
+
+def _overlap(one: str, other: str) -> bool:
+    """Whether two keys name the same setting, or one a part of the other."""
+    return one == other or other.startswith(one + ".") or one.startswith(other + ".")
 
 
 def _value(raw: str, existing: Any) -> Any:

@@ -30,6 +30,7 @@ QUICK: dict[str, list[str]] = {
     "fuzz": ["--examples", "60"],
     "mcp_fuzz": ["--cases", "2000"],
     "soak": ["--minutes", "3"],
+    "helper_kills": ["--minutes", "2", "--vectors"],
 }
 ON_REQUEST: dict[str, list[str]] = {"install_weight": []}
 

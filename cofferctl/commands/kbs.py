@@ -35,6 +35,8 @@ def cmd_kb_list(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 def cmd_kb_create(c: Client, a: argparse.Namespace, out: Output) -> Any:
     body: dict[str, Any] = {"name": a.name, "config": parse_settings(a.set)}
+    if a.formats is not None and "index_formats" in body["config"]:
+        raise UsageError("index_formats is set twice (--formats and --set): give it once")
     if a.formats is not None:
         body["config"]["index_formats"] = [f for f in a.formats.split(",") if f.strip()]
     if a.path is not None:

@@ -172,17 +172,18 @@ class KnowledgeBaseConfig(BaseModel):
         if not isinstance(data, dict):
             return data
         modes = data.get("enabled_modes")
-        if isinstance(modes, list) and "vector" in modes:
-            if "hybrid" not in modes:
-                data = {**data, "enabled_modes": [*modes, "hybrid"]}
-            if "default_mode" not in data:
-                data = {**data, "default_mode": "hybrid"}
+        if isinstance(modes, list) and "vector" in modes and "hybrid" not in modes:
+            data = {**data, "enabled_modes": [*modes, "hybrid"]}
         return data
 
     @model_validator(mode="after")
     def _check(self) -> KnowledgeBaseConfig:
         if self.chunk_overlap > self.chunk_size // 2:
             raise ValueError(f"chunk_overlap must be at most chunk_size/2 ({self.chunk_size // 2})")
+        if "default_mode" not in self.model_fields_set:
+            # a default the user never set follows what is enabled, never blocks a change;
+            # written past validate_assignment, so that it stays unset (not saved)
+            self.__dict__["default_mode"] = _followed_mode(self.enabled_modes)
         if self.default_mode not in self.enabled_modes:
             raise ValueError(f"default_mode {self.default_mode!r} is not in enabled_modes")
         if "vector" in self.enabled_modes and self.embedding is None:
@@ -200,6 +201,15 @@ class KnowledgeBaseConfig(BaseModel):
     def chunking_key(self) -> str:
         """Identifies everything that shapes chunks: a change means the corpus is re-chunked."""
         return f"{INDEX_FORMAT}:words:{self.chunk_size}:{self.chunk_overlap}"
+
+
+def _followed_mode(enabled: list[RetrievalMode]) -> RetrievalMode:
+    """The default mode when none is set: hybrid with vectors on, else keyword, else the
+    first enabled (keyword when nothing is: the check names it)."""
+    for mode in ("hybrid" if "vector" in enabled else "keyword", "keyword"):
+        if mode in enabled:
+            return mode
+    return enabled[0] if enabled else "keyword"
 
 
 def parse_config(data: Any) -> KnowledgeBaseConfig:

@@ -139,6 +139,7 @@ class Daemon:
         """One KB's entry of `status`; `folder` is what `_folder` found (None: its folder
         did not answer in time)."""
         coffer = self.coffer
+        owed = self._owed(kb)  # read before the counts: once nothing is, they are complete
         counts = await coffer.kbs.counts(kb.name)
         progress = coffer.progress.get(kb.name)
         docs_path = folder[1] if folder else kb.attached
@@ -158,7 +159,13 @@ class Daemon:
         conflicts = await coffer.documents.conflict_count(kb.name)
         if conflicts:
             entry["conflicts"] = conflicts
-        entry.update(self._state(kb, folder, entry["docs_path"]))
+        embedding = (  # vectors owed, while embedding can work (else a problem says why)
+            kb.config.vector_enabled
+            and kb.config.embedding is not None
+            and coffer.embeddings.unavailable is None
+            and counts["embed_pending"] > 0
+        )
+        entry.update(self._state(kb, folder, entry["docs_path"], owed or embedding))
         entry["problems"] += coffer.kbs.problems(kb)
         if kb.ignored_settings:
             entry["ignored_settings"] = list(kb.ignored_settings)
@@ -178,12 +185,25 @@ class Daemon:
                 entry["problems"].append(f"embedding fails: {vectors['last_error']}")
         return entry
 
+    def _owed(self, kb: KnowledgeBase) -> bool:
+        """Whether indexing `kb` is known to owe work: what the indexing service owes it
+        (its first pass, a pass asked for or a retry, paths queued or being synced), work
+        on the progress board, documents whose text is being converted."""
+        coffer = self.coffer
+        progress = coffer.progress.get(kb.name)
+        return (
+            coffer.indexing.owed(kb.name)
+            or (progress is not None and progress.done < progress.total)
+            or coffer.conversions.waiting(kb.name) > 0
+        )
+
     def _state(
-        self, kb: KnowledgeBase, folder: tuple[str | None, str] | None, docs_path: str
+        self, kb: KnowledgeBase, folder: tuple[str | None, str] | None, docs_path: str, owed: bool
     ) -> dict[str, Any]:
         """`state`, and the `problem` behind it, listed once in `problems`: its folder away
-        or refused now (`unavailable`: what search finds may be stale), else indexing that
-        fails now (`failing`), else `ok`."""
+        or refused now (`unavailable`: what search finds may be stale), else a pass that
+        failed and no whole pass succeeded since (`failing`), else work owed (`indexing`),
+        else `ok`: its last whole pass succeeded and nothing is owed."""
         if folder is None:
             why = f"its docs folder {docs_path} does not answer (a network mount that went away?)"
             return {"state": "unavailable", "problem": why, "problems": [why]}
@@ -193,7 +213,7 @@ class Daemon:
         if failure is not None:
             why = f"indexing fails: {failure}"
             return {"state": "failing", "problem": why, "problems": [why]}
-        return {"state": "ok", "problems": []}
+        return {"state": "indexing" if owed else "ok", "problems": []}
 
     async def status(self) -> dict[str, Any]:
         coffer = self.coffer

@@ -318,7 +318,7 @@ def test_kb_attach_on_the_command_line(two: Daemon, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert f"attached {outside} as field" in result.stdout
     wait_for(lambda: paths_found(d, "field", "ibis") == ["ibis.md"])
-    assert kb_status(d, "field")["state"] == "ok"
+    wait_for(lambda: kb_status(d, "field")["state"] == "ok")  # its pass may still be ending
     moved = tmp_path / "moved"
     write(moved / "stork.md", "# Stork\n\nThe stork nests.")
     result = ctl(d, "kb", "attach", "field", str(moved))
@@ -378,7 +378,7 @@ def test_folders_attached_before_identities_were_recorded_stay_attached(
     synced_in(d, "brought", str(tmp_path / "synced"))  # arrived while it was stopped
     d.start()
     wait_for(lambda: kb_status(d, "brought")["state"] == "unavailable")
-    assert kb_status(d, "vault")["state"] == "ok"
+    wait_for(lambda: kb_status(d, "vault")["state"] == "ok")  # its first pass may be ending
     write(tmp_path / "vault/tern.md", "# Tern\n\nThe heron's neighbour.")
     wait_for(lambda: paths_found(d, "vault", "heron") == ["heron.md", "tern.md"])
     assert paths_found(d, "brought", "puffin") == []

@@ -154,6 +154,42 @@ def test_a_full_disk_answers_storage_error_and_indexing_resumes(
         cleanup(d)
 
 
+def test_a_failed_pass_stays_failing_until_a_whole_pass_succeeds_seconds_later(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    d = new_daemon(tmp_path)
+    d.home = small_disk / "home"
+    try:
+        d.start()
+        wait_for(lambda: kb_status(d, "notes")["state"] == "ok")
+        staging = small_disk / "arriving"  # written while there is room, outside the KB
+        for i in range(40):
+            write(staging / f"note{i:02}.md", f"# Note {i}\n\n" + f"the sanderling {i}. " * 400)
+        filler = fill(small_disk)
+        staging.rename(d.docs("notes") / "arrived")  # their index cannot be written
+        failed = wait_for(lambda: (e := kb_status(d, "notes"))["state"] == "failing" and e)
+        assert "indexing fails" in failed["problem"]
+        before = d.client.get("/api/v1/status")["watcher"]["last_full_reconcile_at"]
+
+        filler.unlink()  # room again; a save succeeds before any whole pass has
+        write(d.docs("notes") / "save.md", "# Save\n\nthe whimbrel")
+        seen: list[tuple[str, str | None]] = []
+
+        def ok() -> bool:
+            status = d.client.get("/api/v1/status")
+            (entry,) = [k for k in status["knowledge_bases"] if k["name"] == "notes"]
+            seen.append((entry["state"], status["watcher"]["last_full_reconcile_at"]))
+            return bool(entry["state"] == "ok")
+
+        wait_for(ok, timeout=30, interval=0.01)  # a whole pass retried within seconds
+        assert [s for s in seen if s[0] == "ok" and s[1] == before] == []  # not by the save
+        assert search(d, "notes", "whimbrel")
+        assert len(search(d, "notes", "sanderling")) >= 10
+        assert_matches_rebuild(d, "notes", tmp_path)
+    finally:
+        cleanup(d)
+
+
 @pytest.mark.skipif(not os.access(WATCHES, os.W_OK), reason="cannot change the watch limit")
 def test_no_watches_left_falls_back_to_polling(tmp_path: Path) -> None:
     d = new_daemon(tmp_path)

@@ -4,6 +4,7 @@ was skipped and why, progress, why it is degraded, settings changes, and grep's 
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -214,3 +215,40 @@ def test_bad_bodies_get_messages_a_person_understands(
     for word in JARGON:
         assert word not in err.message
     assert len(err.message) < 400
+
+
+def samples_until_ok(d: Daemon, kb: str, timeout: float = 120.0) -> list[tuple[str, int]]:
+    """(state, documents) of the KB at every poll, until it says ok with its notes in."""
+    seen: list[tuple[str, int]] = []
+
+    def ok() -> bool:
+        entry = kb_status(d, kb)
+        seen.append((entry["state"], entry["documents"]))
+        return bool(entry["state"] == "ok")
+
+    wait_for(ok, timeout=timeout, interval=0.01)
+    return seen
+
+
+def test_status_never_says_ok_before_every_note_is_in(
+    shared_daemon: Daemon, tmp_path: Path
+) -> None:
+    d = shared_daemon
+    folder = tmp_path / "field-notes"
+    for i in range(300):
+        write(folder / f"note{i:03}.md", f"# Note {i}\n\n" + f"the godwit's note {i}. " * 30)
+    kb = "kb-" + uuid.uuid4().hex[:8]
+    d.client.post("/api/v1/knowledge_bases", {"name": kb, "path": str(folder)})
+    seen = samples_until_ok(d, kb)
+    assert seen[-1] == ("ok", 300)
+    assert {documents for state, documents in seen if state == "ok"} == {300}
+    assert "indexing" in {state for state, _ in seen}
+
+    # a folder of 300 more moved in: one event, indexed as one piece of work
+    staging = folder / ".arriving"  # hidden: not indexed until it is moved in
+    for i in range(300):
+        write(staging / f"more{i:03}.md", f"# More {i}\n\n" + f"the dunlin's note {i}. " * 30)
+    staging.rename(folder / "arrived")
+    wait_for(lambda: (e := kb_status(d, kb))["state"] != "ok" or e["documents"] == 600)
+    seen = samples_until_ok(d, kb)
+    assert {documents for state, documents in seen if state == "ok"} == {600}

@@ -9,6 +9,11 @@ stats every one of them (a folder that appeared is scanned whole, a vanished pat
 removed). Bursts coalesce: while one batch is indexed, later paths pile up and become the
 next batch. A periodic full reconcile repairs anything the events missed.
 
+A pass that fails stays failing until a whole pass succeeds (a save indexed meanwhile does
+not make it right), and a whole pass is tried again a few seconds later, later each time it
+fails in a row. What a KB is owed (its first pass, a pass asked for, paths queued) is said
+by `owed`: status is `ok` only when nothing is.
+
 Knowledge bases are indexed side by side, each by a runner of its own: a save in one is
 never queued behind another's full reconcile. Within one, changed paths go before a full
 reconcile that is waiting (it would cover them, but much later).
@@ -34,7 +39,7 @@ log = logging.getLogger(__name__)
 
 RECONCILE_INTERVAL_S = 600.0
 EMBED_RECHECK_S = 15.0  # the embedding queue looks for retries that came due this often
-RETRY_S = (2.0, 5.0, 15.0, 30.0, 60.0)  # after the storage failed: retried until it works
+RETRY_S = (2.0, 5.0, 15.0, 30.0, 60.0)  # after a pass failed: a whole pass, until it works
 RESTART_S = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0)  # a session that fails in a row
 STABLE_S = 60.0  # a session that ran this long before failing starts again at once
 FIRST_PASSES_POLL_S = 0.25
@@ -62,7 +67,10 @@ class IndexingState:
     # KB -> why its folder could not be used at its last pass: not a failure of indexing
     # (status asks the boundary itself, and says it once), only logged once
     unavailable: dict[str, str] = field(default_factory=dict)
-    retries: dict[str, int] = field(default_factory=dict)  # KB -> storage failures in a row
+    retries: dict[str, int] = field(default_factory=dict)  # KB -> failed passes in a row
+    retry_due: dict[str, asyncio.TimerHandle] = field(default_factory=dict)  # KB -> its retry
+    asked: set[str] = field(default_factory=set)  # KBs a whole pass was asked for (not a sweep)
+    sweeping: set[str] = field(default_factory=set)  # KBs in a periodic check, nothing owed
 
 
 class IndexingService:
@@ -98,8 +106,17 @@ class IndexingService:
 
     def request_full(self, kb: str | None = None) -> None:
         """Reconcile a KB whole (every KB when None), its settings read again first: its
-        folder, docs/ or settings file appeared, changed or vanished."""
+        folder, docs/ or settings file appeared, changed or vanished. It is owed until the
+        pass ends."""
         for name in [kb] if kb else [k.name for k in self.kbs.list()]:
+            self.state.asked.add(name)
+            self._full.add(name)
+            self._run(name)
+
+    def sweep(self) -> None:
+        """The periodic check of every KB whole: nothing is known to be owed (it repairs
+        what the file events missed)."""
+        for name in [k.name for k in self.kbs.list()]:
             self._full.add(name)
             self._run(name)
 
@@ -115,11 +132,27 @@ class IndexingService:
         self._full.discard(kb)
         self._clear(kb)
         self.state.passed.discard(kb)
+        self.state.asked.discard(kb)
 
     def problems(self) -> dict[str, str]:
-        """KB -> why indexing it fails now (a folder away or refused is not a failure of
-        indexing: the boundary says so, at the moment it is asked)."""
+        """KB -> why its last pass failed, until a whole pass succeeds (a folder away or
+        refused is not a failure of indexing: the boundary says so, at the moment it is
+        asked)."""
         return dict(self.state.failing)
+
+    def owed(self, kb: str) -> bool:
+        """Whether indexing knows it owes `kb` work: its first whole pass since the start,
+        a whole pass asked for (queued or under way), changed paths queued or being synced,
+        or a retry after a failure. A periodic check is not owed work (what it finds to do
+        shows on the progress board)."""
+        s = self.state
+        return (
+            kb not in s.passed
+            or bool(self.pending.get(kb))
+            or kb in s.asked
+            or kb in s.retry_due
+            or (kb in s.busy and kb not in s.sweeping)
+        )
 
     def _failed(self, name: str, exc: BaseException) -> None:
         message = exc.message if isinstance(exc, CofferError) else f"{type(exc).__name__}: {exc}"
@@ -134,23 +167,27 @@ class IndexingService:
         self.state.failing[name] = message
 
     def _clear(self, name: str) -> None:
-        """Nothing of the KB's earlier passes is reported any more."""
+        """Nothing of the KB's earlier passes is reported any more: a whole pass succeeded
+        (or the KB is gone)."""
         for known in (self.state.failing, self.state.retries, self.state.unavailable):
             known.pop(name, None)
+        if (due := self.state.retry_due.pop(name, None)) is not None:
+            due.cancel()
 
-    def _retry(self, name: str, paths: set[str] | None) -> None:
-        """Do this work again later: writing failed (disk full, read-only), not the files."""
+    def _retry(self, name: str) -> None:
+        """A whole pass again a little later (later each time in a row), once: a pass
+        failed (a disk full or read-only, a folder away, a helper process that died)."""
+        if name in self.state.retry_due or self._stopping:
+            return
         attempt = self.state.retries.get(name, 0)
         self.state.retries[name] = attempt + 1
         delay = RETRY_S[min(attempt, len(RETRY_S) - 1)]
 
         def again() -> None:
-            if paths is None:
-                self.request_full(name)
-            else:
-                self.paths_changed(name, paths)
+            self.state.retry_due.pop(name, None)
+            self.request_full(name)
 
-        asyncio.get_running_loop().call_later(delay, again)
+        self.state.retry_due[name] = asyncio.get_running_loop().call_later(delay, again)
 
     # -- life -----------------------------------------------------------------------------
 
@@ -160,7 +197,7 @@ class IndexingService:
             self.request_full()
         for kb in {*self.pending, *self._full}:  # asked for before the start
             self._run(kb)
-        self._every("periodic-reconcile", self.reconcile_interval_s, self.request_full, False)
+        self._every("periodic-reconcile", self.reconcile_interval_s, self.sweep, False)
         for job in self.jobs:
             self._every(job.name, job.interval_s, job.run, job.at_start)
         self._spawn("embeddings", self._embedding())
@@ -235,6 +272,8 @@ class IndexingService:
         self._stopping = True
         self.pending.clear()
         self._full.clear()
+        for due in self.state.retry_due.values():
+            due.cancel()
         for task in self._background:
             task.cancel()
         runners = [t for t in self._runners.values() if not t.done()]
@@ -290,14 +329,19 @@ class IndexingService:
                     await self._reconcile(kb, self.pending.pop(kb))
                 else:
                     self._full.discard(kb)
+                    if kb not in self.state.asked and kb in self.state.passed:
+                        self.state.sweeping.add(kb)
+                    self.state.asked.discard(kb)  # asked again meanwhile: owed again
                     await self._reconcile(kb, None)
                     self.state.passed.add(kb)
             finally:
                 self.state.busy.discard(kb)
+                self.state.sweeping.discard(kb)
 
     async def _reconcile(self, name: str, paths: set[str] | None) -> None:
         """Reconcile `paths` of a KB (all of it when None). A failure is logged and shown in
-        status; it never ends the loop that keeps every other KB current."""
+        status until a whole pass succeeds, and a whole pass is tried again soon; it never
+        ends the loop that keeps every other KB current."""
         started = time.perf_counter()
         try:
             if paths is None:
@@ -319,7 +363,10 @@ class IndexingService:
                 self.state.last_full_reconcile_s = round(time.perf_counter() - started, 3)
             else:
                 result = await self.reindexer.sync_paths(kb, paths)
-            self._clear(name)
+            if paths is None:
+                self._clear(name)
+            else:  # the folder answers again; what failed before is still owed
+                self.state.unavailable.pop(name, None)
             log.debug(
                 "%s: %s in %.3f s: %s",
                 name,
@@ -329,11 +376,13 @@ class IndexingService:
             )
         except (StorageError, KBUnavailable) as exc:  # the disk or the folder may come back
             self._failed(name, exc)
-            self._retry(name, paths)
-        except (CofferError, OSError) as exc:
+            self._retry(name)
+        except (CofferError, OSError) as exc:  # a helper process died, a file refused...
             self._failed(name, exc)
+            self._retry(name)
         except Exception as exc:
-            # Unexpected: logged with its traceback and shown in status; the next full
-            # reconcile repairs what this pass missed.
+            # Unexpected: logged with its traceback and shown in status; the whole pass
+            # tried again soon repairs what this pass missed.
             log.exception("%s: indexing failed", name)
             self.state.last_error = self.state.failing[name] = f"{type(exc).__name__}: {exc}"
+            self._retry(name)

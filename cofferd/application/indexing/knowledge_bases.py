@@ -29,11 +29,16 @@ class SettingsUpdate(NamedTuple):
 
 
 class PendingPass(NamedTuple):
-    """A pass over every document that settings asked for: why, and which change asked
-    (a pass that began before a later change does not settle it)."""
+    """A pass over every document that settings asked for: what changed (each once, however
+    many changes asked), and which change asked last (a pass that began before a later
+    change does not settle it)."""
 
-    why: str
+    changed: tuple[str, ...]
     change: int
+
+    @property
+    def why(self) -> str:
+        return " and ".join(self.changed) + " changed"
 
 
 class KnowledgeBases:
@@ -227,17 +232,20 @@ class KnowledgeBases:
                     None,
                     {"config": config.model_dump(mode="json")},
                 )
-                why = _pass_needed(kb.config, config)
+                changed = _changed(kb.config, config)
                 if config.max_document_bytes != kb.config.max_document_bytes or (
                     config.index_formats != kb.config.index_formats
                 ):
                     self.reindexer.forget_skipped(name)
-                if why and updated.enabled:
+                if changed and updated.enabled:
                     earlier = self.pending.get(name)
-                    if earlier is not None and earlier.why != why:
-                        why = f"{earlier.why}; {why}"
+                    if earlier is not None:  # its reasons, and the new ones not among them
+                        changed = [
+                            *earlier.changed,
+                            *(c for c in changed if c not in earlier.changed),
+                        ]
                     self._changes += 1
-                    self.pending[name] = PendingPass(why, self._changes)
+                    self.pending[name] = PendingPass(tuple(changed), self._changes)
                     self.events.publish(FullPassWanted(name))
         finally:
             self.reindexer.resume(name)
@@ -311,9 +319,14 @@ class KnowledgeBases:
         return await self.store.metrics(name)
 
 
-def _pass_needed(before: KnowledgeBaseConfig, after: KnowledgeBaseConfig) -> str | None:
-    """Why going from `before` to `after` needs a pass over every document, or None."""
-    changed = [
+def _pass_needed(before: KnowledgeBaseConfig, after: KnowledgeBaseConfig) -> bool:
+    """Whether going from `before` to `after` needs a pass over every document."""
+    return bool(_changed(before, after))
+
+
+def _changed(before: KnowledgeBaseConfig, after: KnowledgeBaseConfig) -> list[str]:
+    """What changed from `before` to `after` that needs a pass over every document."""
+    return [
         what
         for what, differs in (
             ("chunking", before.chunking_key() != after.chunking_key()),
@@ -322,4 +335,3 @@ def _pass_needed(before: KnowledgeBaseConfig, after: KnowledgeBaseConfig) -> str
         )
         if differs
     ]
-    return " and ".join(changed) + " changed" if changed else None

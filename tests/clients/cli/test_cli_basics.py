@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -287,3 +288,80 @@ def test_a_command_loads_only_what_it_runs() -> None:
     assert commands == {"cofferctl.commands.searching"}
     heavy = {"dataclasses", "tempfile", "hashlib", "difflib", "shutil", "inspect"}
     assert loaded & heavy == set()
+
+
+def test_every_set_applies_and_a_setting_given_twice_is_refused_naming_it(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    made = ctl(d, "kb", "create", fresh_kb, "--set", "chunk_size=256", "--set", "chunk_overlap=32")
+    assert made.returncode == 0, made.stderr
+    config = d.client.get(d.client.kb(fresh_kb))["config"]
+    assert (config["chunk_size"], config["chunk_overlap"]) == (256, 32)
+
+    other = fresh_kb + "-2"
+    refusals = [
+        (("kb", "create", other, "--set", "chunk_size=256", "--set", "chunk_size=128"),
+         "chunk_size is set twice"),
+        (("kb", "create", other, "--set", "embedding.model=x", "embedding={}"),
+         "embedding is set with embedding.model"),
+        (("kb", "create", other, "--formats", "pdf", "--set", "index_formats=docx"),
+         "index_formats is set twice (--formats and --set)"),
+        (("kb", "set", fresh_kb, "chunk_size=300", "chunk_size=200"), "chunk_size is set twice"),
+    ]  # fmt: skip
+    for argv, message in refusals:
+        refused = ctl(d, *argv)
+        assert refused.returncode == 2 and message in refused.stderr, (argv, refused.stderr)
+    assert other not in [
+        kb["name"] for kb in d.client.get("/api/v1/knowledge_bases")["knowledge_bases"]
+    ]
+    assert d.client.get(d.client.kb(fresh_kb))["config"]["chunk_size"] == 256
+
+
+def test_vectors_turned_on_as_the_readme_says_turn_off_without_a_default_in_the_way(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    assert ctl(d, "kb", "create", fresh_kb).returncode == 0
+    on = ctl(d, "kb", "set", fresh_kb, 'enabled_modes=["keyword","grep","vector"]',
+             'embedding={"provider":"local"}')  # fmt: skip
+    assert on.returncode == 0, on.stderr
+    assert d.client.get(d.client.kb(fresh_kb))["config"]["default_mode"] == "hybrid"
+    off = ctl(d, "kb", "set", fresh_kb, "enabled_modes=keyword,grep")
+    assert off.returncode == 0, off.stderr  # the mode it never chose follows
+    assert d.client.get(d.client.kb(fresh_kb))["config"]["default_mode"] == "keyword"
+    assert "default_mode" not in (d.home / "knowledge" / fresh_kb / "kb.yaml").read_text()
+
+    chosen = ctl(d, "kb", "set", fresh_kb, "default_mode=grep")  # a mode the user chose
+    assert chosen.returncode == 0, chosen.stderr
+    blocked = ctl(d, "kb", "set", fresh_kb, "enabled_modes=keyword")
+    assert blocked.returncode == 1 and "default_mode 'grep'" in blocked.stderr
+
+
+def test_changes_at_once_say_each_reason_for_their_pass_once(
+    shared_daemon: Daemon, fresh_kb: str
+) -> None:
+    d = shared_daemon
+    assert ctl(d, "kb", "create", fresh_kb).returncode == 0
+    for n in range(600):
+        write(d.docs(fresh_kb) / f"note{n}.md", f"# Note {n}\n\n" + "the avocet wades. " * 80)
+    wait_for(lambda: d.client.get(d.client.kb(fresh_kb, "/metrics"))["documents"] == 600, 120)
+    changes = [
+        "chunk_size=256", "max_document_bytes=10MiB", "chunk_size=300",
+        "max_document_bytes=12MiB", "chunk_overlap=16", "max_document_bytes=11MiB",
+    ]  # fmt: skip
+    env = ctl_env(COFFER_SOCKET=str(d.socket))
+    running = [
+        subprocess.Popen([str(BIN / "cofferctl"), "kb", "set", fresh_kb, change], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for change in changes
+    ]  # fmt: skip
+    said = []
+    for proc in running:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        said += [line.split(":")[0] for line in out.splitlines() if "indexed again" in line]
+    assert said
+    for reasons in said:
+        parts = [part.removesuffix(" changed") for part in re.split("; | and ", reasons)]
+        assert len(parts) == len(set(parts)), reasons
