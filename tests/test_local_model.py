@@ -278,6 +278,8 @@ def test_the_model_process_killed_or_stopped_mid_batch_costs_nothing(tmp_path: P
                 os.kill(pid, signal.SIGKILL)
             else:
                 os.kill(pid, signal.SIGSTOP)  # the pool finds it stopped past its time
+                found = d.client.post(d.client.kb("faults", "/search"), {"query": "kill 3"})
+                assert found["fallback"] and found["passages"], found  # keyword, with why
                 wait_for(lambda pid=pid: not Path(f"/proc/{pid}").exists(), timeout=60)
             wait_for(
                 lambda documents=16 * (1 + (fault == "stop")): (
@@ -292,7 +294,8 @@ def test_the_model_process_killed_or_stopped_mid_batch_costs_nothing(tmp_path: P
         found = d.client.post(d.client.kb("faults", "/search"), {"query": "stop 3 part 7"})
         assert found["mode"] == "hybrid" and not found["fallback"], found
         logged = d.log.read_text(errors="replace")
-        assert "embedding failed" not in logged
+        assert "faults: embedding failed" not in logged  # no batch failed
+        assert "query embedding failed (no answer within 2 s)" in logged  # while stopped
         assert "Unknown child process pid" not in logged
     finally:
         cleanup(d)
