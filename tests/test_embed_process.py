@@ -163,3 +163,31 @@ async def test_an_idle_model_process_exits(models: Path, monkeypatch: pytest.Mon
         assert not Path(f"/proc/{pid}").exists() and not embedder.loaded
     finally:
         await embedder.close()
+
+
+async def test_any_other_local_model_runs_in_a_process_whose_pool_is_its_only_idle_timer(
+    models: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local model other than the bundled ones (here MiniLM from a folder, through
+    fastembed) runs in a model process too, and is unloaded when its pool lets that go."""
+    monkeypatch.setattr(embedders, "IDLE_UNLOAD_S", 0.05)
+    folder = models / "all-MiniLM-L6-v2"
+    config = EmbeddingConfig(
+        provider="local", model=embedders.BUNDLED_FASTEMBED_NAME, model_path=str(folder)
+    )
+    own = LocalEmbedder(config, models)
+    bundled = LocalEmbedder(EmbeddingConfig(provider="local"), models)
+    try:
+        (a,) = await own.embed(["someone having a meal"])
+        pid = model_pid(own)
+        assert pid != os.getpid()
+        (b,) = await bundled.embed(["someone having a meal"])
+        assert float(np.dot(a, b)) > 0.99  # fastembed's model.onnx, the lean one: close
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert not Path(f"/proc/{pid}").exists() and not own.loaded
+        assert await own.embed(["someone having a meal"]) == [a]
+    finally:
+        await own.close()
+        await bundled.close()

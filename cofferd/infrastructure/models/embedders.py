@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import json
-import logging
 import math
 import os
 import shutil
@@ -36,8 +35,6 @@ from cofferd.infrastructure.models.model_process import (
     EncoderSettings,
     ModelProcess,
 )
-
-log = logging.getLogger(__name__)
 
 BASE_URLS = {
     "openai": "https://api.openai.com/v1",
