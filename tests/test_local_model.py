@@ -247,6 +247,8 @@ def test_knowledge_bases_on_the_bundled_model_with_other_threads_share_one_proce
             assert found["mode"] == "hybrid" and not found["fallback"], found
             assert found["passages"], found
         assert len(model_processes(d)) == 1
+        logged = d.log.read_text(errors="replace")
+        assert "asking for [1, 2] threads: its one process runs with 2" in logged  # said
     finally:
         cleanup(d)
 

@@ -109,7 +109,7 @@ class ModelProcess:
             log.info(
                 "the local model %s serves %d knowledge bases asking for %s threads: "
                 "its one process runs with %d",
-                self.settings.model.rsplit("/", 1)[-1], len(self._threads),
+                self.settings.model, len(self._threads),
                 sorted(set(self._threads)), self.threads,
             )  # fmt: skip
 
