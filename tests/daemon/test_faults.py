@@ -340,5 +340,7 @@ def test_preparing_workers_killed_while_they_start_and_work_lose_nothing(tmp_pat
         result = d.client.post(d.client.kb("notes", "/reindex"))
         assert result["skipped"] == []
         assert_matches_rebuild(d, "notes", tmp_path)
+        # each killed worker reaped by asyncio alone (issue 42 §5)
+        assert "Unknown child process pid" not in d.log.read_text(errors="replace")
     finally:
         cleanup(d)

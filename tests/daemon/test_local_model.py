@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -23,7 +25,7 @@ from cofferd.infrastructure.models.embedders import (
     bundled_model_dir,
 )
 from cofferd.infrastructure.models.onnx_graph import _model_class, int8_model
-from tests.support.daemon import cleanup, new_daemon, wait_for
+from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.support.helpers import write
 
 SENTENCE = "The daemon watches every folder and indexes each note a moment after it is saved. "
@@ -179,5 +181,123 @@ def test_two_knowledge_bases_on_the_bundled_model_share_one_process(tmp_path: Pa
             capture_output=True, text=True, check=False,
         ).stdout.split()  # fmt: skip
         assert len(children) == 1, children
+    finally:
+        cleanup(d)
+
+
+def local_kb(d: Daemon, kb: str, **embedding: Any) -> None:
+    d.client.post(
+        "/api/v1/knowledge_bases",
+        {
+            "name": kb,
+            "config": {
+                "enabled_modes": ["keyword", "grep", "vector", "hybrid"],
+                "default_mode": "hybrid",
+                "chunk_size": 64,
+                "chunk_overlap": 0,
+                "embedding": {"provider": "local", **embedding},
+            },
+        },
+    )
+
+
+def kb_status(d: Daemon, kb: str) -> dict[str, Any]:
+    (found,) = [k for k in d.client.get("/api/v1/status")["knowledge_bases"] if k["name"] == kb]
+    return found  # type: ignore[no-any-return]
+
+
+def model_processes(d: Daemon) -> list[int]:
+    assert d.proc is not None
+    found = subprocess.run(
+        ["pgrep", "-P", str(d.proc.pid), "-f", "models.model_main"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return [int(pid) for pid in found.stdout.split()]
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_knowledge_bases_on_the_bundled_model_with_other_threads_share_one_process(
+    tmp_path: Path,
+) -> None:
+    """One model process per model, whatever the threads each knowledge base asks for
+    (it runs with the most any asks for); both are searched by vector."""
+    d = new_daemon(tmp_path).start()
+    try:
+        for kb, threads in (("one", 1), ("two", 2)):
+            local_kb(d, kb, threads=threads)
+            write(d.docs(kb) / "a.md", f"# A\n\nsomeone having a meal in {kb}")
+        wait_for(
+            lambda: all(
+                kb_status(d, kb)["vectors"]["embed_pending"] == 0
+                and kb_status(d, kb)["documents"] == 1
+                for kb in ("one", "two")
+            ),
+            timeout=120,
+        )
+        for kb in ("one", "two"):
+            found = d.client.post(d.client.kb(kb, "/search"), {"query": "a meal"})
+            assert found["mode"] == "hybrid" and not found["fallback"], found
+            assert found["passages"], found
+        assert len(model_processes(d)) == 1
+        logged = d.log.read_text(errors="replace")
+        assert "asking for [1, 2] threads: its one process runs with 2" in logged  # said
+    finally:
+        cleanup(d)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_the_model_process_killed_or_stopped_mid_batch_costs_nothing(tmp_path: Path) -> None:
+    """The model process killed (SIGKILL) while it embeds a batch, then stopped (SIGSTOP)
+    past its time on the next: every chunk ends embedded, nothing is marked failed, and a
+    query answers in hybrid mode (issue 42)."""
+    d = new_daemon(tmp_path).start()
+    words = " ".join(f"w{i}" for i in range(64))
+    try:
+        local_kb(d, "faults", timeout_s=2)  # a piece of 32 texts has ~8 s
+        for fault in ("kill", "stop"):
+            before = {pid: cpu_seconds(pid) for pid in model_processes(d)}
+            for n in range(16):  # one batch: 16 documents of 40 chunks
+                body = "\n\n".join(f"{fault} {n} part {p} {words}" for p in range(40))
+                write(d.docs("faults") / f"{fault}{n:02}.md", f"# {fault} {n}\n\n{body}")
+            pid = wait_for(
+                lambda before=before: [
+                    pid
+                    for pid in model_processes(d)
+                    if cpu_seconds(pid) - before.get(pid, 0.0) > 1.0  # loaded, embedding
+                ],
+                timeout=60,
+            )[0]
+            assert kb_status(d, "faults")["vectors"]["embed_pending"] > 0
+            if fault == "kill":
+                os.kill(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGSTOP)  # the pool finds it stopped past its time
+                found = d.client.post(d.client.kb("faults", "/search"), {"query": "kill 3"})
+                assert found["fallback"] and found["passages"], found  # keyword, with why
+                wait_for(lambda pid=pid: not Path(f"/proc/{pid}").exists(), timeout=60)
+            wait_for(
+                lambda documents=16 * (1 + (fault == "stop")): (
+                    kb_status(d, "faults")["documents"] == documents
+                    and kb_status(d, "faults")["vectors"]["embed_pending"] == 0
+                ),
+                timeout=180,
+            )
+        status = kb_status(d, "faults")
+        assert status["documents_degraded"] == 0, status
+        assert status["vectors"]["consecutive_failures"] == 0, status
+        found = d.client.post(d.client.kb("faults", "/search"), {"query": "stop 3 part 7"})
+        assert found["mode"] == "hybrid" and not found["fallback"], found
+        logged = d.log.read_text(errors="replace")
+        assert "faults: embedding failed" not in logged  # no batch failed
+        assert "query embedding failed (no answer within 2 s)" in logged  # while stopped
+        assert "Unknown child process pid" not in logged
     finally:
         cleanup(d)

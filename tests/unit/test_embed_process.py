@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from cofferd.domain.config import EmbeddingConfig
-from cofferd.domain.failures import EmbeddingFailed
 from cofferd.infrastructure.models import embedders
 from cofferd.infrastructure.models.embedders import LEAN_MODEL, LocalEmbedder, bundled_model_dir
 from cofferd.infrastructure.models.onnx_graph import _model_class, gather_quantized_rows, int8_model
@@ -97,20 +96,42 @@ async def test_the_model_runs_in_a_process_stopped_on_close(models: Path) -> Non
     assert not Path(f"/proc/{pid}").exists()
 
 
-async def test_a_dead_model_process_fails_the_call_and_the_next_call_works(models: Path) -> None:
+async def test_a_model_process_killed_from_outside_costs_no_call(models: Path) -> None:
+    """A kill from outside (the OOM killer, a kill by hand) is no text's fault: the call
+    is answered by the next process, with the same vectors."""
     embedder = LocalEmbedder(EmbeddingConfig(provider="local"), models)
     try:
         first = await embedder.embed(["someone having a meal"])
         pid = model_pid(embedder)
         os.kill(pid, signal.SIGKILL)
-        with pytest.raises(EmbeddingFailed, match="died"):
-            await embedder.embed(["someone having a meal"])
-        assert not embedder.loaded
         again = await embedder.embed(["someone having a meal"])
         assert model_pid(embedder) != pid
         assert max(abs(a - b) for a, b in zip(first[0], again[0], strict=True)) < 1e-6
     finally:
         await embedder.close()
+
+
+async def test_knowledge_bases_on_one_model_share_its_process_whatever_their_threads(
+    models: Path,
+) -> None:
+    """One process per model: the batch size is each request's own, the threads the most
+    any of them asks for."""
+    shared = embedders.BundledModels()
+    one = LocalEmbedder(EmbeddingConfig(provider="local", threads=1, batch_size=4), models, shared)
+    two = LocalEmbedder(EmbeddingConfig(provider="local", threads=2, batch_size=64), models, shared)
+    try:
+        (a,) = await one.embed(["someone having a meal"])
+        (b,) = await two.embed(["someone having a meal"])
+        assert model_pid(one) == model_pid(two)
+        assert len(shared.processes()) == 1 and shared.processes()[0].threads == 2
+        assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-5
+        await two.close()
+        assert shared.processes()[0].threads == 1  # the other one's, from its next request
+        assert len(await one.embed(TEXTS)) == len(TEXTS)
+    finally:
+        await one.close()
+        await two.close()
+    assert shared.processes() == []
 
 
 async def test_a_query_given_up_on_leaves_the_process_in_step(models: Path) -> None:
@@ -142,3 +163,31 @@ async def test_an_idle_model_process_exits(models: Path, monkeypatch: pytest.Mon
         assert not Path(f"/proc/{pid}").exists() and not embedder.loaded
     finally:
         await embedder.close()
+
+
+async def test_any_other_local_model_runs_in_a_process_whose_pool_is_its_only_idle_timer(
+    models: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local model other than the bundled ones (here MiniLM from a folder, through
+    fastembed) runs in a model process too, and is unloaded when its pool lets that go."""
+    monkeypatch.setattr(embedders, "IDLE_UNLOAD_S", 0.05)
+    folder = models / "all-MiniLM-L6-v2"
+    config = EmbeddingConfig(
+        provider="local", model=embedders.BUNDLED_FASTEMBED_NAME, model_path=str(folder)
+    )
+    own = LocalEmbedder(config, models)
+    bundled = LocalEmbedder(EmbeddingConfig(provider="local"), models)
+    try:
+        (a,) = await own.embed(["someone having a meal"])
+        pid = model_pid(own)
+        assert pid != os.getpid()
+        (b,) = await bundled.embed(["someone having a meal"])
+        assert float(np.dot(a, b)) > 0.99  # fastembed's model.onnx, the lean one: close
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert not Path(f"/proc/{pid}").exists() and not own.loaded
+        assert await own.embed(["someone having a meal"]) == [a]
+    finally:
+        await own.close()
+        await bundled.close()

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import logging
 import os
 import signal
+import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -418,6 +420,26 @@ async def test_a_start_that_fails_or_freezes_is_a_worker_to_start_again(
         assert Path(frozen).exists() and not failures
     finally:
         await pool.close()
+
+
+async def test_a_worker_killed_while_it_starts_is_reaped_by_asyncio_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Workers killed from outside before they say ready: each start fails with why, and
+    asyncio's child watcher reaps each one (a kill that polled first reaped some itself:
+    the watcher then logged "Unknown child process pid" and reported 255, a crash)."""
+    caplog.set_level(logging.WARNING, logger="asyncio")
+    for n in range(60):  # (the race it shows is lost about once in 30)
+        frozen = tmp_path / f"frozen-{n}"  # the worker sleeps before it says ready
+        start = asyncio.ensure_future(process_module.Worker.start(MODULE, args=(str(frozen),)))
+        while not frozen.exists():
+            await asyncio.sleep(0.002)
+        found = subprocess.run(["pgrep", "-f", str(frozen)], capture_output=True, text=True)
+        for pid in found.stdout.split():
+            os.kill(int(pid), signal.SIGKILL)
+        with pytest.raises(EngineUnavailable, match="could not start"):
+            await asyncio.wait_for(start, 30)
+    assert "Unknown child process pid" not in caplog.text
 
 
 async def _busy_pid(pool: WorkerPool) -> int:

@@ -167,7 +167,7 @@ class Embeddings:
         try:
             vectors = await self._embedder(kb).embed(texts) if texts else []
         except (EmbeddingFailed, CofferError) as exc:
-            message = exc.message if isinstance(exc, CofferError) else str(exc)
+            message = failure_reason(exc)
             delay = BACKOFF_S[min(state.failures, len(BACKOFF_S) - 1)]
             state.failures += 1
             state.last_error = message
@@ -198,11 +198,16 @@ class Embeddings:
     async def embed_query(self, kb: KnowledgeBase, text: str) -> list[float] | None:
         """The query's vector, or None when the embedder is down (search degrades)."""
         assert kb.config.embedding is not None
+        limit = min(QUERY_TIMEOUT_S, kb.config.embedding.timeout_s)
         try:
-            async with asyncio.timeout(min(QUERY_TIMEOUT_S, kb.config.embedding.timeout_s)):
+            async with asyncio.timeout(limit):
                 (vector,) = await self._embedder(kb).embed([text], query=True)
         except (EmbeddingFailed, CofferError, TimeoutError) as exc:
-            log.warning("%s: query embedding failed (%s); keyword search only", kb.name, exc)
+            why = f"no answer within {limit:g} s" if isinstance(exc, TimeoutError) else None
+            log.warning(
+                "%s: query embedding failed (%s); keyword search only",
+                kb.name, why or failure_reason(exc),
+            )  # fmt: skip
             return None
         return vector
 
@@ -236,6 +241,12 @@ class Embeddings:
         }
 
 
+def failure_reason(exc: BaseException) -> str:
+    """Why an embedding failed, never empty (a timeout's own text is)."""
+    text = exc.message if isinstance(exc, CofferError) else str(exc)
+    return text or type(exc).__name__
+
+
 def _readable_chunks(jobs: list[EmbedJob], config: EmbeddingConfig) -> list[EmbedJob]:
     """The jobs with only the chunks the model reads (a document may keep none)."""
     coverage = config.coverage()
@@ -258,6 +269,6 @@ class ModelCheck:
         try:
             await embedder.embed(["ready"])
         except EmbeddingFailed as exc:
-            raise EngineUnavailable(str(exc), model=config.model) from None
+            raise EngineUnavailable(failure_reason(exc), model=config.model) from None
         finally:
             await embedder.close()

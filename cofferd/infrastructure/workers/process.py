@@ -235,9 +235,17 @@ class Worker:
         finally:  # cancelled too (the pool closing): closing kills a process still running
             self.transport.close()
 
+    def _kill_now(self) -> None:
+        """SIGKILL, by os.kill, unless asyncio has seen the process end. Not by Popen.kill:
+        it polls first, and a poll reaps a process that has just ended (killed from
+        outside, while starting or not) before asyncio's child watcher does, which then
+        logs "Unknown child process pid" and reports an exit of 255, a crash, for it."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):  # (a zombie takes it: no harm)
+                os.kill(self.pid, signal.SIGKILL)
+
     async def kill(self) -> int | None:
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
+        self._kill_now()
         try:  # a process stuck in the kernel (a dead network mount) dies when it returns
             async with asyncio.timeout(STOP_TIMEOUT_S):
                 return await self.proc.wait()
