@@ -13,6 +13,7 @@ import contextlib
 import mmap
 import os
 import shutil
+import signal
 import sysconfig
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -134,14 +135,12 @@ class Ripgrep:
         try:
             truncated = await _collect(proc, hits, max_matches, accept)
             if truncated:  # enough: do not wait for rg to scan the rest
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
+                _kill(proc)
             stderr = await proc.stderr.read() if proc.stderr else b""
             code = await proc.wait()
         finally:
             if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
+                _kill(proc)
                 await proc.wait()
         if code == 2 and not hits and not truncated:
             message = stderr.decode(errors="replace").strip() or "ripgrep failed"
@@ -301,3 +300,12 @@ def _shown(text: bytes) -> str:
     if cut or len(line) > MAX_LINE_CHARS:
         line = line[: MAX_LINE_CHARS - len(CUT)].rstrip("\ufffd") + CUT
     return line
+
+
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL by os.kill unless asyncio has seen rg end: Popen.kill polls first, and a
+    poll reaps a process that has just ended before asyncio's child watcher does (which
+    then logs "Unknown child process pid" and reports an exit of 255)."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
