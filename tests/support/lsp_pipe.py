@@ -28,13 +28,16 @@ def frame(message: Any) -> bytes:
 class RawClient:
     """`cofferctl lsp` on pipes: messages written as they are, answers read on a thread."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], daemon_bound_s: str | None = TIMEOUT_S) -> None:
+        """`daemon_bound_s`: the server's bound on each call to the daemon (None: the one it
+        has when a user runs it)."""
+        bound = {} if daemon_bound_s is None else {"COFFER_LSP_TIMEOUT_S": daemon_bound_s}
         self.proc = subprocess.Popen(
             [str(BIN / "cofferctl"), "lsp"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env={**env, "COFFER_LSP_TIMEOUT_S": TIMEOUT_S},
+            env={**env, **bound},
         )
         self.answers: dict[Any, dict[str, Any]] = {}
         self.notes: queue.Queue[dict[str, Any]] = queue.Queue()
