@@ -335,7 +335,8 @@ async def evaluate(name: str, args: argparse.Namespace) -> None:
 def target(name: str, keyword: float, hybrid: float) -> str:
     """The set's target for hybrid search, met or MISSED (nothing for a set without one)."""
     if name in OVER_KEYWORD:
-        floor, said = keyword + OVER_KEYWORD[name], f"keyword + {OVER_KEYWORD[name]:g}"
+        margin = OVER_KEYWORD[name]
+        floor, said = keyword + margin, f"keyword + {margin:g}" if margin else "keyword"
     elif name in AT_LEAST:
         floor, said = AT_LEAST[name], f"{AT_LEAST[name]:g}"
     else:
