@@ -17,7 +17,7 @@ QUICK: dict[str, list[str]] = {
     "two_kbs": ["--reps", "10"],
     "search_all": [],
     "daemon_latency": ["--idle-seconds", "10", "--edits", "30"],
-    "idle_rss": ["--settle", "10"],
+    "idle_rss": ["--settle", "40"],  # bulk workers stop after 30 s without work (pool.IDLE_S)
     "lsp_latency": ["--spawns", "10", "--rounds", "10"],
     "attach": ["--runs", "1"],
     "cjk_index": [],

@@ -24,6 +24,7 @@ from bench.common import (
     code_env,
     daemon_memory,
     describe_code,
+    exit_by_targets,
     extract_tldr,
     machine,
     median,
@@ -31,11 +32,14 @@ from bench.common import (
     scratch_home,
     start_daemon,
     stop_daemon,
+    verdict,
 )
 from cofferctl.client import Client, DaemonUnreachable
 
 BIN = Path(sys.executable).parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# issues 3 and 20's targets
+SAVE_P50_MS, SAVE_P95_MS, CLI_P50_MS, IDLE_CPU_PERCENT, RSS_MB = 100, 250, 60, 1.0, 150
 
 
 def wait(condition, timeout: float = 120.0, interval: float = 0.005):  # type: ignore[no-untyped-def]
@@ -103,7 +107,9 @@ def main() -> None:
         p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
         print(
             f"save-to-searchable over {len(latencies)} edits: p50 {p50:.0f} ms,"
-            f" p95 {p95:.0f} ms, max {max(latencies):.0f} ms"
+            f" p95 {p95:.0f} ms, max {max(latencies):.0f} ms [targets p50 <= {SAVE_P50_MS} ms: "
+            f"{verdict(p50 <= SAVE_P50_MS, 'save-to-searchable p50')}, p95 <= {SAVE_P95_MS} ms: "
+            f"{verdict(p95 <= SAVE_P95_MS, 'save-to-searchable p95')}]"
         )
 
         # cofferctl one-shot search
@@ -117,7 +123,8 @@ def main() -> None:
             walls.append((time.perf_counter() - t0) * 1000)
         print(
             f"cofferctl search wall time over {len(walls)} runs: p50 {median(walls):.0f} ms,"
-            f" p95 {percentile(walls, 95):.0f} ms"
+            f" p95 {percentile(walls, 95):.0f} ms [target p50 <= {CLI_P50_MS} ms: "
+            f"{verdict(median(walls) <= CLI_P50_MS, 'cofferctl search p50')}]"
         )
 
         # idle
@@ -127,7 +134,12 @@ def main() -> None:
         time.sleep(args.idle_seconds)
         cpu = cpu_seconds(daemon.pid) - cpu0
         wall = time.perf_counter() - t0
-        print(f"idle over {wall:.0f} s: CPU {100 * cpu / wall:.2f} %; {daemon_memory(daemon.pid)}")
+        idle = daemon_memory(daemon.pid)
+        print(
+            f"idle over {wall:.0f} s: CPU {100 * cpu / wall:.2f} %; {idle} [targets CPU <= "
+            f"{IDLE_CPU_PERCENT:g} %: {verdict(100 * cpu / wall <= IDLE_CPU_PERCENT, 'idle CPU')}, "
+            f"daemon RSS <= {RSS_MB} MB: {verdict(idle.rss_mb <= RSS_MB, 'daemon RSS')}]"
+        )
 
         # burst
         burst = docs / "burst"
@@ -154,3 +166,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    exit_by_targets()

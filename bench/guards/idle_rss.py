@@ -24,6 +24,7 @@ from bench.common import (
     count_documents,
     descendants,
     describe_code,
+    exit_by_targets,
     extract_tldr,
     indexer_idle,
     kb_status,
@@ -33,11 +34,13 @@ from bench.common import (
     scratch_home,
     start_daemon,
     stop_daemon,
+    verdict,
     wait,
 )
 from cofferctl.client import Client
 
 KB = "tldr"
+TARGET_RSS_MB = 150  # issue 20's: the daemon and its workers, idle
 
 
 def command(pid: int) -> str:
@@ -99,11 +102,13 @@ def main() -> None:
         f"  children: {len(children)}, RSS {sum(r[2] for r in children):.1f} MB, "
         f"PSS {sum(r[4] for r in children):.1f} MB"
     )
+    rss = sum(r[2] for r in rows)
     print(
-        f"  daemon + children: RSS {sum(r[2] for r in rows):.1f} MB, "
-        f"PSS {sum(r[4] for r in rows):.1f} MB"
+        f"  daemon + children: RSS {rss:.1f} MB, PSS {sum(r[4] for r in rows):.1f} MB "
+        f"[target RSS <= {TARGET_RSS_MB} MB: {verdict(rss <= TARGET_RSS_MB, 'idle RSS')}]"
     )
 
 
 if __name__ == "__main__":
     main()
+    exit_by_targets()

@@ -1,8 +1,10 @@
 """How the time of every parser of untrusted text grows with its input: for each parser and
-hostile family of inputs (tests/support/adversarial.py), the time at 10k, 20k, 40k, 80k and 160k
-characters, and the worst ratio between one size and the next (2 when linear, 4 when
-quadratic). Each case runs in its own process with the checkout's code first on
-PYTHONPATH, and is stopped after --timeout seconds: sizes it did not reach show `>N s`.
+hostile family of inputs (tests/support/adversarial.py), the time at 10k, 20k, 40k, 80k and
+160k characters, the worst ratio between one size and the next (2 when linear, 4 when
+quadratic), and the time at 160k over the time at 10k, whose target is GROWTH_LIMIT (as in
+tests/unit/test_linear_time.py). Each case runs in its own process with the checkout's code
+first on PYTHONPATH, and is stopped after --timeout seconds: sizes it did not reach show
+`>N s`.
 
     .venv/bin/python -m bench.guards.parser_growth [--repo PATH] [--timeout SECONDS] [PARSER...]
 
@@ -20,8 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.common import REPO, machine
-from tests.support.adversarial import CASES
+from bench.common import REPO, exit_by_targets, machine, verdict
+from tests.support.adversarial import CASES, GROWTH_LIMIT
 
 SIZES = (10_000, 20_000, 40_000, 80_000, 160_000)
 WORKER = REPO / "tests" / "support" / "adversarial.py"
@@ -54,6 +56,15 @@ def worst_doubling(times: list[float | None]) -> str:
     return f"{max(ratios):.1f}" if ratios else "-"
 
 
+def growth(case: str, times: list[float | None]) -> str:
+    """The time at the largest size over the time at the smallest, against GROWTH_LIMIT (a
+    size not reached in time is a miss)."""
+    first, last = times[0], times[-1]
+    if not first or last is None:
+        return f"-, {verdict(False, case)}"
+    return f"{last / first:.1f}, {verdict(last / first < GROWTH_LIMIT, case)}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", type=Path, default=REPO, help="checkout to measure")
@@ -62,16 +73,19 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{args.repo.resolve()}; {machine()}\n")
     sizes = [f"{size // 1000}k" for size in SIZES]
-    print("| parser | family | " + " | ".join(sizes) + " | worst doubling |")
-    print("|---|---|" + "---:|" * (len(SIZES) + 1))
+    limit = f"{SIZES[-1] // SIZES[0]}x input (< {GROWTH_LIMIT:g})"
+    print("| parser | family | " + " | ".join(sizes) + f" | worst doubling | {limit} |")
+    print("|---|---|" + "---:|" * (len(SIZES) + 2))
     for case in CASES:
         if args.parsers and case.parser not in args.parsers:
             continue
         times = measure(case.name, args.repo, args.timeout)
         cells = [shown(t, args.timeout) for t in times]
         row = [case.parser, case.family.replace("|", "\\|"), *cells, worst_doubling(times)]
+        row.append(growth(case.name, times))
         print("| " + " | ".join(row) + " |", flush=True)
 
 
 if __name__ == "__main__":
     main()
+    exit_by_targets()

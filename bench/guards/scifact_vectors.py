@@ -8,10 +8,11 @@ latency of each mode (query embedding included).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
 
-from bench.common import machine, median, percentile, scratch_home
+from bench.common import exit_by_targets, machine, median, percentile, scratch_home, verdict
 from bench.guards.scifact_keyword import load_scifact, ndcg_at, ranked_documents, write_beir
 from coffer_kernel.locations import Locations
 from cofferd.surfaces.core import Coffer
@@ -20,6 +21,8 @@ CONFIG = {
     "enabled_modes": ["keyword", "grep", "vector"],
     "embedding": {"provider": "local", "threads": 1, "batch_size": 32},
 }
+# issue 5's targets: nDCG@10 of vector-only and hybrid search, hybrid's p50 latency
+VECTOR_NDCG, HYBRID_NDCG, HYBRID_P50_MS = 0.64, 0.72, 30
 
 
 async def evaluate(
@@ -35,7 +38,21 @@ async def evaluate(
     return sum(scores) / len(scores), latencies
 
 
-async def main() -> None:
+def targets(mode: str, ndcg: float, p50: float) -> str:
+    """The mode's targets, each met or MISSED (nothing for keyword search)."""
+    if mode == "vector":
+        return (
+            f" [target nDCG@10 >= {VECTOR_NDCG}: {verdict(ndcg >= VECTOR_NDCG, 'vector nDCG@10')}]"
+        )
+    if mode == "hybrid":
+        return (
+            f" [targets nDCG@10 >= {HYBRID_NDCG}: {verdict(ndcg >= HYBRID_NDCG, 'hybrid nDCG@10')}"
+            f", p50 <= {HYBRID_P50_MS} ms: {verdict(p50 <= HYBRID_P50_MS, 'hybrid p50')}]"
+        )
+    return ""
+
+
+async def run() -> None:
     corpus, queries, qrels = load_scifact()
     home = scratch_home("scifact-vec")
     locations = Locations(home=home, socket=home / "cofferd.sock")
@@ -65,9 +82,15 @@ async def main() -> None:
     for mode, (ndcg, latencies) in results.items():
         print(
             f"{mode:<8} nDCG@10 {ndcg:.4f}   query latency p50 {median(latencies):.1f} ms,"
-            f" p95 {percentile(latencies, 95):.1f} ms"
+            f" p95 {percentile(latencies, 95):.1f} ms{targets(mode, ndcg, median(latencies))}"
         )
 
 
+def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    asyncio.run(run())
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()
+    exit_by_targets()

@@ -16,6 +16,7 @@ from pathlib import Path
 from bench.common import (
     add_repo_argument,
     describe_code,
+    exit_by_targets,
     extract_tldr,
     machine,
     median,
@@ -23,6 +24,7 @@ from bench.common import (
     percentile,
     run_in_repo,
     scratch_home,
+    verdict,
 )
 from coffer_kernel.locations import Locations
 from cofferd.surfaces.core import Coffer
@@ -39,6 +41,9 @@ QUERIES = [
     "파일", "디렉토리", "압축", "표시", "검색",
     "东", "京", "git 提交", "docker 镜像", "tar 压缩",
 ]  # fmt: skip
+# issue 2's targets
+TARGET_FILES_S, TARGET_RSS_MB, TARGET_NOOP_S = 2_800, 200, 1.0
+TARGET_P50_MS, TARGET_P95_MS = 5, 25
 
 
 async def run(repo: Path) -> None:
@@ -74,22 +79,29 @@ async def run(repo: Path) -> None:
                 latencies.append((time.perf_counter() - started) * 1000)
     db_mb = sum(p.stat().st_size for p in home.glob("coffer.db*") if p.is_file()) / 1e6
 
+    rate, noop_s = cold.documents_added / cold_s, median(noop_runs)
+    p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
     print(f"machine: {machine()}")
     print(f"code: {describe_code(repo)}")
     print(f"corpus: {len(files)} files, {total_bytes / 1e6:.1f} MB")
     print(
         f"(b) cold reconcile: {cold.documents_added} documents in {cold_s:.2f} s = "
-        f"{cold.documents_added / cold_s:,.0f} files/s, {total_bytes / 1e6 / cold_s:.2f} MB/s, "
-        f"peak RSS {rss_after_cold:.0f} MB, database {db_mb:.1f} MB"
+        f"{rate:,.0f} files/s, {total_bytes / 1e6 / cold_s:.2f} MB/s, "
+        f"peak RSS {rss_after_cold:.0f} MB, database {db_mb:.1f} MB "
+        f"[targets >= {TARGET_FILES_S:,} files/s: "
+        f"{verdict(rate >= TARGET_FILES_S, 'cold files/s')}, <= {TARGET_RSS_MB} MB: "
+        f"{verdict(rss_after_cold <= TARGET_RSS_MB, 'peak RSS')}]"
     )
     print(
-        f"(c) no-op reconcile: median {median(noop_runs):.3f} s over {len(noop_runs)} runs "
-        f"(min {min(noop_runs):.3f}, max {max(noop_runs):.3f})"
+        f"(c) no-op reconcile: median {noop_s:.3f} s over {len(noop_runs)} runs "
+        f"(min {min(noop_runs):.3f}, max {max(noop_runs):.3f}) "
+        f"[target <= {TARGET_NOOP_S} s: {verdict(noop_s <= TARGET_NOOP_S, 'no-op reconcile')}]"
     )
     print(
         f"(d) keyword query latency over {len(latencies)} queries ({len(QUERIES)} distinct): "
-        f"p50 {percentile(latencies, 50):.2f} ms, p95 {percentile(latencies, 95):.2f} ms, "
-        f"max {max(latencies):.2f} ms"
+        f"p50 {p50:.2f} ms, p95 {p95:.2f} ms, max {max(latencies):.2f} ms "
+        f"[targets p50 <= {TARGET_P50_MS} ms: {verdict(p50 <= TARGET_P50_MS, 'query p50')}, "
+        f"p95 <= {TARGET_P95_MS} ms: {verdict(p95 <= TARGET_P95_MS, 'query p95')}]"
     )
 
 
@@ -103,3 +115,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    exit_by_targets()

@@ -4,7 +4,6 @@ use, and control files that are not regular files never stall or empty an index.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -15,22 +14,8 @@ import pytest
 from cofferctl.client import ApiError
 from tests.support.cli import ctl
 from tests.support.daemon import Daemon, wait_for
+from tests.support.file_trees import tree_state
 from tests.support.helpers import assert_matches_rebuild, write
-
-
-def tree_state(folder: Path) -> dict[str, str]:
-    """Every entry below the folder, links not followed: content hash, 'dir' or the link."""
-    found = {}
-    for root, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            path = Path(root, name)
-            if path.is_symlink():
-                found[str(path)] = f"-> {os.readlink(path)}"
-            elif path.is_file():
-                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
-            else:
-                found[str(path)] = "dir"
-    return found
 
 
 def kb_status(d: Daemon, kb: str) -> dict[str, Any]:

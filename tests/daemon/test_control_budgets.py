@@ -24,11 +24,11 @@ from cofferd.domain.query_syntax import MAX_PHRASE_TOKENS, MAX_QUERY_TERMS, pars
 from cofferd.domain.validation import SHOWN_CHARS, shown
 from cofferd.infrastructure.files.ignore_patterns import linear_spec
 from cofferd.infrastructure.files.ignore_rules import MAX_IGNORE_RULES, IgnoreRules
-from tests.daemon.test_hostile_files import Prober
-from tests.daemon.test_trust import _family, _peak_kb, status_of
 from tests.support.cli import run
 from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
-from tests.support.helpers import write
+from tests.support.health_prober import Prober
+from tests.support.helpers import status_entry, write
+from tests.support.processes import family, peak_kb
 
 
 def bomb(levels: int = 9) -> str:
@@ -119,18 +119,18 @@ def test_an_alias_bomb_in_a_synced_kb_yaml_is_a_problem_not_a_stall(daemon_here:
     write(knowledge / "good" / "docs" / "g.md", "# G\n\ngood pelicans")
     d.start()
     assert d.proc is not None
-    before = {pid: _peak_kb(pid) for pid in _family(d.proc.pid)}
+    before = {pid: peak_kb(pid) for pid in family(d.proc.pid)}
     with Prober(d.socket) as probe:
-        problem = wait_for(lambda: status_of(d, "synced").get("settings_error"))
+        problem = wait_for(lambda: status_entry(d, "synced").get("settings_error"))
         # the KB is read again whenever the folder is looked at: a few more times
         for _ in range(3):
             d.client.post("/api/v1/knowledge_bases/good/reindex", {})
-            status_of(d, "synced")
+            status_entry(d, "synced")
     assert "aliases" in str(problem) and len(str(problem)) <= 500
-    assert any("aliases" in p for p in status_of(d, "synced")["problems"])  # type: ignore[attr-defined]
+    assert any("aliases" in p for p in status_entry(d, "synced")["problems"])  # type: ignore[attr-defined]
     assert max(probe.latencies) < 0.5, max(probe.latencies)
-    for pid in _family(d.proc.pid):
-        assert _peak_kb(pid) - before.get(pid, 0) < 100_000, pid  # 9**9 values: gigabytes
+    for pid in family(d.proc.pid):
+        assert peak_kb(pid) - before.get(pid, 0) < 100_000, pid  # 9**9 values: gigabytes
 
 
 # -- ignore rules ----------------------------------------------------------------------

@@ -21,10 +21,9 @@ import pytest
 from cofferctl.client import ApiError
 from cofferd.infrastructure.conversion.derived_texts import CONVERTED_BY
 from cofferd.surfaces.http.error_envelope import status_of
-from tests.daemon.test_boundary import tree_state
-from tests.daemon.test_in_place import found_in, new_kb, skipped
 from tests.support.daemon import Daemon, new_daemon, upload, wait_for
-from tests.support.helpers import write
+from tests.support.file_trees import tree_state
+from tests.support.helpers import found_in, new_kb, skipped, write
 from tests.support.samples import make_pdf
 
 HEALTH_S = 0.5  # /health is answered in milliseconds; this bound leaves room for a busy CI

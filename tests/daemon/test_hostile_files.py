@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cofferctl.client import Client
 from cofferd.infrastructure.storage.sqlite import JOURNAL_SIZE_LIMIT
 from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
+from tests.support.health_prober import Prober
 from tests.support.helpers import write
 
 # Each is built to make a backtracking pattern, a recursive parser or a naive chunker spend
@@ -43,31 +41,6 @@ HOSTILE: dict[str, str] = {
     ("a" * 81) + ".md": "a note whose name meets a wildcard-heavy ignore pattern",
 }
 IGNORE = "*a*a*a*a*a*a*a*a*a*b\n"  # against the 81-character name above
-
-
-class Prober:
-    """Asks for /health every 10 ms in a thread; the slowest answer is what counts."""
-
-    def __init__(self, socket: Path) -> None:
-        self.client = Client(socket, actor="prober", timeout=120)
-        self.latencies: list[float] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            self.client.get("/api/v1/health")
-            self.latencies.append(time.monotonic() - started)
-            self._stop.wait(0.01)
-
-    def __enter__(self) -> Prober:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(130)
 
 
 def documents(d: Daemon, kb: str = "notes") -> dict[str, dict[str, Any]]:

@@ -13,45 +13,10 @@ from cofferd.infrastructure.files.document_policy import Kind
 from cofferd.infrastructure.files.ignore_rules import IgnoreRules
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.watcher import Watcher
-from tests.daemon.test_hostile_files import Prober
 from tests.support.daemon import Daemon, wait_for
+from tests.support.file_trees import TREE, make_tree
+from tests.support.health_prober import Prober
 from tests.support.helpers import write
-
-IGNORES = {
-    ".gitignore": "build/\n*.log.md\n!keep.log.md\n/top-only.md\nPrivate\n!build/keep.md\n",
-    ".cofferignore": "drafts/**\n!drafts/published.md\n",
-    "sub/.ignore": "!*.log.md\nlocal.md\n",
-    "sub/deeper/.gitignore": "/*.md\n!wanted.md\n",
-}
-TREE = {
-    "plain.md": True,
-    "build/out.md": False,  # a folder pattern
-    "src/build/out.md": False,  # ... at any depth
-    "x.log.md": False,
-    "keep.log.md": True,  # taken back by `!`
-    "top-only.md": False,  # anchored to the file's folder
-    "sub/top-only.md": True,
-    "Private/notes.md": False,
-    "private/notes.md": True,  # patterns are case-sensitive, as in git
-    "drafts/a.md": False,
-    "drafts/published.md": True,  # `drafts/**` ignores what is inside, not the folder
-    "build/keep.md": False,  # but inside an ignored folder nothing comes back (git)
-    "sub/x.log.md": True,  # a deeper ignore file overrides a shallower one
-    "sub/local.md": False,
-    "local.md": True,  # sub/.ignore applies only below sub/
-    "sub/deeper/any.md": False,
-    "sub/deeper/wanted.md": True,
-    "sub/deeper/nested/any.md": True,  # `/*.md` is anchored to sub/deeper/
-    "node_modules/pkg/readme.md": False,  # a default
-}
-
-
-def make_tree(docs: Path) -> list[str]:
-    for path, text in IGNORES.items():
-        write(docs / path, text)
-    for path in TREE:
-        write(docs / path, f"# {path}\n\nplatypus in {path}\n")
-    return sorted(p for p, kept in TREE.items() if kept)
 
 
 @pytest.mark.parametrize(("path", "kept"), TREE.items())

@@ -5,7 +5,6 @@ content hash of each file, the folder never written."""
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import io
 import os
@@ -25,40 +24,16 @@ from cofferd.domain.formats import IN_PLACE_FORMATS, format_of, suffixes
 from cofferd.domain.pages import page_starts
 from cofferd.surfaces.http.error_envelope import status_of
 from tests.support.daemon import Daemon, wait_for
-from tests.support.helpers import write
+from tests.support.helpers import found_in, new_kb, search, skipped, write
 from tests.support.samples import MAKERS, make_docx, make_pdf
+from tests.support.timing import fastest
 
 EVERY = ["pdf", "docx", "pptx", "xlsx", "html", "epub", "csv", "json", "xml", "txt"]
-
-
-def new_kb(d: Daemon, formats: list[str] | None = None, **config: Any) -> str:
-    kb = f"mix-{uuid.uuid4().hex[:8]}"
-    if formats is not None:
-        config["index_formats"] = formats
-    d.client.post("/api/v1/knowledge_bases", {"name": kb, "config": config})
-    return kb
-
-
-def search(d: Daemon, kb: str, query: str, **filters: Any) -> list[dict[str, Any]]:
-    body: dict[str, Any] = {"query": query, "top_k": 20}
-    if filters:
-        body["filters"] = filters
-    found: list[dict[str, Any]] = d.client.post(d.client.kb(kb, "/search"), body)["passages"]
-    return found
-
-
-def found_in(d: Daemon, kb: str, query: str) -> list[str]:
-    return sorted({p["relative_path"] for p in search(d, kb, query)})
 
 
 def kb_status(d: Daemon, kb: str) -> dict[str, Any]:
     (entry,) = [k for k in d.client.get("/api/v1/status")["knowledge_bases"] if k["name"] == kb]
     return entry
-
-
-def skipped(d: Daemon, kb: str) -> dict[str, str]:
-    items = d.client.get(d.client.kb(kb, "/skipped"))["items"]
-    return {i["relative_path"]: i["reason"] for i in items}
 
 
 def listing(folder: Path) -> dict[str, bytes]:
@@ -359,21 +334,6 @@ def test_page_starts_are_read_in_linear_time() -> None:
         assert len(page_starts(big)) == n
         took.append(fastest(lambda big=big: page_starts(big)))
     assert took[1] < 8 * took[0] + 0.05
-
-
-def fastest(run: Any, times: int = 3) -> float:
-    """The quickest of a few runs, its garbage collector held: what the code costs, not a
-    busy machine's pause or a collection that happened to fall in it."""
-    best = float("inf")
-    gc.disable()
-    try:
-        for _ in range(times):
-            started = time.perf_counter()
-            run()
-            best = min(best, time.perf_counter() - started)
-    finally:
-        gc.enable()
-    return best
 
 
 def test_a_converted_text_is_never_read_through_a_link(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +20,8 @@ from cofferd.domain.errors import ReconversionBlocked
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.http.error_envelope import status_of
 from tests.support.daemon import Daemon, upload, wait_for
-from tests.support.helpers import write
+from tests.support.helpers import new_kb, search, write
 from tests.support.samples import MAKERS, make_docx, make_pdf, zip_bomb_docx
-
-
-def new_kb(d: Daemon, **config: Any) -> str:
-    name = "in-" + uuid.uuid4().hex[:8]
-    d.client.post("/api/v1/knowledge_bases", {"name": name, "config": config})
-    return name
-
-
-def search(d: Daemon, kb: str, query: str) -> list[dict[str, Any]]:
-    body = d.client.post(d.client.kb(kb, "/search"), {"query": query})
-    passages: list[dict[str, Any]] = body["passages"]
-    return passages
 
 
 def add_path(d: Daemon, kb: str, path: Path, replace: bool = False) -> dict[str, Any]:

@@ -15,9 +15,8 @@ import pytest
 
 from cofferctl.client import ApiError
 from cofferd.surfaces.http.error_envelope import status_of
-from tests.daemon.test_ingest import new_kb, search
 from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
-from tests.support.helpers import write
+from tests.support.helpers import new_kb, search, write
 from tests.support.samples import make_pdf
 
 SHM = "/dev/shm"

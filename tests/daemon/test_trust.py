@@ -6,7 +6,6 @@ Real daemons: a synced KB folder naming a URL and a credential, files added by p
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import stat
 from pathlib import Path
@@ -17,12 +16,8 @@ import yaml
 from cofferctl.client import ApiError
 from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.support.fake_embeddings import FakeEmbeddings
-from tests.support.helpers import write
-
-
-def status_of(d: Daemon, kb: str) -> dict[str, object]:
-    kbs = d.client.get("/api/v1/status")["knowledge_bases"]
-    return next(k for k in kbs if k["name"] == kb)
+from tests.support.helpers import status_entry, write
+from tests.support.processes import family, peak_kb
 
 
 def search(d: Daemon, kb: str, query: str) -> list[dict[str, object]]:
@@ -52,7 +47,7 @@ async def test_a_synced_folder_cannot_send_secrets_anywhere(tmp_path: Path) -> N
         await asyncio.to_thread(wait_for, lambda: search(d, "synced", "otters"))
         await asyncio.sleep(1.0)  # the embedding queue would have called by now
         assert server.requests == 0 and "Bearer sk-do-not-leak" not in server.keys
-        entry = status_of(d, "synced")
+        entry = status_entry(d, "synced")
         ignored = set(entry["ignored_settings"])  # type: ignore[call-overload]
         assert {
             "auto_update_sources", "embedding.provider", "embedding.base_url",
@@ -136,28 +131,6 @@ def test_knowledge_base_names_windows_cannot_hold_are_refused(shared_daemon: Dae
         assert err.value.code == "VALIDATION_ERROR" and "Windows" in err.value.message
 
 
-def _peak_kb(pid: int) -> int:
-    """A process's peak resident memory; 0 once it has ended (a worker let go when idle:
-    gone, or a zombie not yet waited on, whose status holds no memory)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text().splitlines()
-    except FileNotFoundError:
-        return 0
-    return next((int(line.split()[1]) for line in status if line.startswith("VmHWM")), 0)
-
-
-def _family(pid: int) -> list[int]:
-    """The process and every process below it (the daemon and its workers)."""
-    found, queue = [], [pid]
-    while queue:
-        current = queue.pop()
-        found.append(current)
-        with contextlib.suppress(FileNotFoundError):  # ended meanwhile
-            for task in Path(f"/proc/{current}/task").iterdir():
-                queue += [int(c) for c in (task / "children").read_text().split()]
-    return found
-
-
 def test_frontmatter_that_expands_is_read_as_text(daemon: Daemon) -> None:
     d = daemon  # its own: a peak read from a daemon other tests share measures them too
     layers = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
@@ -166,13 +139,13 @@ def test_frontmatter_that_expands_is_read_as_text(daemon: Daemon) -> None:
     bomb = "---\n" + "\n".join(layers) + "\n---\n# Bomb\n\nexpanding words"
     assert len(bomb) < 400
     assert d.proc is not None
-    before = {pid: _peak_kb(pid) for pid in _family(d.proc.pid)}
+    before = {pid: peak_kb(pid) for pid in family(d.proc.pid)}
     write(d.docs("notes") / "bomb.md", bomb)
     doc_id = wait_for(lambda: search(d, "notes", "expanding"))[0]["document_id"]
     doc = d.client.get(d.client.kb("notes", f"/documents/{doc_id}"))
     assert doc["frontmatter"] == {} and "*f" in doc["content"]
-    for pid in _family(d.proc.pid):  # the daemon read it back; a worker prepared it
-        assert _peak_kb(pid) - before.get(pid, 0) < 100_000, pid  # 9^7 values: gigabytes
+    for pid in family(d.proc.pid):  # the daemon read it back; a worker prepared it
+        assert peak_kb(pid) - before.get(pid, 0) < 100_000, pid  # 9^7 values: gigabytes
 
 
 def test_one_bad_knowledge_base_folder_stops_nothing(tmp_path: Path) -> None:
@@ -186,7 +159,7 @@ def test_one_bad_knowledge_base_folder_stops_nothing(tmp_path: Path) -> None:
         write(knowledge / "good" / "docs" / "g.md", "# G\n\ngood pelicans")
         d.start()
         wait_for(lambda: search(d, "good", "pelicans") and search(d, "rawfile", "raw"))
-        broken = wait_for(lambda: (s := status_of(d, "broken")).get("problem") and s)
+        broken = wait_for(lambda: (s := status_entry(d, "broken")).get("problem") and s)
         assert broken["state"] == "unavailable"
         status = d.client.get("/api/v1/status")
         assert status["watcher"]["running"]

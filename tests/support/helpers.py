@@ -1,3 +1,6 @@
+"""What many tests share: files written, a test daemon's knowledge bases, the index's dump and
+its rebuild (the oracle), an editor's edits applied."""
+
 from __future__ import annotations
 
 import asyncio
@@ -40,6 +43,40 @@ def add_note(d: Daemon, kb: str, relpath: str, text: str) -> Path:
     path = write(d.docs(kb) / relpath, text)
     wait_for(lambda: count() == before + 1)
     return path
+
+
+def new_kb(d: Daemon, formats: list[str] | None = None, **config: Any) -> str:
+    """A new KB of the daemon with `config`; `formats`, the formats it indexes in place."""
+    kb = f"kb-{uuid.uuid4().hex[:8]}"
+    if formats is not None:
+        config["index_formats"] = formats
+    d.client.post("/api/v1/knowledge_bases", {"name": kb, "config": config})
+    return kb
+
+
+def search(d: Daemon, kb: str, query: str, **filters: Any) -> list[dict[str, Any]]:
+    """The KB's first 20 passages for `query`, through the API."""
+    body: dict[str, Any] = {"query": query, "top_k": 20}
+    if filters:
+        body["filters"] = filters
+    found: list[dict[str, Any]] = d.client.post(d.client.kb(kb, "/search"), body)["passages"]
+    return found
+
+
+def found_in(d: Daemon, kb: str, query: str) -> list[str]:
+    return sorted({p["relative_path"] for p in search(d, kb, query)})
+
+
+def skipped(d: Daemon, kb: str) -> dict[str, str]:
+    """What the KB skipped: path -> reason."""
+    items = d.client.get(d.client.kb(kb, "/skipped"))["items"]
+    return {i["relative_path"]: i["reason"] for i in items}
+
+
+def status_entry(d: Daemon, kb: str) -> dict[str, object]:
+    """The KB's entry in the daemon's status."""
+    kbs = d.client.get("/api/v1/status")["knowledge_bases"]
+    return next(k for k in kbs if k["name"] == kb)
 
 
 def bump_mtime(path: Path) -> None:

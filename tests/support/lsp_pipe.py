@@ -1,5 +1,7 @@
 """A `cofferctl lsp` on pipes, spoken to frame by frame (no client library between): what the
-LSP tests and the shared fixture drive."""
+LSP tests, their shared fixture and bench.guards.lsp_latency drive; with the parts of its
+messages the tests build and read. Standard library only, so that a bench measuring another
+checkout's code (`--repo`) can import it."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
-from tests.support.daemon import BIN
+from tests.support.cofferd_process import BIN
 
 TIMEOUT_S = "1"  # the server's bound on each call to the daemon, lowered for the tests
 BOUND_S = 6.0  # every request is answered within this (the daemon's bound, and room)
@@ -25,13 +28,16 @@ def frame(message: Any) -> bytes:
 class RawClient:
     """`cofferctl lsp` on pipes: messages written as they are, answers read on a thread."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], daemon_bound_s: str | None = TIMEOUT_S) -> None:
+        """`daemon_bound_s`: the server's bound on each call to the daemon (None: the one it
+        has when a user runs it)."""
+        bound = {} if daemon_bound_s is None else {"COFFER_LSP_TIMEOUT_S": daemon_bound_s}
         self.proc = subprocess.Popen(
             [str(BIN / "cofferctl"), "lsp"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env={**env, "COFFER_LSP_TIMEOUT_S": TIMEOUT_S},
+            env={**env, **bound},
         )
         self.answers: dict[Any, dict[str, Any]] = {}
         self.notes: queue.Queue[dict[str, Any]] = queue.Queue()
@@ -107,3 +113,19 @@ def open_note(client: RawClient, uri: str, text: str) -> list[dict[str, Any]]:
     item = {"uri": uri, "languageId": "markdown", "version": 1, "text": text}
     client.notify("textDocument/didOpen", {"textDocument": item})
     return client.diagnostics(uri)
+
+
+def at(uri: str, line: int, character: int) -> dict[str, Any]:
+    """The params of a request at a position of a note."""
+    return {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
+
+
+def shown(answer: dict[str, Any]) -> str:
+    """An answer's result as text ("" when it has none)."""
+    result = answer.get("result")
+    return str(result) if result else ""
+
+
+def relpath_of(uri: str, docs: Path) -> str:
+    """A file URI's path relative to a KB's folder."""
+    return Path(unquote(uri.removeprefix("file://"))).relative_to(docs).as_posix()

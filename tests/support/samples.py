@@ -12,6 +12,8 @@ import openpyxl
 import pptx
 from fpdf import FPDF
 
+FORM_ROWS = 6  # the rows of the printed form paged_pdf puts on a page
+
 
 def make_docx(text: str) -> bytes:
     document = docx.Document()
@@ -102,6 +104,31 @@ def make_md(text: str) -> bytes:
 
 def make_txt(text: str) -> bytes:
     return f"{text}\n".encode()
+
+
+def paged_pdf(
+    texts: list[str], *, form_on: int | None = None, labels: bool = False, title: str = ""
+) -> bytes:
+    """A PDF with one text per page; on page `form_on` (from 0) a printed form below its
+    text (labels in four columns, as a form's fields are laid out: what makes markitdown
+    read every page with pdfplumber and join them with blank lines); with `labels`, the
+    first two pages numbered i, ii and the rest 1, 2, ..."""
+    pdf = FPDF()
+    if title:
+        pdf.set_title(title)
+    pdf.set_font("helvetica", size=11)
+    for n, text in enumerate(texts):
+        pdf.add_page()
+        if labels and n == 0:
+            pdf.set_page_label(label_style="r")
+        if labels and n == 2:
+            pdf.set_page_label(label_style="D", label_start=1)
+        pdf.multi_cell(0, 6, text)
+        if n == form_on:
+            for row in range(FORM_ROWS):
+                for col, field in enumerate(("Name", "Date", "Amount", "Signed")):
+                    pdf.text(20 + col * 45, 150 + row * 10, f"{field}{row}")
+    return bytes(pdf.output())
 
 
 MAKERS: dict[str, Callable[[str], bytes]] = {

@@ -13,7 +13,7 @@ from cofferd.domain.index_records import IndexedFiles
 from cofferd.domain.models import KnowledgeBase
 from cofferd.infrastructure.files.document_policy import Kind
 from cofferd.surfaces.core import Coffer
-from tests.daemon.test_ignore_rules import make_tree
+from tests.support.file_trees import make_tree
 from tests.support.helpers import write
 
 NAMES = [

@@ -20,8 +20,8 @@ from pdfminer.high_level import extract_text
 from pdfminer.pdfinterp import PDFPageInterpreter
 
 from cofferd.infrastructure.conversion import pdf_pages
-from tests.daemon.test_document_pages import paged_pdf
 from tests.support.helpers import write
+from tests.support.samples import paged_pdf
 
 FORM_FIELDS = ("Name", "Date", "Amount", "Signed")
 

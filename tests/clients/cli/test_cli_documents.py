@@ -4,56 +4,15 @@ the trash, add's report, grep's colours and exit status, on a terminal and in a 
 from __future__ import annotations
 
 import json
-import os
-import pty
-import subprocess
-import threading
 import unicodedata
 import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import ctl, ctl_env, run
-from tests.support.daemon import BIN, Daemon, wait_for
+from tests.support.cli import ctl, on_terminal, run
+from tests.support.daemon import Daemon, wait_for
 from tests.support.helpers import write
-
-
-def on_terminal(
-    d: Daemon, *argv: str, answer: str = "", stdout_tty: bool = False, **env: str
-) -> tuple[int, str, str]:
-    """Run the real cofferctl with stdin and stderr (and stdout if asked) on a terminal;
-    `answer` is typed in. Returns (exit code, stdout, what the terminal showed)."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [str(BIN / "cofferctl"), *argv],
-        env=ctl_env(COFFER_SOCKET=str(d.socket), **env),
-        stdin=slave,
-        stdout=slave if stdout_tty else subprocess.PIPE,
-        stderr=slave,
-    )
-    os.close(slave)
-    shown: list[bytes] = []
-
-    def read_terminal() -> None:
-        while True:
-            try:
-                data = os.read(master, 4096)
-            except OSError:  # EIO: every process let go of the terminal
-                return
-            if not data:
-                return
-            shown.append(data)
-
-    reader = threading.Thread(target=read_terminal)
-    reader.start()
-    if answer:
-        os.write(master, answer.encode())
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    code = proc.wait(60)
-    reader.join(10)
-    os.close(master)
-    return code, out, b"".join(shown).decode(errors="replace")
 
 
 @pytest.fixture(scope="module")

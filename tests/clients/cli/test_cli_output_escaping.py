@@ -19,8 +19,7 @@ import pytest
 
 from cofferctl import cli
 from cofferctl.output import Output
-from tests.clients.cli.test_cli_documents import on_terminal
-from tests.support.cli import ctl, run
+from tests.support.cli import ctl, on_terminal, run
 from tests.support.daemon import Daemon, wait_for
 from tests.support.helpers import write
 

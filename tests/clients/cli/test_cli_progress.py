@@ -6,8 +6,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from tests.clients.cli.test_cli_documents import on_terminal
-from tests.support.cli import ctl, run
+from tests.support.cli import ctl, on_terminal, run
 from tests.support.daemon import Daemon, wait_for
 from tests.support.helpers import write
 

@@ -21,11 +21,9 @@ from mcp import Client as McpClient
 from coffer_kernel.link_targets import DocumentIndexOfPaths
 from cofferctl import cli
 from cofferd.domain.links import links_of
-from tests.clients.lsp.test_lsp_confinement import at, shown
-from tests.clients.lsp.test_lsp_rename_targets import relpath_of
 from tests.support.daemon import Daemon, wait_for
 from tests.support.helpers import applied, write
-from tests.support.lsp_pipe import RawClient, open_note
+from tests.support.lsp_pipe import RawClient, at, open_note, relpath_of, shown
 from tests.support.mcp_client import call as mcp_call
 from tests.support.mcp_client import params as mcp_params
 

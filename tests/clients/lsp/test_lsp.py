@@ -20,6 +20,7 @@ from pytest_lsp import LanguageClient, make_test_lsp_client
 from cofferctl.lsp import text
 from tests.support.daemon import BIN, Daemon
 from tests.support.helpers import add_note, new_vault, write
+from tests.support.lsp_client import complete_at, diagnostics_of, opened
 
 NOTE = (
     "# Today\n\n見て [[計画#予算|the plan]], [[plan]] and [[nowhere]].\n[ana](../people/ana.md)\n"
@@ -47,19 +48,6 @@ async def lsp(vault: tuple[Daemon, str]) -> AsyncIterator[LanguageClient]:
     )
     yield client
     await asyncio.wait_for(client.shutdown_session(), 10)
-
-
-async def opened(client: LanguageClient, path: Path, text: str, version: int = 1) -> list[Any]:
-    uri = path.as_uri()
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "markdown", version, text))
-    )
-    return await diagnostics_of(client, uri)
-
-
-async def diagnostics_of(client: LanguageClient, uri: str) -> list[Any]:
-    await asyncio.wait_for(client.wait_for_notification("textDocument/publishDiagnostics"), 10)
-    return list(client.diagnostics[uri])
 
 
 async def test_diagnostics_name_broken_and_ambiguous_links(
@@ -480,13 +468,6 @@ async def test_renaming_a_heading_rewrites_the_links_to_it(
         "[[計画#Budget 2027|money]]",
         "[b](../projects/計画.md#Budget%202027)",
     ]
-
-
-async def complete_at(client: LanguageClient, path: Path, line_no: int, character: int) -> Any:
-    params = types.CompletionParams(
-        types.TextDocumentIdentifier(path.as_uri()), types.Position(line_no, character)
-    )
-    return await asyncio.wait_for(client.text_document_completion_async(params), 10)
 
 
 async def test_completion_writes_a_markdown_link_where_the_kb_links_so(

@@ -14,9 +14,9 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient, make_test_lsp_client
 
 from cofferd.application.reading.note_names import FUZZY_FEW, LinkStyle, NameIndex
-from tests.clients.lsp.test_lsp import complete_at, opened
 from tests.support.daemon import BIN, Daemon
 from tests.support.helpers import new_vault, wait_for
+from tests.support.lsp_client import complete_at, opened
 
 ALIASED = "---\naliases: [File formats, Formats]\n---\n# Accepted file formats\n\ntext\n"
 # names holding `z` thrice, far apart: no match for `zzz`, however the letters are counted

@@ -8,13 +8,12 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support.daemon import Daemon
 from tests.support.helpers import new_vault, write
-from tests.support.lsp_pipe import RawClient, open_note
+from tests.support.lsp_pipe import RawClient, at, open_note, shown
 
 SECRET = "# Secret heading\n\nSECRET-PASSWORD-1234\n"
 
@@ -26,15 +25,6 @@ def client(daemon: Daemon) -> Iterator[RawClient]:
         yield started
     finally:
         started.kill()
-
-
-def at(uri: str, line: int, character: int) -> dict[str, Any]:
-    return {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}
-
-
-def shown(answer: dict[str, Any]) -> str:
-    result = answer.get("result")
-    return str(result) if result else ""
 
 
 def test_a_note_swapped_for_a_link_to_a_secret_shows_nothing_of_it(

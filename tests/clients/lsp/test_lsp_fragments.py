@@ -8,10 +8,9 @@ from __future__ import annotations
 import time
 
 from coffer_kernel.link_targets import span_of
-from tests.clients.lsp.test_lsp_confinement import at, shown
 from tests.support.daemon import Daemon
 from tests.support.helpers import new_vault
-from tests.support.lsp_pipe import RawClient, open_note
+from tests.support.lsp_pipe import RawClient, at, open_note, shown
 
 HELP = (
     "# Help\n\n## Questions\n\nask us\n\n### Report bugs\n\nfile an issue\n\n"

@@ -8,9 +8,7 @@ note's own `[[#heading]]` links too. A real `cofferctl lsp` over pipes, a real d
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import pytest
 
@@ -18,7 +16,7 @@ from coffer_kernel.link_targets import DocumentIndexOfPaths
 from cofferd.domain.links import links_of
 from tests.support.daemon import Daemon
 from tests.support.helpers import applied, new_vault
-from tests.support.lsp_pipe import RawClient, open_note
+from tests.support.lsp_pipe import RawClient, open_note, relpath_of
 
 VAULT = {
     "User interface/Settings.md": "# Settings\n\n## Search\n",
@@ -51,10 +49,6 @@ def targets(files: dict[str, str]) -> dict[str, list[str | None]]:
         path: [index.resolve(link, path).path for link in links_of(body, path)]
         for path, body in files.items()
     }
-
-
-def relpath_of(uri: str, docs: Path) -> str:
-    return Path(unquote(uri.removeprefix("file://"))).relative_to(docs).as_posix()
 
 
 @pytest.mark.parametrize(("old", "new"), RENAMES)
