@@ -4,9 +4,12 @@ budgets enforced by replacing the worker, saves ahead of bulk work."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
+import itertools
 import logging
 import os
+import random
 import signal
 import subprocess
 import time
@@ -533,4 +536,81 @@ async def test_a_warmed_worker_starts_at_full_priority_and_is_lowered_after_its_
         assert (await run(pool, [[("echo", 2)]]))[0][1][0] == "done"
         assert pool.status()["pids"] == [pid] and pool.state.started == 1
     finally:
+        await pool.close()
+
+
+def _dead(pid: int) -> bool:
+    """Whether process `pid` has ended (gone, or a zombie not reaped yet); a stopped one lives."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    return stat.rsplit(b")", 1)[-1].split()[:1] == [b"Z"]
+
+
+async def test_no_kill_stop_or_failed_start_leaves_a_job_unanswered(quick_restarts: None) -> None:
+    """Saves and bulk jobs while workers are killed (idle or busy), stopped for a while and
+    starts fail: every job ends, each item answered once, and no dead worker is listed as
+    running for long. (A save once waited for ever: the express worker had died while
+    idle, unnoticed; a bulk slot took the save, its start failed, it put the unit back
+    without waking anyone and left it to the express slot, "waiting" for ever.)"""
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    starts = itertools.count()
+
+    def environment() -> None:
+        if next(starts) % 3 == 2:  # (never START_TRIES in a row: no job may fail for it)
+            raise RuntimeError("a start that fails")
+
+    pool = WorkerPool(MODULE, 2, idle_s=60, environment=environment)
+    pool.start()
+    loop = asyncio.get_running_loop()
+    listed_dead: dict[int, float] = {}  # pid: since when the pool lists it, dead
+    longest = 0.0
+
+    def resume(pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+
+    async def havoc() -> None:
+        nonlocal longest
+        while True:
+            await asyncio.sleep(rng.uniform(0.02, 0.2))
+            pids = pool.status()["pids"]
+            now = time.monotonic()
+            for pid in list(listed_dead):
+                if pid not in pids:
+                    del listed_dead[pid]
+            for pid in pids:
+                if _dead(pid):
+                    longest = max(longest, now - listed_dead.setdefault(pid, now))
+            if pids and rng.random() < 0.5:
+                pid = rng.choice(pids)
+                how = rng.choice([signal.SIGKILL, signal.SIGKILL, signal.SIGSTOP])
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, how)
+                if how == signal.SIGSTOP:
+                    loop.call_later(rng.uniform(0.05, 0.5), resume, pid)
+
+    async def job(n: int, interactive: bool) -> None:
+        units = [[("echo", (n, u, i)) for i in range(2)] for u in range(1 if interactive else 4)]
+        units[0].append(("sleep", 0.02))
+        pairs = await run(pool, units, interactive, timeout=1)
+        asked = sorted(item for unit in units for item in unit)
+        assert sorted(item for item, _ in pairs) == asked, f"seed {seed}"
+        assert all(isinstance(r, WorkFailed) or r[0] == "done" for _, r in pairs)
+
+    chaos = asyncio.ensure_future(havoc())
+    try:
+        for n in range(30):
+            jobs = [job(n * 10 + k, interactive=k > 0) for k in range(rng.randint(1, 3))]
+            try:
+                await asyncio.wait_for(asyncio.gather(*jobs), 20)
+            except TimeoutError:
+                pytest.fail(f"a job was never answered (round {n}, seed {seed}): {pool.status()}")
+            assert longest < 1, f"a dead worker was listed for {longest:.1f} s (seed {seed})"
+            # idle: workers die waiting too, now and then with nothing to come for a while
+            await asyncio.sleep(rng.uniform(0, 0.3) if rng.random() < 0.85 else 1.5)
+    finally:
+        chaos.cancel()
         await pool.close()

@@ -17,11 +17,12 @@ replaced too; its item is blamed only on evidence (a poison pill): when it crash
 process that had been given nothing else, `tries` times. A death that is not a crash (a
 kill from outside: the OOM killer, a kill by hand), or that came while the worker was idle
 or starting, is no one's: the item is tried again (up to OUTSIDE_TRIES deaths, then it
-fails as `outside`, blamed on nothing). A start that fails is a worker to start again,
-after a wait that doubles while things keep failing; a job fails (with why) only once
-START_TRIES starts in a row have failed. Anything else that goes wrong in a slot fails its
-unit's items with a reason; a job always ends, and so does every job still running when
-the pool closes (with EngineUnavailable).
+fails as `outside`, blamed on nothing). A worker that dies while it waits for work wakes
+its slot: it is dropped at once, never listed as running, nor left work it cannot do.
+A start that fails is a worker to start again, after a wait that doubles while things
+keep failing; a job fails (with why) only once START_TRIES starts in a row have failed.
+Anything else that goes wrong in a slot fails its unit's items with a reason; a job always
+ends, and so does every job still running when the pool closes (with EngineUnavailable).
 
 Interactive jobs (a save, an API write) are served before bulk jobs (a full reconcile),
 and one more worker, started with the pool and kept, serves interactive jobs only: a save
@@ -30,6 +31,10 @@ Jobs of one kind take turns. A job has a few units in flight at a time, so its c
 (the index writer) sets the pace and memory stays bounded. The `size` bulk workers start
 when there is work for them and stop after `idle_s` without any; the express worker is
 kept (`keep_express`) or stops the same way.
+
+Each slot has a wake of its own, cleared before it looks for work; every slot is woken
+whenever work may have become its to take (a job, a unit given back, room in a job's
+window, a slot that stops waiting), so no unit waits for a slot that is not looking.
 
 Long on purpose: one scheduler. Which slot takes which unit, when a worker starts, is
 lowered, replaced or let go, and how every item is answered once are one set of rules
@@ -160,7 +165,7 @@ class WorkerPool:
         self.first_at_full_priority = first_at_full_priority
         self.state = PoolState()
         self._jobs: list[_Job[Any]] = []
-        self._wake = asyncio.Event()
+        self._wakes = {index: asyncio.Event() for index in range(EXPRESS, size + 1)}  # by slot
         self._workers: dict[int, Worker] = {}  # by slot
         self._waiting: set[int] = set()  # slots whose worker runs and waits for work
         self._full_priority: set[int] = set()  # slots whose worker is not lowered yet
@@ -189,13 +194,13 @@ class WorkerPool:
             return
         self._warming = True
         self.start()
-        self._wake.set()
+        self._wake_all()
 
     async def close(self) -> None:
         """Stop every worker at once; every job still running ends (EngineUnavailable).
         Closing twice is closing once."""
         self._closing = True
-        self._wake.set()
+        self._wake_all()
         for task in self._slots:
             task.cancel()
         await asyncio.gather(*self._slots, return_exceptions=True)
@@ -233,11 +238,11 @@ class WorkerPool:
         job: _Job[Item] = _Job(head, 0 if interactive else 1, timeout_of)
         job.pending.extend(_Unit(job, unit) for unit in units if unit)
         self._jobs.append(job)
-        self._wake.set()
+        self._wake_all()
         try:
             while job.busy() and not self._closing:
                 done = await job.out.get()
-                self._wake.set()  # room in its window: the next unit may go
+                self._wake_all()  # room in its window: the next unit may go
                 if isinstance(done, BaseException):
                     raise done
                 for pair in done:
@@ -256,6 +261,15 @@ class WorkerPool:
         return reply
 
     # -- the slots: one task per worker it may run ----------------------------------------
+
+    def _wake_all(self) -> None:
+        for wake in self._wakes.values():
+            wake.set()
+
+    def _stop_waiting(self, index: int) -> None:
+        if index in self._waiting:
+            self._waiting.discard(index)
+            self._wake_all()  # a slot that left work to it takes it now
 
     def _takes(self, slot: int, job: _Job[Any]) -> bool:
         """Whether the worker of `slot` may serve `job` (the express one: saves only)."""
@@ -285,27 +299,37 @@ class WorkerPool:
         return job.pending.popleft()
 
     async def _next(self, index: int, idle_s: float | None) -> _Unit[Any] | None:
-        """The next unit to work on; None after `idle_s` without one."""
-        while not self._closing:
-            unit = self._pick(index)
-            if unit is not None:
-                self._waiting.discard(index)
-                if any(job.pending for job in self._jobs):
-                    self._wake.set()  # what is left may go to another worker
-                return unit
-            if index in self._workers:
-                self._waiting.add(index)
-            elif self._warming and index != EXPRESS:
-                return None  # (its turn starts the worker)
-            self._wake.clear()
-            try:
-                async with asyncio.timeout(idle_s):
-                    await self._wake.wait()
-            except TimeoutError:
-                self._waiting.discard(index)
-                return None
-        self._waiting.discard(index)
-        return None
+        """The next unit to work on; None after `idle_s` without one, or once the worker
+        that waited for it has died (dropped: another starts for the next unit, the
+        express one at once)."""
+        wake = self._wakes[index]
+        try:
+            while not self._closing:
+                wake.clear()  # before it looks: what happens from now on wakes it
+                worker = self._workers.get(index)
+                if worker is not None and worker.exited():  # died idle: no item's doing
+                    self._stop_waiting(index)
+                    self.state.replaced_after_death += 1
+                    self._trouble += 1
+                    await self._drop(index)
+                    return None
+                unit = self._pick(index)
+                if unit is not None:
+                    if any(job.pending for job in self._jobs):
+                        self._wake_all()  # what is left may go to another worker
+                    return unit
+                if index in self._workers:
+                    self._waiting.add(index)
+                elif self._warming and index != EXPRESS:
+                    return None  # (its turn starts the worker)
+                try:
+                    async with asyncio.timeout(idle_s):
+                        await wake.wait()  # (its worker's death wakes it too: _start)
+                except TimeoutError:
+                    return None
+            return None
+        finally:
+            self._stop_waiting(index)
 
     async def _slot(self, index: int) -> None:
         """Serve units for as long as the pool runs: nothing that goes wrong in one ends
@@ -332,17 +356,28 @@ class WorkerPool:
             if worker is not None:
                 await worker.stop()  # (if the pool closes meanwhile, close() kills it)
             return
-        worker = self._workers.get(index)
-        if worker is not None and (worker.exited() or (unit.solo and worker.served)):
-            if worker.exited():  # died while it waited: no item's doing
-                self.state.replaced_after_death += 1
-                self._trouble += 1
-            await self._drop(index)  # (a solo unit: its item alone in a fresh worker)
-        if index not in self._workers and not await self._start(index, unit.job):
-            unit.job.in_flight -= 1
-            unit.job.pending.appendleft(unit)
+        try:
+            worker = self._workers.get(index)
+            if worker is not None and (worker.exited() or (unit.solo and worker.served)):
+                if worker.exited():  # died while it waited: no item's doing
+                    self.state.replaced_after_death += 1
+                    self._trouble += 1
+                await self._drop(index)  # (a solo unit: its item alone in a fresh worker)
+            started = index in self._workers or await self._start(index, unit.job)
+        except BaseException:
+            self._give_back(unit)
+            raise
+        if not started:
+            self._give_back(unit)
             return
         await self._work(index, unit)
+
+    def _give_back(self, unit: _Unit[Any]) -> None:
+        """A unit taken but not sent (its worker could not start): pending again, first,
+        and every slot woken (one that left it to this slot may take it now)."""
+        unit.job.in_flight -= 1
+        unit.job.pending.appendleft(unit)
+        self._wake_all()
 
     def _backoff(self) -> float:
         return min(RESTART_S * 2 ** (self._trouble - 1), RESTART_MAX_S) if self._trouble else 0
@@ -362,6 +397,7 @@ class WorkerPool:
                 )
             finally:
                 self.state.starting -= 1
+            self._workers[index].when_exited(self._wakes[index].set)
             if index != EXPRESS and self.first_at_full_priority:
                 self._full_priority.add(index)
         except Exception as exc:  # noqa: BLE001 - OSError (EMFILE), its environment, any
@@ -441,7 +477,7 @@ class WorkerPool:
             self.state.busy -= 1
             if done and not job.closed:
                 job.out.put_nowait(done)
-            self._wake.set()
+            self._wake_all()
 
     async def _lost(self, index: int, unit: _Unit[Any]) -> None:
         """The worker was gone before it took `unit`: replaced, the unit given again."""

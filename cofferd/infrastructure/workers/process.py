@@ -19,7 +19,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +92,7 @@ class Worker:
         self._broken: frames.BrokenStream | None = None
         self.replies = frames.Replies()
         self.served = 0  # replies it has sent (0: fresh, nothing done in it yet)
+        self._watch: asyncio.Future[int] | None = None
 
     @classmethod
     async def start(
@@ -133,6 +134,12 @@ class Worker:
     def exited(self) -> bool:
         """Whether the process has ended (reaped, or its replies' pipe closed)."""
         return self.proc.returncode is not None or self.stdout.at_eof()
+
+    def when_exited(self, callback: Callable[[], object]) -> None:
+        """Call `callback` once the process has ended, however it ends (its pool's slot,
+        waiting for work, hears of a death at once, not when work comes)."""
+        self._watch = asyncio.ensure_future(self.proc.wait())
+        self._watch.add_done_callback(lambda _: callback())
 
     def stopped(self) -> bool:
         """Whether the process is stopped (SIGSTOP, a debugger): frozen by no doing of its
