@@ -303,6 +303,7 @@ class WorkerPool:
         that waited for it has died (dropped: another starts for the next unit, the
         express one at once)."""
         wake = self._wakes[index]
+        idle_until = None if idle_s is None else asyncio.get_running_loop().time() + idle_s
         try:
             while not self._closing:
                 wake.clear()  # before it looks: what happens from now on wakes it
@@ -323,7 +324,7 @@ class WorkerPool:
                 elif self._warming and index != EXPRESS:
                     return None  # (its turn starts the worker)
                 try:
-                    async with asyncio.timeout(idle_s):
+                    async with asyncio.timeout_at(idle_until):  # (woken or not)
                         await wake.wait()  # (its worker's death wakes it too: _start)
                 except TimeoutError:
                     return None
