@@ -17,6 +17,7 @@ import pytest
 
 from cofferctl.client import ApiError
 from cofferd.surfaces.http.error_envelope import status_of
+from tests.support.cofferd_process import start_cofferd
 from tests.support.daemon import Daemon, cleanup, new_daemon, upload, wait_for
 from tests.support.helpers import assert_matches_rebuild, write
 
@@ -342,5 +343,36 @@ def test_preparing_workers_killed_while_they_start_and_work_lose_nothing(tmp_pat
         assert_matches_rebuild(d, "notes", tmp_path)
         # each killed worker reaped by asyncio alone (issue 42 §5)
         assert "Unknown child process pid" not in d.log.read_text(errors="replace")
+    finally:
+        cleanup(d)
+
+
+def test_helpers_run_the_installed_code_whatever_folder_the_daemon_starts_in(
+    tmp_path: Path,
+) -> None:
+    """A daemon started inside a folder holding packages named like Coffer's (another
+    checkout, any project) runs its own code in its workers, not that folder's: a note is
+    indexed and nothing of the folder is imported."""
+    here = tmp_path / "a-checkout"
+    marker = tmp_path / "imported"
+    for package in ("cofferd", "coffer_kernel"):
+        write(
+            here / package / "__init__.py",
+            f"open({str(marker)!r}, 'a').write({package!r})\nraise SystemExit(3)\n",
+        )
+    d = new_daemon(tmp_path)
+    d.log_handle = open(d.log, "ab")  # noqa: SIM115
+    env = d.env()
+    if "PYTHONPATH" in env:  # this checkout's code, named absolutely, as the tests run it
+        env["PYTHONPATH"] = os.pathsep.join(
+            os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p
+        )
+    d.proc = start_cofferd(env, cwd=here, stdout=d.log_handle, stderr=subprocess.STDOUT)
+    try:
+        wait_for(d.healthy, timeout=30)
+        write(d.docs("notes") / "n.md", "# N\n\nquetzalcoatl feathers")
+        wait_for(lambda: search(d, "notes", "quetzalcoatl"), timeout=30)
+        assert not marker.exists(), marker.read_text()
+        assert "No module named" not in d.log.read_text()
     finally:
         cleanup(d)
