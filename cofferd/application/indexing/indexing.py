@@ -197,9 +197,11 @@ class IndexingService:
             self.request_full()
         for kb in {*self.pending, *self._full}:  # asked for before the start
             self._run(kb)
-        self._every("periodic-reconcile", self.reconcile_interval_s, self.sweep, False)
-        for job in self.jobs:
-            self._every(job.name, job.interval_s, job.run, job.at_start)
+        for job in (
+            PeriodicJob("periodic-reconcile", self.reconcile_interval_s, self.sweep, False),
+            *self.jobs,
+        ):
+            self._every(job)
         self._spawn("embeddings", self._embedding())
         if self.conversions is not None:
             self._spawn("conversions", self.conversions.run())
@@ -221,20 +223,20 @@ class IndexingService:
         self._background.append(asyncio.ensure_future(work))
         self._background[-1].set_name(name)
 
-    def _every(self, name: str, interval_s: float, job: Callable[[], Any], at_start: bool) -> None:
+    def _every(self, job: PeriodicJob) -> None:
         async def repeat() -> None:
-            if not at_start:
-                await asyncio.sleep(interval_s)
+            if not job.at_start:
+                await asyncio.sleep(job.interval_s)
             while not self._stopping:
                 try:
-                    outcome = job()
+                    outcome = job.run()
                     if asyncio.iscoroutine(outcome):
                         await outcome
                 except (CofferError, OSError) as exc:  # tried again next time; logged now
-                    log.error("%s failed: %s", name, exc)
-                await asyncio.sleep(interval_s)
+                    log.error("%s failed: %s", job.name, exc)
+                await asyncio.sleep(job.interval_s)
 
-        self._spawn(name, repeat())
+        self._spawn(job.name, repeat())
 
     async def _supervised(
         self, session: Callable[[], Awaitable[None]], adapt: Callable[[BaseException], bool]

@@ -9,11 +9,9 @@ hits are sorted once more, as rg sorts by folder, not by the whole path."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import mmap
 import os
 import shutil
-import signal
 import sysconfig
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -23,6 +21,7 @@ from coffer_kernel.locations import CONVERTED_TEXT, Locations, normalize_relpath
 from cofferd.domain.errors import EngineUnavailable, InvalidPattern, StorageError
 from cofferd.domain.file_records import RawHit
 from cofferd.domain.pages import PageStart, line_in_page, page_of, page_starts_in
+from cofferd.infrastructure import child_processes
 from cofferd.infrastructure.files.confinement import home_folder_problem
 from cofferd.infrastructure.files.document_policy import DocumentPolicy
 
@@ -135,12 +134,12 @@ class Ripgrep:
         try:
             truncated = await _collect(proc, hits, max_matches, accept)
             if truncated:  # enough: do not wait for rg to scan the rest
-                _kill(proc)
+                child_processes.kill(proc)
             stderr = await proc.stderr.read() if proc.stderr else b""
             code = await proc.wait()
         finally:
             if proc.returncode is None:
-                _kill(proc)
+                child_processes.kill(proc)
                 await proc.wait()
         if code == 2 and not hits and not truncated:
             message = stderr.decode(errors="replace").strip() or "ripgrep failed"
@@ -300,12 +299,3 @@ def _shown(text: bytes) -> str:
     if cut or len(line) > MAX_LINE_CHARS:
         line = line[: MAX_LINE_CHARS - len(CUT)].rstrip("\ufffd") + CUT
     return line
-
-
-def _kill(proc: asyncio.subprocess.Process) -> None:
-    """SIGKILL by os.kill unless asyncio has seen rg end: Popen.kill polls first, and a
-    poll reaps a process that has just ended before asyncio's child watcher does (which
-    then logs "Unknown child process pid" and reports an exit of 255)."""
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGKILL)

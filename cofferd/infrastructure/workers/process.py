@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cofferd.domain.errors import EngineUnavailable
+from cofferd.infrastructure import child_processes
 from cofferd.infrastructure.workers import frames
 
 log = logging.getLogger(__name__)
@@ -243,13 +244,7 @@ class Worker:
             self.transport.close()
 
     def _kill_now(self) -> None:
-        """SIGKILL, by os.kill, unless asyncio has seen the process end. Not by Popen.kill:
-        it polls first, and a poll reaps a process that has just ended (killed from
-        outside, while starting or not) before asyncio's child watcher does, which then
-        logs "Unknown child process pid" and reports an exit of 255, a crash, for it."""
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):  # (a zombie takes it: no harm)
-                os.kill(self.pid, signal.SIGKILL)
+        child_processes.kill(self.proc)
 
     async def kill(self) -> int | None:
         self._kill_now()
