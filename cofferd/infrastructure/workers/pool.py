@@ -308,11 +308,9 @@ class WorkerPool:
             while not self._closing:
                 wake.clear()  # before it looks: what happens from now on wakes it
                 worker = self._workers.get(index)
-                if worker is not None and worker.exited():  # died idle: no item's doing
+                if worker is not None and worker.exited():
                     self._stop_waiting(index)
-                    self.state.replaced_after_death += 1
-                    self._trouble += 1
-                    await self._drop(index)
+                    await self._drop_dead(index)
                     return None
                 unit = self._pick(index)
                 if unit is not None:
@@ -359,11 +357,10 @@ class WorkerPool:
             return
         try:
             worker = self._workers.get(index)
-            if worker is not None and (worker.exited() or (unit.solo and worker.served)):
-                if worker.exited():  # died while it waited: no item's doing
-                    self.state.replaced_after_death += 1
-                    self._trouble += 1
-                await self._drop(index)  # (a solo unit: its item alone in a fresh worker)
+            if worker is not None and worker.exited():
+                await self._drop_dead(index)
+            elif worker is not None and unit.solo and worker.served:
+                await self._drop(index)  # its item alone in a fresh worker
             started = index in self._workers or await self._start(index, unit.job)
         except BaseException:
             self._give_back(unit)
@@ -482,9 +479,7 @@ class WorkerPool:
 
     async def _lost(self, index: int, unit: _Unit[Any]) -> None:
         """The worker was gone before it took `unit`: replaced, the unit given again."""
-        await self._drop(index)
-        self.state.replaced_after_death += 1
-        self._trouble += 1
+        await self._drop_dead(index)
         unit.job.pending.appendleft(unit)
 
     async def _died(
@@ -541,6 +536,13 @@ class WorkerPool:
         if index in self._full_priority and self._workers.get(index) is worker:
             self._full_priority.discard(index)
             worker.lower(self.nice)
+
+    async def _drop_dead(self, index: int) -> None:
+        """Its worker died before it took work (while it waited, or as a unit was sent):
+        replaced, no item's doing."""
+        self.state.replaced_after_death += 1
+        self._trouble += 1
+        await self._drop(index)
 
     async def _drop(self, index: int) -> int | None:
         self._full_priority.discard(index)
