@@ -1,10 +1,17 @@
-"""Cold-index throughput on large, CJK-heavy Markdown files (in-process, no daemon).
+"""Cold-index throughput on large, CJK-heavy Markdown files: in-process, and end to end.
 
 The corpus is CMRC 2018 (Chinese Wikipedia paragraphs, /work/shared/data/cmrc2018-dev):
 paragraphs become `## title` + text blocks, concatenated into files of about 10 KB
 (UTF-8 bytes). One pass over the corpus gives ~1.2 MB; by default passes are repeated until
 12.8 MB (~1.3k files) exist, or `--repeat N` makes exactly N passes. Reports files, MB,
-seconds, MB/s, files/s and database size of one cold reconcile.
+seconds, MB/s, files/s and database size of one cold reconcile in-process (no daemon: the
+reconcile's own time, the database after its upkeep), then the same corpus end to end, as
+a user sees it (bench.cold_start): the real `cofferd` started over a KB attached at a
+folder holding it, timed from the process's start until 98 % and 100 % of the documents
+are searchable, and the whole index at rest once the daemon has stopped. The targets
+(issue 43) are the end-to-end figures: the moment every document is searchable, and the
+index at rest (coffer.db, its -wal and -shm, derived/) against the text. `--daemon-only`
+leaves the in-process reconcile out; `--runs N` repeats the end-to-end measure (medians).
 
 `--profile` also runs a second cold reconcile (fresh data home) under cProfile. The
 reconcile prepares in worker processes (not profiled here: their CPU time is reported) and
@@ -19,11 +26,11 @@ left out (what each part costs on CJK text). `--writer` runs a cold reconcile wi
 database writer thread watched: when its first write starts, how long it is busy and idle,
 its CPU seconds in each storage step, and the keyword index merge after the pass.
 
-In-process (no daemon), with the code of `--repo` (default this checkout; another checkout
-is run by bench.common.run_in_repo).
+With the code of `--repo` (default this checkout; another checkout is run by
+bench.common.run_in_repo, and its `cofferd` is the one started).
 
-    .venv/bin/python -m bench.guards.cjk_index [--repeat N] [--target-mb 12.8]
-        [--profile | --stages | --tokenizers | --writer] [--repo PATH]
+    .venv/bin/python -m bench.guards.cjk_index [--repeat N] [--target-mb 12.8] [--runs N]
+        [--daemon-only | --profile | --stages | --tokenizers | --writer] [--repo PATH]
 """
 
 from __future__ import annotations
@@ -45,12 +52,14 @@ from typing import Any, TypeVar
 
 import sqlean as sqlite3
 
+from bench import cold_start
 from bench.common import (
     DATA,
     add_repo_argument,
     describe_code,
     exit_by_targets,
     machine,
+    median,
     peak_rss_mb,
     run_in_repo,
     scratch_home,
@@ -476,7 +485,7 @@ async def run(args: argparse.Namespace) -> None:
         )
         if args.writer:
             await watched_reconcile(root / "home-watched", source)
-        elif not (args.stages or args.tokenizers):
+        elif not (args.stages or args.tokenizers or args.daemon_only):
             home = root / "home"
             added, seconds, db_mb, own, workers, settled = await cold_reconcile(home, source)
             assert added == len(files), f"indexed {added} of {len(files)} files"
@@ -487,13 +496,13 @@ async def run(args: argparse.Namespace) -> None:
                 f" {own:.2f} s, workers {workers:.2f} s; load {os.getloadavg()[0]:.2f}"
                 + (f"; merged after the pass at {settled:.2f} s" if settled else "")
             )
-            for target, got, holds in (
-                (f"<= {TARGET_SECONDS} s (half qmd 2.8.3's 2.9 s)", f"{seconds:.2f} s",
-                 seconds <= TARGET_SECONDS),
-                (f"database <= {TARGET_RATIO}x the text", f"{db_mb / mb:.2f}x",
-                 db_mb / mb <= TARGET_RATIO),
-            ):  # fmt: skip
-                print(f"target (issue 36): {target}: {got}, {verdict(holds)}")
+            print(
+                f"  (in-process, the reconcile alone; issue 36's figure: <= {TARGET_SECONDS} s"
+                f" and <= {TARGET_RATIO}x. The targets are the end-to-end figures below)"
+            )
+        if not (args.writer or args.stages or args.tokenizers or args.profile):
+            text = sum(p.stat().st_size for p in files)
+            await asyncio.to_thread(end_to_end, args, root, source, len(files), text)
         if args.profile:
             await profiled_reconcile(root / "home-profiled", source)
         if args.profile or args.stages:
@@ -504,6 +513,32 @@ async def run(args: argparse.Namespace) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def end_to_end(args: argparse.Namespace, root: Path, source: Path, files: int, text: int) -> None:
+    """The cold index as a user sees it (bench.cold_start), `args.runs` times; medians."""
+    runs = []
+    for run in range(args.runs):
+        where = root / f"daemon{run}"
+        where.mkdir()
+        result = cold_start.cold_start(args.repo, where, source, files)
+        print(f"end to end, run {run + 1} (load {os.getloadavg()[0]:.2f}):")
+        cold_start.report(result, text)
+        runs.append(result)
+        shutil.rmtree(where, ignore_errors=True)
+    share = median([r.share_s for r in runs])
+    every = median([r.all_s for r in runs])
+    ratio = median([r.index_bytes for r in runs]) / text
+    print(
+        f"end to end, median of {len(runs)}: {cold_start.SHARE:.0%} searchable {share:.2f} s, "
+        f"all {every:.2f} s after cofferd started; index at rest {ratio:.2f}x the text"
+    )
+    for target, got, holds in (
+        (f"every document searchable <= {TARGET_SECONDS} s after start (half qmd 2.8.3's 2.9 s)",
+         f"{every:.2f} s", every <= TARGET_SECONDS),
+        (f"index at rest <= {TARGET_RATIO}x the text", f"{ratio:.2f}x", ratio <= TARGET_RATIO),
+    ):  # fmt: skip
+        print(f"target (issue 43, end to end): {target}: {got}, {verdict(holds)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=0, help="passes over the corpus (0: auto)")
@@ -512,6 +547,8 @@ def main() -> None:
     parser.add_argument("--stages", action="store_true", help="only time the stages")
     parser.add_argument("--tokenizers", action="store_true", help="FTS5 insert per tokenizer")
     parser.add_argument("--writer", action="store_true", help="the writer's timeline")
+    parser.add_argument("--daemon-only", action="store_true", help="only the end-to-end measure")
+    parser.add_argument("--runs", type=int, default=1, help="end-to-end runs (medians)")
     add_repo_argument(parser)
     args = parser.parse_args()
     run_in_repo(args.repo)
