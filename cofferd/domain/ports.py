@@ -99,9 +99,9 @@ class DocumentIndex(Protocol):
         """(path, why) of the documents indexed in a bounded form (over a budget)."""
         ...
 
-    async def reclaim(self, *, large_work: bool = False) -> int:
+    async def reclaim(self, *, large_work: bool = False, whole: bool = False) -> int:
         """Give the space of removed rows back to the file system (once there is enough of
-        it), and after large work the memory it left; bytes freed."""
+        it, or all of it: `whole`), and after large work the memory it left; bytes freed."""
         ...
 
     async def merge_keyword_index(self, kb: str) -> None:

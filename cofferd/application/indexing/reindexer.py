@@ -367,7 +367,7 @@ class Reindexer:
             pass  # the pass has answered (its last writes do not wait behind a merge step)
         try:
             await self.store.merge_keyword_index(kb)
-            await self.store.reclaim(large_work=large)
+            await self.store.reclaim(large_work=large, whole=True)
         except CofferError as exc:  # the disk refused, or the index is being rebuilt: the
             # next bulk pass merges again (queries are right with the pieces as they are)
             log.warning("%s: the keyword index was left in pieces: %s", kb, exc.message)

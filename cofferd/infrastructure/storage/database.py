@@ -181,14 +181,16 @@ class Database:
 
         return await self.write(run)
 
-    async def reclaim(self, *, large_work: bool = False) -> int:
+    async def reclaim(self, *, large_work: bool = False, whole: bool = False) -> int:
         """Give the space of deleted rows back to the file system once there is enough of
-        it, a few MB per write so that other writes go on in between (a database made
-        before incremental vacuum is converted, VACUUM, the first time); then, or after
-        `large_work` or a bulk load, the memory that work left behind back to the OS (and
-        the WAL written back). Bytes freed."""
+        it (`whole`: however little there is: after a keyword index's merge, whose old
+        pieces are all free pages, 8 MB of a 45 MB cold index), a few MB per write so that
+        other writes go on in between (a database made before incremental vacuum is
+        converted, VACUUM, the first time); then, or after `large_work` or a bulk load, the
+        memory that work left behind back to the OS (and the WAL written back). Bytes
+        freed."""
         freed = 0
-        while step := await self.write(partial(_reclaim_step, under_way=bool(freed))):
+        while step := await self.write(partial(_reclaim_step, under_way=whole or bool(freed))):
             freed += step
         if freed:
             log.info("gave %.1f MB of the index back to the file system", freed / 1e6)

@@ -17,7 +17,9 @@ Against exact float32 cosine search this finds 0.99 of the top 10 (bench.studies
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import math
+import os
 from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,25 +27,29 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from cofferd.infrastructure.storage.sqlite import Connection
 
-try:
-    import sqlite_vec
 
-    IMPORT_ERROR: str | None = None
-except ImportError as exc:  # pragma: no cover - a hard dependency
-    sqlite_vec = None
-    IMPORT_ERROR = str(exc)
+def _extension() -> tuple[str | None, str | None]:
+    """(the path of sqlite-vec's loadable extension, or None and why). Found without
+    importing the package, which imports numpy (0.1 s of every daemon's start) for helpers
+    Coffer does not use; the path is the one its `loadable_path()` gives."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:  # pragma: no cover - a hard dependency
+        return None, "No module named 'sqlite_vec'"
+    return os.path.join(os.path.dirname(spec.origin), "vec0"), None
 
+
+EXTENSION, IMPORT_ERROR = _extension()
 load_error: str | None = IMPORT_ERROR
 
 
 def load(conn: Connection) -> bool:
     """Load the extension into a connection; False (and `load_error` set) when it cannot."""
     global load_error
-    if sqlite_vec is None:
+    if EXTENSION is None:
         return False
     try:
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.execute("SELECT load_extension(?)", (EXTENSION,))
         conn.enable_load_extension(False)
     except Exception as exc:  # noqa: BLE001 - driver errors differ per driver; reported in status
         load_error = f"sqlite-vec cannot be loaded: {exc}"
@@ -147,7 +153,7 @@ def search(
 ) -> list[tuple[str, float]]:
     """The k nearest (chunk id, cosine distance), nearest first; `within` is a subquery
     (with its arguments) selecting the chunk ids allowed, applied inside the scan."""
-    if sqlite_vec is None or recorded(conn, kb) is None:
+    if EXTENSION is None or recorded(conn, kb) is None:
         return []
     subquery, args = within if within else ("", ())
     name = table_name(kb)

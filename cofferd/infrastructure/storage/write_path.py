@@ -164,8 +164,8 @@ class SqliteDocumentIndex:
     async def degraded(self, kb: str) -> list[tuple[str, list[str]]]:
         return await self.db.read(lambda conn: document_rows.degraded(conn, kb))
 
-    async def reclaim(self, *, large_work: bool = False) -> int:
-        return await self.db.reclaim(large_work=large_work)
+    async def reclaim(self, *, large_work: bool = False, whole: bool = False) -> int:
+        return await self.db.reclaim(large_work=large_work, whole=whole)
 
     async def merge_keyword_index(self, kb: str) -> None:
         while await self.db.write(lambda conn: fts_index.merge_step(conn, kb, MERGE_STEP)):
