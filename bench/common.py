@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import json
 import os
 import platform
@@ -173,6 +174,23 @@ def run_in_repo(repo: Path) -> None:
     finally:
         shutil.rmtree(root)
     sys.exit(child.returncode)
+
+
+def embed_as(embedder: Any, query: bool) -> dict[str, Any]:
+    """The keyword arguments that ask a checkout's embedder for passages' vectors or
+    (`query`) a search's: its lane (domain.index_records.EmbedLane) since issue 43, a
+    `query` flag before."""
+    if "lane" not in inspect.signature(embedder.embed).parameters:
+        return {"query": query}
+    from cofferd.domain.index_records import EmbedLane
+
+    return {"lane": EmbedLane.QUERY if query else EmbedLane.BULK}
+
+
+def asks_query(query: bool, lane: Any) -> bool:
+    """Whether a call to an embedder of a bench's own (standing in for the real one)
+    asks for a search's vectors: `query` from a checkout before issue 43, `lane` after."""
+    return query or getattr(lane, "value", None) == "query"
 
 
 # -- targets (the guards) ----------------------------------------------------------------

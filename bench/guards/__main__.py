@@ -24,6 +24,7 @@ QUICK: dict[str, list[str]] = {
     "cjk_questions": ["--limit", "300"],
     "scifact_vectors": [],
     "multilingual_search": ["--limit", "100"],
+    "embedding_lanes": ["--queries", "20", "--saves", "3"],
     "noop_pass": ["--documents", "40000"],
     "scale": ["--documents", "40000"],
     "responsiveness": ["--side-by-side"],

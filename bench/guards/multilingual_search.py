@@ -40,7 +40,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import exit_by_targets, machine, median, percentile, scratch_home, verdict
+from bench.common import (
+    asks_query,
+    embed_as,
+    exit_by_targets,
+    machine,
+    median,
+    percentile,
+    scratch_home,
+    verdict,
+)
 from bench.guards.scifact_keyword import load_beir, ndcg_at, ranked_documents, write_beir
 from coffer_kernel.locations import Locations
 from cofferd.application.search import fusion, retrieval
@@ -88,11 +97,14 @@ class CachedEmbedder:
         role = "query" if query else "passage"
         return hashlib.sha256(f"{self.model}\0{role}\0{text}".encode()).hexdigest()
 
-    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+    async def embed(
+        self, texts: Sequence[str], *, query: bool = False, lane: Any = None
+    ) -> list[list[float]]:
         import array
 
+        query = asks_query(query, lane)
         if query and self.live_queries:
-            return await self.inner.embed(texts, query=True)
+            return await self.inner.embed(texts, **embed_as(self.inner, True))
 
         keys = [self._key(t, query) for t in texts]
         found: dict[str, list[float]] = {}
@@ -105,7 +117,7 @@ class CachedEmbedder:
         missing = [i for i, k in enumerate(keys) if k not in found]
         if missing:
             started = time.perf_counter()
-            got = await self.inner.embed([texts[i] for i in missing], query=query)
+            got = await self.inner.embed([texts[i] for i in missing], **embed_as(self.inner, query))
             self.embed_s += time.perf_counter() - started
             self.embedded += len(missing)
             for i, vector in zip(missing, got, strict=True):
@@ -360,12 +372,12 @@ async def speed(args: argparse.Namespace) -> None:
     home = scratch_home("mlspeed")
     embedder = LocalEmbedder(config, home)
     try:
-        await embedder.embed(["warm"])
+        await embedder.embed(["warm"], **embed_as(embedder, False))
         for label, texts in samples.items():
             texts = texts[-args.speed :]  # the last ones: never in the quality sets' cache
             query = "questions" in label
             started = time.perf_counter()
-            await embedder.embed(texts, query=query)
+            await embedder.embed(texts, **embed_as(embedder, query))
             elapsed = time.perf_counter() - started
             chars = sum(map(len, texts)) / len(texts)
             print(

@@ -29,7 +29,7 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from bench.common import DATA, machine, scratch_home
+from bench.common import DATA, embed_as, machine, scratch_home
 from bench.guards.multilingual_search import CachedEmbedder, load
 from bench.guards.scifact_keyword import ranked_documents, write_beir
 from bench.studies.hybrid_sweep import EVERYDAY
@@ -156,8 +156,8 @@ async def known_pairs() -> dict[str, list[float]]:
             ]
             questions = [description_and_note(english[n], n)[0] for n in names]
             notes = [description_and_note(pages[n], n)[1] for n in names]
-            asked = await embedder.embed(questions, query=True)
-            read = await embedder.embed(notes)
+            asked = await embedder.embed(questions, **embed_as(embedder, True))
+            read = await embedder.embed(notes, **embed_as(embedder, False))
             out[f"tldr: an English description against its own page in {language}"] = [
                 sum(a * b for a, b in zip(q, d, strict=True))
                 for q, d in zip(asked, read, strict=True)

@@ -144,20 +144,27 @@ from pathlib import Path
 from cofferd.domain.config import EmbeddingConfig
 from cofferd.infrastructure.models.embedders import LocalEmbedder
 
+def role(embedder, query):  # bench.common.embed_as, in whichever checkout runs this
+    import inspect
+    if "lane" not in inspect.signature(embedder.embed).parameters:
+        return {"query": query}
+    from cofferd.domain.index_records import EmbedLane
+    return {"lane": EmbedLane.QUERY if query else EmbedLane.BULK}
+
 async def main():
     config = EmbeddingConfig(provider="local")
     assembling = LocalEmbedder(config, Path(sys.argv[1]))  # the model folder, once
-    await assembling.embed(["ready"])
+    await assembling.embed(["ready"], **role(assembling, False))
     await assembling.close()
     embedder = LocalEmbedder(config, Path(sys.argv[1]))
     try:
         started = time.perf_counter()
-        await embedder.embed(["ready"])
+        await embedder.embed(["ready"], **role(embedder, False))
         first = time.perf_counter() - started
         took = []
         for i in range(int(sys.argv[2])):
             started = time.perf_counter()
-            await embedder.embed([f"how do I restore a deleted note {i}"])
+            await embedder.embed([f"how do I restore a deleted note {i}"], **role(embedder, True))
             took.append(time.perf_counter() - started)
     finally:
         await embedder.close()

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bench.common import extract_tldr, machine
+from bench.common import embed_as, extract_tldr, machine
 from bench.guards.scifact_keyword import load_scifact, ndcg_at, ranked_documents
 from coffer_kernel.locations import Locations
 from cofferd.application.search import retrieval
@@ -287,7 +287,8 @@ class Vectors:
             path = folder / f"{n:04d}.npy"
             if not path.is_file():
                 batch = unique[start : start + BLOCK]
-                vectors = np.asarray(await self.embedder.embed(batch), dtype=np.float32)
+                got = await self.embedder.embed(batch, **embed_as(self.embedder, False))
+                vectors = np.asarray(got, dtype=np.float32)
                 np.save(path.with_suffix(".tmp.npy"), vectors)
                 path.with_suffix(".tmp.npy").rename(path)
                 done += len(batch)
@@ -601,11 +602,14 @@ class Remembered:
         self.misses = 0
         self.dimensions = vectors.embedder.dimensions
 
-    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+    async def embed(
+        self, texts: Sequence[str], *, query: bool = False, lane: Any = None
+    ) -> list[list[float]]:
         missing = list(dict.fromkeys(t for t in texts if t not in self.known))
         if missing:
             self.misses += len(missing)
-            got = await self.vectors.embedder.embed(missing)
+            inner = self.vectors.embedder
+            got = await inner.embed(missing, **embed_as(inner, False))
             self.known.update(
                 (t, np.asarray(v, np.float32)) for t, v in zip(missing, got, strict=True)
             )

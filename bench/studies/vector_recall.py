@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import DATA, machine
+from bench.common import DATA, embed_as, machine
 from cofferd.domain.config import EmbeddingConfig
 from cofferd.infrastructure.models.embedders import LocalEmbedder
 from cofferd.infrastructure.storage import schema, sqlite, vec_index
@@ -52,7 +52,10 @@ async def embedded(cache: Path, name: str, texts: list[str], embedder: LocalEmbe
     for start in range(0, len(texts), BLOCK):
         path = folder / f"{start:06d}.npy"
         if not path.is_file():
-            vectors = np.asarray(await embedder.embed(texts[start : start + BLOCK]), np.float32)
+            vectors = np.asarray(
+                await embedder.embed(texts[start : start + BLOCK], **embed_as(embedder, False)),
+                np.float32,
+            )
             np.save(path.with_suffix(".tmp.npy"), vectors)
             path.with_suffix(".tmp.npy").rename(path)
             print(f"  {name}: {start + len(vectors)}/{len(texts)}", flush=True)

@@ -15,4 +15,9 @@ class ConversionFailed(Exception):
 
 
 class EmbeddingFailed(Exception):
-    """The embedding provider is unavailable or returned unusable vectors."""
+    """The embedding provider is unavailable or returned unusable vectors. Its message is
+    never empty (logged as the reason, in the status and the API): a failure without
+    words of its own is said by what it is (`otherwise`, e.g. an exception's type)."""
+
+    def __init__(self, reason: str, otherwise: str = "no reason given") -> None:
+        super().__init__(reason.strip() or otherwise)

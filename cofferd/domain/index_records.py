@@ -1,10 +1,12 @@
 """What the index holds of a document and what is written to it: indexed files and their
-stats, prepared chunks and writes, documents owing vectors, link rows, converted text."""
+stats, prepared chunks and writes, documents owing vectors and the lane their texts take,
+link rows, converted text."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from cofferd.domain.file_records import FileStat
 from cofferd.domain.links import Link
@@ -123,6 +125,17 @@ class EmbedJob:
     content_sha256: str
     chunking: str
     chunks: Sequence[tuple[str, str]]
+
+
+class EmbedLane(Enum):
+    """What kind of work an embedding is, which its caller says (the model's process
+    serves them in this order): a search's query, always first; a save's texts (what a
+    save or an API write just wrote to a knowledge base); bulk work (a catch-up, a pass
+    over many files, a model switch's whole KB), shared between knowledge bases in turn."""
+
+    QUERY = "query"
+    SAVE = "save"
+    BULK = "bulk"
 
 
 LinkRow = tuple[str, str, Link]  # (the linking document's id, its path, the link)

@@ -14,6 +14,7 @@ from cofferd.domain.index_records import (
     Converted,
     DocumentWrite,
     EmbedJob,
+    EmbedLane,
     IndexedFile,
     IndexedFiles,
     LinkRow,
@@ -292,9 +293,10 @@ class ScratchFolder(Protocol):
 class Embedder(Protocol):
     dimensions: int
 
-    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
-        """The texts' vectors: passages to store, or (`query`) a search's words, which a
-        model such as e5 reads with another prefix."""
+    async def embed(self, texts: Sequence[str], *, lane: EmbedLane) -> list[list[float]]:
+        """The texts' vectors: passages to store (a save's or bulk work's, `lane`), or
+        (EmbedLane.QUERY) a search's words, which a model such as e5 reads with another
+        prefix."""
         ...
 
     async def close(self) -> None: ...

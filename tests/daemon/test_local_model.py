@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from cofferd.domain.config import EmbeddingConfig
+from cofferd.domain.index_records import EmbedLane
 from cofferd.infrastructure.models import embedders
 from cofferd.infrastructure.models.embedders import (
     BUNDLED_FASTEMBED_NAME,
@@ -66,8 +67,10 @@ async def test_the_bundled_model_gives_the_vectors_fastembed_gave(models: Path) 
     expected = [v.tolist() for v in reference.embed(TEXTS, batch_size=32)]
     embedder = LocalEmbedder(EmbeddingConfig(provider="local"), models)
     try:
-        got = await embedder.embed(TEXTS)
-        alone = await embedder.embed([TEXTS[1]])  # a batch of one: no padding at all
+        got = await embedder.embed(TEXTS, lane=EmbedLane.BULK)
+        alone = await embedder.embed(
+            [TEXTS[1]], lane=EmbedLane.BULK
+        )  # a batch of one: no padding at all
     finally:
         await embedder.close()
     pairs = list(zip(got, expected, strict=True))
@@ -98,13 +101,13 @@ async def test_an_idle_model_is_unloaded_and_loaded_again_when_used(
     monkeypatch.setattr(embedders, "IDLE_UNLOAD_S", 0.05)
     embedder = LocalEmbedder(EmbeddingConfig(provider="local"), models)
     try:
-        first = await embedder.embed(["someone having a meal"])
+        first = await embedder.embed(["someone having a meal"], lane=EmbedLane.BULK)
         assert embedder.loaded
         deadline = time.monotonic() + 10
         while embedder.loaded and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         assert not embedder.loaded
-        assert await embedder.embed(["someone having a meal"]) == first
+        assert await embedder.embed(["someone having a meal"], lane=EmbedLane.BULK) == first
     finally:
         await embedder.close()
 
@@ -113,6 +116,7 @@ MEASURE = """
 import asyncio, json, sys
 from pathlib import Path
 from cofferd.domain.config import EmbeddingConfig
+from cofferd.domain.index_records import EmbedLane
 from cofferd.infrastructure.models.embedders import LocalEmbedder
 
 def rss(pid="self"):
@@ -123,9 +127,9 @@ async def main():
     texts = json.loads(sys.argv[2])
     before = rss()
     embedder = LocalEmbedder(EmbeddingConfig(provider="local"), Path(sys.argv[1]))
-    await embedder.embed(texts)  # as the embedding queue does: 16 documents' chunks at once
+    await embedder.embed(texts, lane=EmbedLane.BULK)  # as the embedding queue: 16 documents
     for text in texts[:20]:
-        await embedder.embed([text[:40]])  # as searches do
+        await embedder.embed([text[:40]], lane=EmbedLane.QUERY)  # as searches do
     after, model = rss(), rss(embedder._process.pid)
     await embedder.close()
     print(json.dumps({"grown": after["VmRSS"] - before["VmRSS"],

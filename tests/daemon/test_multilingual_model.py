@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,38 @@ NOTES = {
 }
 MULTILINGUAL = {"provider": "local", "model": "multilingual-e5-small"}
 VECTOR_MODES = ["keyword", "grep", "vector", "hybrid"]
+
+
+# the other KB's bulk pass: documents of a few chunks of Chinese (a chunk is a slice)
+BULK_DOCUMENTS = 48
+COMMON = (
+    "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动"
+    "同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自"
+    "二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日"
+    "那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变"
+    "条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总"
+    "次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指"
+    "几九区强放决西被干做必战先回则任取据处理府研质"
+)
+
+
+def cjk_document(seed: int, sections: int = 6, chars: int = 200) -> str:
+    """A document of a few sections of made-up Chinese (each a chunk, sent alone)."""
+    rng = random.Random(seed)
+    parts = [f"# 文档 {seed}"]
+    for n in range(sections):
+        text = "".join(rng.choice(COMMON) for _ in range(chars))
+        parts.append(
+            f"## 第{n + 1}节\n\n" + "。".join(text[i : i + 30] for i in range(0, chars, 30))
+        )
+    return "\n\n".join(parts) + "\n"
+
+
+def owed(d: Daemon, kb: str) -> int:
+    for entry in d.client.get("/api/v1/status")["knowledge_bases"]:
+        if entry["name"] == kb:
+            return int(entry.get("vectors", {}).get("embed_pending", 0))
+    raise KeyError(kb)
 
 
 def embedded(d: Daemon, kb: str, documents: int) -> bool:
@@ -62,6 +96,52 @@ def test_a_cjk_question_is_answered_through_the_multilingual_model(tmp_path: Pat
         assert top("宠物犬的日常运动") == ("hybrid", None, "dog.md")
         assert top("What is the capital of South Korea?") == ("hybrid", None, "seoul.md")
         assert top("memory safety in systems programming") == ("hybrid", None, "rust.md")
+    finally:
+        cleanup(d)
+
+
+def test_a_search_and_a_save_never_wait_for_another_knowledge_bases_bulk_pass(
+    tmp_path: Path,
+) -> None:
+    """Two knowledge bases on the multilingual model share its one process. While `bulk`
+    embeds many chunks (a pass of minutes), a search in `live` is answered in hybrid mode
+    (its query goes first: it waits for the slice in flight, not a batch, and never falls
+    back to keyword), and a note saved in `live` gets its vectors within seconds (its
+    texts go before bulk work), with `bulk`'s pass still under way."""
+    d = new_daemon(tmp_path).start()
+    try:
+        config = {
+            "enabled_modes": VECTOR_MODES,
+            "default_mode": "hybrid",
+            "embedding": MULTILINGUAL,
+        }
+        d.client.post("/api/v1/knowledge_bases", {"name": "live", "config": config})
+        for name, text in NOTES.items():
+            write(d.docs("live") / name, text)
+        wait_for(lambda: embedded(d, "live", len(NOTES)), timeout=60)
+        d.client.post("/api/v1/knowledge_bases", {"name": "bulk", "config": config})
+        for i in range(BULK_DOCUMENTS):
+            write(d.docs("bulk") / f"doc{i:03d}.md", cjk_document(i))
+        wait_for(lambda: owed(d, "bulk") == BULK_DOCUMENTS, timeout=30)  # indexed, none embedded
+
+        for query, note in (
+            ("宠物犬的日常运动", "dog.md"),
+            ("What is the capital of South Korea?", "seoul.md"),
+        ):
+            asked = time.monotonic()
+            found = d.client.post(d.client.kb("live", "/search"), {"query": query})
+            took = time.monotonic() - asked
+            assert (found["mode"], found["fallback"]) == ("hybrid", None), found
+            assert Path(found["passages"][0]["path"]).name == note
+            assert took < 4.0, took  # a batch of the bulk pass takes tens of seconds
+
+        write(d.docs("live") / "tea.md", "# 绿茶\n\n春天采摘的绿茶要用八十度的水冲泡。")
+        saved = time.monotonic()
+        wait_for(lambda: embedded(d, "live", len(NOTES) + 1), timeout=10.0)
+        assert time.monotonic() - saved < 10.0
+        assert owed(d, "bulk") > 0  # its pass was under way all along
+        found = d.client.post(d.client.kb("live", "/search"), {"query": "泡茶的水温"})
+        assert (found["mode"], Path(found["passages"][0]["path"]).name) == ("hybrid", "tea.md")
     finally:
         cleanup(d)
 

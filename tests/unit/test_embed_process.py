@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from cofferd.domain.config import EmbeddingConfig
-from cofferd.infrastructure.models import embedders
+from cofferd.domain.index_records import EmbedLane
+from cofferd.infrastructure.models import embedders, model_lanes
 from cofferd.infrastructure.models.embedders import LEAN_MODEL, LocalEmbedder, bundled_model_dir
 from cofferd.infrastructure.models.onnx_graph import _model_class, gather_quantized_rows, int8_model
 from cofferd.infrastructure.models.sentence_encoder import SentenceEncoder
@@ -88,7 +89,7 @@ def test_batches_hold_a_token_budget(models: Path) -> None:
 async def test_the_model_runs_in_a_process_stopped_on_close(models: Path) -> None:
     embedder = LocalEmbedder(EmbeddingConfig(provider="local"), models)
     try:
-        await embedder.embed(["someone having a meal"])
+        await embedder.embed(["someone having a meal"], lane=EmbedLane.BULK)
         pid = model_pid(embedder)
         assert pid != os.getpid() and Path(f"/proc/{pid}").exists()
     finally:
@@ -101,10 +102,10 @@ async def test_a_model_process_killed_from_outside_costs_no_call(models: Path) -
     is answered by the next process, with the same vectors."""
     embedder = LocalEmbedder(EmbeddingConfig(provider="local"), models)
     try:
-        first = await embedder.embed(["someone having a meal"])
+        first = await embedder.embed(["someone having a meal"], lane=EmbedLane.BULK)
         pid = model_pid(embedder)
         os.kill(pid, signal.SIGKILL)
-        again = await embedder.embed(["someone having a meal"])
+        again = await embedder.embed(["someone having a meal"], lane=EmbedLane.BULK)
         assert model_pid(embedder) != pid
         assert max(abs(a - b) for a, b in zip(first[0], again[0], strict=True)) < 1e-6
     finally:
@@ -120,14 +121,14 @@ async def test_knowledge_bases_on_one_model_share_its_process_whatever_their_thr
     one = LocalEmbedder(EmbeddingConfig(provider="local", threads=1, batch_size=4), models, shared)
     two = LocalEmbedder(EmbeddingConfig(provider="local", threads=2, batch_size=64), models, shared)
     try:
-        (a,) = await one.embed(["someone having a meal"])
-        (b,) = await two.embed(["someone having a meal"])
+        (a,) = await one.embed(["someone having a meal"], lane=EmbedLane.BULK)
+        (b,) = await two.embed(["someone having a meal"], lane=EmbedLane.BULK)
         assert model_pid(one) == model_pid(two)
         assert len(shared.processes()) == 1 and shared.processes()[0].threads == 2
         assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-5
         await two.close()
         assert shared.processes()[0].threads == 1  # the other one's, from its next request
-        assert len(await one.embed(TEXTS)) == len(TEXTS)
+        assert len(await one.embed(TEXTS, lane=EmbedLane.BULK)) == len(TEXTS)
     finally:
         await one.close()
         await two.close()
@@ -137,25 +138,90 @@ async def test_knowledge_bases_on_one_model_share_its_process_whatever_their_thr
 async def test_a_query_given_up_on_leaves_the_process_in_step(models: Path) -> None:
     embedder = LocalEmbedder(EmbeddingConfig(provider="local"), models)
     try:
-        (meal,) = await embedder.embed(["someone having a meal"])
+        (meal,) = await embedder.embed(["someone having a meal"], lane=EmbedLane.BULK)
         pid = model_pid(embedder)
-        long_batch = asyncio.ensure_future(embedder.embed([SENTENCE * 14] * 40))
+        long_batch = asyncio.ensure_future(
+            embedder.embed([SENTENCE * 14] * 40, lane=EmbedLane.BULK)
+        )
         await asyncio.sleep(0.05)
-        with pytest.raises(TimeoutError):  # waits behind the batch; its caller gives up
-            async with asyncio.timeout(0.05):
-                await embedder.embed(["a query"])
+        with pytest.raises(TimeoutError):  # its caller gives up before it is answered
+            async with asyncio.timeout(0.001):
+                await embedder.embed(["a query"], lane=EmbedLane.QUERY)
         assert len(await long_batch) == 40
-        assert await embedder.embed(["someone having a meal"]) == [meal]  # its own reply
+        assert await embedder.embed(["someone having a meal"], lane=EmbedLane.BULK) == [meal]
         assert model_pid(embedder) == pid
     finally:
         await embedder.close()
+
+
+async def test_a_query_and_a_save_wait_for_a_slice_not_for_another_knowledge_bases_batch(
+    models: Path,
+) -> None:
+    """Two knowledge bases on one model: while one embeds a long bulk batch, the other's
+    query and save are answered within a slice's time, and the batch's vectors are
+    unchanged by the slicing."""
+    shared = embedders.BundledModels()
+    bulk = LocalEmbedder(EmbeddingConfig(provider="local"), models, shared)
+    live = LocalEmbedder(EmbeddingConfig(provider="local"), models, shared)
+    texts = [f"{i} {SENTENCE * 14}" for i in range(160)]
+    try:
+        (meal,) = await live.embed(["someone having a meal"], lane=EmbedLane.QUERY)
+        started = time.monotonic()
+        batch = asyncio.ensure_future(bulk.embed(texts, lane=EmbedLane.BULK))
+        await asyncio.sleep(0.2)
+        waits = []
+        for lane in (EmbedLane.QUERY, EmbedLane.SAVE, EmbedLane.QUERY):
+            asked = time.monotonic()
+            (vector,) = await live.embed(["someone having a meal"], lane=lane)
+            waits.append(time.monotonic() - asked)
+            assert not batch.done()  # answered while the batch runs
+            if lane is EmbedLane.QUERY:
+                assert vector == meal
+        vectors = await batch
+        whole = time.monotonic() - started
+        assert max(waits) < whole / 4, (waits, whole)
+        (alone,) = await bulk.embed([texts[7]], lane=EmbedLane.BULK)
+        assert float(np.dot(alone, vectors[7])) > 0.9999
+    finally:
+        await bulk.close()
+        await live.close()
+
+
+def test_slices_hold_few_texts_and_few_tokens() -> None:
+    short, long_text, cjk = "a note", "word " * 400, "東京は日本の首都です。" * 30
+    assert [len(s) for s in model_lanes.slices([short] * 40)] == [16, 16, 8]
+    assert [len(s) for s in model_lanes.slices([short, long_text, short])] == [1, 1, 1]
+    assert [len(s) for s in model_lanes.slices([cjk, cjk])] == [1, 1]  # ~330 tokens each
+    assert model_lanes.estimated_tokens("東京" * 50) == 101
+    assert model_lanes.estimated_tokens("word " * 40) == 51
+
+
+async def test_lanes_serve_queries_then_saves_then_bulk_work_each_user_in_turn() -> None:
+    lanes = model_lanes.Lanes()
+
+    def put(user: str, lane: EmbedLane, *names: str) -> None:
+        lanes.add(user, [model_lanes.Slice(None, 1.0, lane, [name]) for name in names])
+
+    put("b", EmbedLane.BULK, "b1", "b2", "b3")
+    put("c", EmbedLane.BULK, "c1", "c2")
+    put("a", EmbedLane.SAVE, "a1", "a2")
+    put("a", EmbedLane.QUERY, "q")
+    order = []
+    while (piece := lanes.next()) is not None:
+        order.append(piece.texts[0])
+        if piece.texts[0] == "b1":
+            put("a", EmbedLane.QUERY, "q2")  # a query that comes later still goes next
+            gone = model_lanes.Slice(None, 1.0, EmbedLane.BULK, ["gone"])
+            lanes.add("c", [gone])
+            gone.reply.cancel()  # its caller gave up: never sent
+    assert order == ["q", "a1", "a2", "b1", "q2", "c1", "b2", "c2", "b3"]
 
 
 async def test_an_idle_model_process_exits(models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embedders, "IDLE_UNLOAD_S", 0.05)
     embedder = LocalEmbedder(EmbeddingConfig(provider="local"), models)
     try:
-        await embedder.embed(["ready"])
+        await embedder.embed(["ready"], lane=EmbedLane.BULK)
         pid = model_pid(embedder)
         deadline = time.monotonic() + 10
         while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
@@ -178,16 +244,16 @@ async def test_any_other_local_model_runs_in_a_process_whose_pool_is_its_only_id
     own = LocalEmbedder(config, models)
     bundled = LocalEmbedder(EmbeddingConfig(provider="local"), models)
     try:
-        (a,) = await own.embed(["someone having a meal"])
+        (a,) = await own.embed(["someone having a meal"], lane=EmbedLane.BULK)
         pid = model_pid(own)
         assert pid != os.getpid()
-        (b,) = await bundled.embed(["someone having a meal"])
+        (b,) = await bundled.embed(["someone having a meal"], lane=EmbedLane.BULK)
         assert float(np.dot(a, b)) > 0.99  # fastembed's model.onnx, the lean one: close
         deadline = time.monotonic() + 10
         while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         assert not Path(f"/proc/{pid}").exists() and not own.loaded
-        assert await own.embed(["someone having a meal"]) == [a]
+        assert await own.embed(["someone having a meal"], lane=EmbedLane.BULK) == [a]
     finally:
         await own.close()
         await bundled.close()

@@ -19,6 +19,7 @@ from cofferd.application.indexing import embeddings as embeddings_module
 from cofferd.application.search.retrieval import fuse
 from cofferd.domain.config import EmbeddingConfig
 from cofferd.domain.errors import EngineUnavailable
+from cofferd.domain.index_records import EmbedLane
 from cofferd.domain.models import KnowledgeBase, Passage
 from cofferd.infrastructure.models.embedders import LocalEmbedder, resolve_credential
 from cofferd.surfaces.core import Coffer
@@ -240,7 +241,9 @@ def test_credentials_are_references_never_values(
 async def test_bundled_local_model_gives_reference_embeddings(tmp_path: Path) -> None:
     embedder = LocalEmbedder(EmbeddingConfig(provider="local"), tmp_path / "models")
     try:
-        a, b = await embedder.embed(["A man is eating food.", "A man is eating a piece of bread."])
+        a, b = await embedder.embed(
+            ["A man is eating food.", "A man is eating a piece of bread."], lane=EmbedLane.BULK
+        )
     finally:
         await embedder.close()
     cosine = sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
@@ -285,7 +288,7 @@ async def test_hub_model_names_fail_fast_offline(tmp_path: Path) -> None:
     started = time.monotonic()
     try:
         with pytest.raises(embeddings_module.EmbeddingFailed):
-            await embedder.embed(["x"])
+            await embedder.embed(["x"], lane=EmbedLane.BULK)
     finally:
         await embedder.close()
     assert time.monotonic() - started < 10

@@ -2,7 +2,9 @@
 (the indexing service runs the queue: `run_once` whenever there may be work).
 
 Documents written to a vector-enabled KB owe vectors (`embed_pending`); this queue embeds
-them in batches: only the chunks the model reads (`ModelCoverage.reads`); a chunk in a
+them in batches, each KB's beside the others' (one KB's long batch never holds another's),
+in the lane that says what they are (`_lane`: a save's, or bulk work's; a search's query
+goes before both). Only the chunks the model reads (`ModelCoverage.reads`); a chunk in a
 script it does not read gets no vector (keyword search and grep find it). A failure keeps
 the flag, records the error (the document is "degraded": keyword search and grep still
 find it) and retries with backoff, touching only vector rows. A change of model or width
@@ -24,7 +26,7 @@ from cofferd.application.indexing.progress import Progress, ProgressBoard
 from cofferd.domain.config import EmbeddingConfig, KnowledgeBaseConfig
 from cofferd.domain.errors import CofferError, EngineUnavailable
 from cofferd.domain.failures import EmbeddingFailed
-from cofferd.domain.index_records import EmbedJob
+from cofferd.domain.index_records import EmbedJob, EmbedLane
 from cofferd.domain.models import KnowledgeBase
 from cofferd.domain.ports import Embedder, VectorStore
 
@@ -35,6 +37,7 @@ BACKOFF_S = (15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 IDLE_RECHECK_S = 15.0
 QUERY_TIMEOUT_S = 10.0
 COVERAGE_SAMPLE = 2000  # chunks read to say how much of a KB a model cannot read
+SAVE_CHUNKS = 64  # more chunks owed at once than a save writes: bulk work
 
 
 @dataclass
@@ -59,12 +62,15 @@ class Embeddings:
         self.make_embedder = make_embedder
         self._embedders: dict[str, tuple[str, Embedder]] = {}
         self._retired: list[Embedder] = []  # replaced by a model switch: closed at the end
+        self._batches: dict[str, asyncio.Task[bool]] = {}  # KB -> its batch under way
+        self._bulk: set[str] = set()  # KBs catching up (bulk work) until caught up
         self._state: dict[str, KBEmbedState] = {}
         self._wake = asyncio.Event()
         self.unavailable: str | None = None  # why vectors cannot work here at all
         self._available: bool | None = None
 
     async def close(self) -> None:
+        await self._stop_batches()
         for embedder in [*self._retired, *(e for _, e in self._embedders.values())]:
             await embedder.close()
         self._embedders.clear()
@@ -101,20 +107,51 @@ class Embeddings:
         return self._available
 
     async def run_once(self) -> bool:
-        """One batch for each KB that owes vectors; True when something was attempted."""
+        """A batch for each KB that owes vectors, side by side, until one of them has
+        ended or work may have come (woken; the others go on meanwhile): True when
+        something was attempted (or new work may be owed)."""
         if not await self.available():
             return False
-        worked = False
+        self._wake.clear()  # what comes from now on is seen by the batches started below
         embedding = {kb.name for kb in self.kbs.list() if kb.enabled and kb.config.vector_enabled}
         for name in set(self._catching_up) - embedding:
             self._caught_up(name)  # deleted, disabled or without vectors meanwhile
         for kb in self.kbs.list():
-            if not kb.enabled:
+            if not kb.enabled or kb.name in self._batches:
                 continue
             await self._follow_model(kb)
-            if kb.config.vector_enabled and await self._embed_batch(kb):
-                worked = True
-        return worked
+            if kb.config.vector_enabled:
+                batch = asyncio.create_task(self._embed_batch(kb), name=f"embedding {kb.name}")
+                self._batches[kb.name] = batch
+        try:
+            return await self._one_ended()
+        except asyncio.CancelledError:
+            await self._stop_batches()
+            raise
+
+    async def _one_ended(self) -> bool:
+        woken = asyncio.ensure_future(self._wake.wait())
+        try:
+            while self._batches:
+                await asyncio.wait(
+                    [*self._batches.values(), woken], return_when=asyncio.FIRST_COMPLETED
+                )
+                ended = [self._batches.pop(kb) for kb, t in list(self._batches.items()) if t.done()]
+                failed = [exc for task in ended if (exc := task.exception()) is not None]
+                if failed:
+                    raise failed[0]  # (the queue logs it; any other is the same kind of thing)
+                if any(task.result() for task in ended) or woken.done():
+                    return True
+            return False
+        finally:
+            woken.cancel()
+
+    async def _stop_batches(self) -> None:
+        batches = list(self._batches.values())
+        self._batches.clear()
+        for task in batches:
+            task.cancel()
+        await asyncio.gather(*batches, return_exceptions=True)
 
     async def drain(self, kb_name: str) -> None:
         """Embed everything a KB owes now (tests and benchmarks; the daemon uses the loop)."""
@@ -164,8 +201,9 @@ class Embeddings:
         state = self._state.setdefault(kb.name, KBEmbedState())
         jobs = _readable_chunks(jobs, config)
         texts = [text for job in jobs for _, text in job.chunks]
+        lane = self._lane(kb.name, full=len(jobs) == BATCH_DOCUMENTS or len(texts) > SAVE_CHUNKS)
         try:
-            vectors = await self._embedder(kb).embed(texts) if texts else []
+            vectors = await self._embedder(kb).embed(texts, lane=lane) if texts else []
         except (EmbeddingFailed, CofferError) as exc:
             message = failure_reason(exc)
             delay = BACKOFF_S[min(state.failures, len(BACKOFF_S) - 1)]
@@ -190,7 +228,16 @@ class Embeddings:
         progress.advance(len(jobs))
         return True
 
+    def _lane(self, kb: str, full: bool) -> EmbedLane:
+        """A KB's live changes (a save, an API write: fewer documents than a batch, few
+        chunks) go in the save lane; from a `full` batch on (a pass over many files, a
+        model switch, a catch-up at start) the KB's work is bulk until it is caught up."""
+        if full:
+            self._bulk.add(kb)
+        return EmbedLane.BULK if kb in self._bulk else EmbedLane.SAVE
+
     def _caught_up(self, kb: str) -> None:
+        self._bulk.discard(kb)
         progress = self._catching_up.pop(kb, None)
         if progress is not None:
             self.progress.finish(progress)
@@ -201,7 +248,7 @@ class Embeddings:
         limit = min(QUERY_TIMEOUT_S, kb.config.embedding.timeout_s)
         try:
             async with asyncio.timeout(limit):
-                (vector,) = await self._embedder(kb).embed([text], query=True)
+                (vector,) = await self._embedder(kb).embed([text], lane=EmbedLane.QUERY)
         except (EmbeddingFailed, CofferError, TimeoutError) as exc:
             why = f"no answer within {limit:g} s" if isinstance(exc, TimeoutError) else None
             log.warning(
@@ -267,7 +314,7 @@ class ModelCheck:
             return  # a remote provider may be down now and back later: that degrades
         embedder = self.make_embedder(config)
         try:
-            await embedder.embed(["ready"])
+            await embedder.embed(["ready"], lane=EmbedLane.SAVE)  # someone waits for it
         except EmbeddingFailed as exc:
             raise EngineUnavailable(failure_reason(exc), model=config.model) from None
         finally:

@@ -23,6 +23,7 @@ from typing import Any
 from cofferd.domain.config import LOCAL_DEFAULT_MODEL, LOCAL_MULTILINGUAL_MODEL, EmbeddingConfig
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import EmbeddingFailed
+from cofferd.domain.index_records import EmbedLane
 from cofferd.domain.ports import Embedder
 from cofferd.infrastructure import memory
 from cofferd.infrastructure.files.confinement import home_folder_problem
@@ -90,7 +91,7 @@ class OpenAICompatibleEmbedder:
             max_retries=0,  # retried below, with a bound on the total time
         )
 
-    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, lane: EmbedLane) -> list[list[float]]:
         import openai
 
         vectors: list[list[float]] = []
@@ -109,14 +110,17 @@ class OpenAICompatibleEmbedder:
                 except (openai.APIConnectionError, openai.APITimeoutError,
                         openai.RateLimitError, openai.InternalServerError) as exc:  # fmt: skip
                     if attempt == RETRIES - 1:
-                        raise EmbeddingFailed(f"{self.config.provider}: {exc}") from None
+                        raise EmbeddingFailed(self._failure(exc)) from None
                     await asyncio.sleep(BACKOFF_S * 2**attempt)
                 except openai.APIError as exc:
-                    raise EmbeddingFailed(f"{self.config.provider}: {exc}") from None
+                    raise EmbeddingFailed(self._failure(exc)) from None
             got = [list(item.embedding) for item in sorted(reply.data, key=lambda d: d.index)]
             check_vectors(got, len(batch), self.dimensions)
             vectors += got
         return vectors
+
+    def _failure(self, exc: Exception) -> str:
+        return f"{self.config.provider}: {str(exc).strip() or type(exc).__name__}"
 
     async def close(self) -> None:
         await self._client.close()
@@ -319,13 +323,19 @@ class LocalEmbedder:
         assert self._settings is not None
         return self._process, self._settings
 
-    async def embed(self, texts: Sequence[str], *, query: bool = False) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, lane: EmbedLane) -> list[list[float]]:
+        """In `lane` of its model's process, taking turns there with the other knowledge
+        bases' embedders."""
         try:
             process, settings = await self._model_process()
         except EngineUnavailable as exc:
-            raise EmbeddingFailed(exc.message) from None
+            raise EmbeddingFailed(exc.message, exc.code) from None
         vectors = await process.embed(
-            texts, query, batch_size=settings.batch_size, timeout_s=self.config.timeout_s
+            texts,
+            lane,
+            user=self,
+            batch_size=settings.batch_size,
+            timeout_s=self.config.timeout_s,
         )
         check_vectors(vectors, len(texts), self.dimensions)
         return vectors

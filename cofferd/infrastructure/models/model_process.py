@@ -7,11 +7,13 @@ unloaded.
 models/model_main): one process per model, started when texts are to be embedded and
 stopped after `idle_s` without any: the pool's idle time is the only one a model has. A
 request is (settings, (query?, [texts])); its reply the vectors as float32 bytes, or why
-there are none. Texts go in pieces of `PIECE`, each within its time (`budget`): a query
-waits for the piece in flight, not the whole batch, and a process that dies or is stopped
-from outside costs the piece it held, which the pool gives to the next process (workers.
-pool: a kill or a stop from outside is no text's fault). A process that crashes on the
-same piece, alone, twice, or takes too long is an EmbeddingFailed for the texts.
+there are none. Texts go in small slices, one at a time, in the order of their lanes
+(models.model_lanes: a query first, then a save's texts, then bulk work, each lane's
+callers in turn), each within its time (`budget`): a query waits for the slice in
+flight, about one text's time, never a batch's. A process that dies or is stopped from
+outside costs the slice it held, which the pool gives to the next process (workers.pool:
+a kill or a stop from outside is no text's fault). A process that crashes on the same
+slice, alone, twice, or takes too long is an EmbeddingFailed for the texts.
 
 Every knowledge base on one model shares its process, whatever its settings: the batch
 size travels with each request (the process runs each at its own), the threads do not
@@ -24,18 +26,22 @@ threads it started with until its process starts again (after `idle_s`).
 from __future__ import annotations
 
 import array
+import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import EmbeddingFailed
+from cofferd.domain.index_records import EmbedLane
 from cofferd.infrastructure.models import model_main
 from cofferd.infrastructure.models.encoder_settings import (
     ONNX_BERT,
     EncoderSettings,
 )
+from cofferd.infrastructure.models.model_lanes import Lanes, Slice, slices
 from cofferd.infrastructure.workers.frames import Replies
 from cofferd.infrastructure.workers.pool import WorkerEntry, WorkerPool, WorkFailed
 
@@ -43,8 +49,7 @@ log = logging.getLogger(__name__)
 
 # its replies are builtins only: ("vectors", dimensions, bytes) or ("failed", why)
 PROCESS = WorkerEntry(model_main.__name__, Replies())
-PIECE = 32  # texts sent at once
-# A piece's time, from the knowledge base's `timeout_s` (30 s unless set): twice that,
+# A slice's time, from the knowledge base's `timeout_s` (30 s unless set): twice that,
 # plus a share of it per text: MiniLM ~0.04 s each on one core, e5 ~0.7 s for a CJK
 # paragraph (several times that on a loaded machine); at 30 s, 60 s + 2 s (e5 and any
 # other model: 15 s) per text.
@@ -55,18 +60,20 @@ IDLE_S = 300.0
 
 
 def budget(texts: int, engine: str, timeout_s: float = TIMEOUT_S) -> float:
-    """How long a piece of `texts` texts may take."""
+    """How long a slice of `texts` texts may take."""
     return timeout_s * (2 + texts * PER_TEXT_SHARE.get(engine, PER_TEXT_SHARE_OTHER))
 
 
 class ModelProcess:
-    """The daemon's side: one process on a pool of one (no express worker: a query waits
-    for the piece in flight, as one process can run one at a time; then it goes first)."""
+    """The daemon's side: one process on a pool of one (no express worker), sent one
+    slice at a time by `_send`, the next taken from the lanes when the last is answered."""
 
     def __init__(self, settings: EncoderSettings, *, idle_s: float = IDLE_S) -> None:
         self.settings = settings.model_key()
         self.pool = WorkerPool(PROCESS, 1, idle_s=idle_s, express=False, nice=0)
         self._threads: list[int] = []  # each user's (a knowledge base's embedder)
+        self._lanes = Lanes()
+        self._sender: asyncio.Task[None] | None = None
 
     @property
     def running(self) -> bool:
@@ -109,35 +116,69 @@ class ModelProcess:
     async def embed(
         self,
         texts: Sequence[str],
-        query: bool = False,
+        lane: EmbedLane,
         *,
+        user: Hashable,
         batch_size: int = 1,
         timeout_s: float = TIMEOUT_S,
     ) -> list[list[float]]:
-        """The texts' vectors (`query`: a search's, served before any batch's next piece).
-        A caller that gives up (a query's timeout) leaves the piece in flight to finish:
-        the process is neither killed nor left with a reply no one reads (the pool reads
-        it and lets it go)."""
-        batch = list(texts)
-        if not batch:
+        """The texts' vectors, in `lane`, taking turns there with its other `user`s. A
+        caller that gives up (a query's timeout) leaves the slice in flight to finish (the
+        process is neither killed nor left with a reply no one reads) and the rest unsent."""
+        if not texts:
             return []
         head = replace(self.settings, threads=self.threads, batch_size=batch_size)
-        pieces = [(query, batch[i : i + PIECE]) for i in range(0, len(batch), PIECE)]
-        engine = self.settings.engine
-        found: dict[int, list[list[float]]] = {}
+        pieces = [Slice(head, timeout_s, lane, piece) for piece in slices(texts)]
+        self._lanes.add(user, pieces)
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._send(), name="model lanes")
         try:
-            async for piece, reply in self.pool.run(
-                head,
-                [[piece] for piece in pieces],
-                interactive=query,
-                timeout_of=lambda piece: budget(len(piece[1]), engine, timeout_s),
-            ):
-                found[id(piece)] = _vectors(reply, len(piece[1]))
-        except EngineUnavailable as exc:
-            raise EmbeddingFailed(exc.message) from None
-        return [vector for piece in pieces for vector in found[id(piece)]]
+            return [vector for piece in pieces for vector in await piece.reply]
+        finally:
+            for piece in pieces:
+                piece.reply.cancel()  # (those answered keep their reply)
+
+    async def _send(self) -> None:
+        """Slice after slice to the process, in the lanes' order, until it closes."""
+        engine = self.settings.engine
+        while True:
+            piece = self._lanes.next()
+            if piece is None:
+                self._lanes.ready.clear()
+                await self._lanes.ready.wait()
+                continue
+            try:
+                reply = await self.pool.ask(
+                    piece.head,
+                    (piece.lane is EmbedLane.QUERY, piece.texts),
+                    interactive=piece.lane is not EmbedLane.BULK,
+                    timeout_s=budget(len(piece.texts), engine, piece.timeout_s),
+                )
+                vectors = _vectors(reply, len(piece.texts))
+            except EngineUnavailable as exc:
+                failed: EmbeddingFailed | None = EmbeddingFailed(exc.message, exc.code)
+            except EmbeddingFailed as exc:
+                failed = exc
+            except Exception as exc:  # a bug: its caller told, the next slices still sent
+                log.exception("sending a slice to the local model failed")
+                failed = EmbeddingFailed(f"the local model's lanes failed: {type(exc).__name__}")
+            else:
+                failed = None
+            if not piece.reply.done():
+                if failed is None:
+                    piece.reply.set_result(vectors)
+                else:
+                    piece.reply.set_exception(failed)
 
     async def close(self) -> None:
+        if self._sender is not None:
+            self._sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sender
+        for piece in self._lanes.waiting():
+            if not piece.reply.done():
+                piece.reply.set_exception(EmbeddingFailed("cofferd is stopping"))
+        self._lanes.clear()
         await self.pool.close()
 
 
@@ -153,5 +194,5 @@ def _vectors(reply: Any, count: int) -> list[list[float]]:
             flat = array.array("f", data).tolist()
             return [flat[i : i + dimensions] for i in range(0, len(flat), dimensions)]
         case ("failed", str(reason)):
-            raise EmbeddingFailed(reason)
+            raise EmbeddingFailed(reason, "the local model failed and said nothing of why")
     raise EmbeddingFailed("the local model's process answered something else")
