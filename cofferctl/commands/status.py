@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from coffer_kernel.durations import time_left
+from coffer_kernel.durations import rate, time_left
 from cofferctl import api
 from cofferctl.client import Client
 from cofferctl.output import Output
@@ -75,9 +75,10 @@ def describe_progress(p: dict[str, Any]) -> str:
     percent = 100 * p["done"] / p["total"] if p["total"] else 0.0
     eta = p.get("eta_s")
     left = f", {time_left(eta)} left" if eta is not None and p["done"] < p["total"] else ""
+    unit = f" {p['unit']}" if p.get("unit") else ""
     return (
-        f"{p['phase']} {p['done']}/{p['total']} ({percent:.0f}%), "
-        f"{p['rate_per_s']:.1f}/s{left} since {p['started_at'][:19]}"
+        f"{p['phase']} {p['done']:,}/{p['total']:,}{unit} ({percent:.0f}%), "
+        f"{rate(p['rate_per_s'])}/s{left}, since {p['started_at'][:19]}"
     )
 
 

@@ -31,6 +31,7 @@ from cofferd.domain.ports import Embedder, VectorStore
 log = logging.getLogger(__name__)
 
 BATCH_DOCUMENTS = 16
+LOCAL_PIECE = 8  # texts a bundled model is asked for at once: progress moves by as many
 BACKOFF_S = (15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 IDLE_RECHECK_S = 15.0
 QUERY_TIMEOUT_S = 10.0
@@ -157,15 +158,17 @@ class Embeddings:
         if not jobs:
             self._caught_up(kb.name)
             return False
+        owed = await self.store.owed_chunks(kb.name)
         progress = self._catching_up.get(kb.name)
         if progress is None:
-            owed = (await self.kbs.counts(kb.name))["embed_pending"]
             progress = self._catching_up[kb.name] = self.progress.start(kb.name, "embedding", owed)
+        progress.total = max(progress.total, progress.done + owed)  # saves meanwhile add work
         state = self._state.setdefault(kb.name, KBEmbedState())
+        chunks = sum(len(job.chunks) for job in jobs)
         jobs = _readable_chunks(jobs, config)
         texts = [text for job in jobs for _, text in job.chunks]
         try:
-            vectors = await self._embedder(kb).embed(texts) if texts else []
+            vectors = await self._vectors(kb, texts, progress)
         except (EmbeddingFailed, CofferError) as exc:
             message = failure_reason(exc)
             delay = BACKOFF_S[min(state.failures, len(BACKOFF_S) - 1)]
@@ -187,8 +190,24 @@ class Embeddings:
                 kb.name, config.identity(), config.dimensions, done
             )
         state.failures, state.last_error = 0, None
-        progress.advance(len(jobs))
+        progress.advance(chunks - len(texts))  # the chunks left without a vector are done too
         return True
+
+    async def _vectors(
+        self, kb: KnowledgeBase, texts: list[str], progress: Progress
+    ) -> list[list[float]]:
+        """The texts' vectors, asked for a few at a time so that progress moves by chunks
+        (a remote provider gets its own batch size; a local model a few texts)."""
+        config = kb.config.embedding
+        assert config is not None
+        local = config.provider == "local"
+        step = min(config.batch_size, LOCAL_PIECE) if local else config.batch_size
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), step):
+            piece = texts[start : start + step]
+            vectors += await self._embedder(kb).embed(piece)
+            progress.advance(len(piece))
+        return vectors
 
     def _caught_up(self, kb: str) -> None:
         progress = self._catching_up.pop(kb, None)
