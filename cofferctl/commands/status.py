@@ -8,6 +8,7 @@ from typing import Any
 from coffer_kernel.durations import rate, time_left
 from cofferctl import api
 from cofferctl.client import Client
+from cofferctl.commands.kbs import model_choice_line
 from cofferctl.output import Output
 
 
@@ -62,6 +63,8 @@ def kb_notes(k: dict[str, Any]) -> list[str]:
     if k.get("problem") and k["problem"] not in problems:
         problems.insert(0, k["problem"])
     notes += [f"problem: {p}" for p in problems]
+    if said := model_choice_line((k.get("vectors") or {}).get("model_choice")):
+        notes.append(said)
     if k.get("skipped"):
         notes.append(f"{k['skipped']} files skipped (cofferctl skipped {k['name']})")
     if k.get("conflicts"):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cofferd.application.indexing.knowledge_bases import KnowledgeBases
+from cofferd.application.indexing.model_choice import ModelChoice
 from cofferd.application.indexing.progress import Progress, ProgressBoard
 from cofferd.domain.config import EmbeddingConfig, KnowledgeBaseConfig
 from cofferd.domain.errors import CofferError, EngineUnavailable
@@ -57,6 +58,7 @@ class Embeddings:
         self._catching_up: dict[str, Progress] = {}  # KB -> its embedding catch-up
         self.kbs = kbs
         self.store = store
+        self.choice = ModelChoice(kbs, store)  # the model of a KB whose settings name none
         self.make_embedder = make_embedder
         self._embedders: dict[str, tuple[str, Embedder]] = {}
         self._retired: list[Embedder] = []  # replaced by a model switch: closed at the end
@@ -112,6 +114,7 @@ class Embeddings:
         for kb in self.kbs.list():
             if not kb.enabled:
                 continue
+            kb = await self.choice.follow(kb)
             await self._follow_model(kb)
             if kb.config.vector_enabled and await self._embed_batch(kb):
                 worked = True
@@ -122,6 +125,7 @@ class Embeddings:
         kb = self.kbs.get(kb_name)
         if not await self.available():
             return
+        kb = await self.choice.follow(kb)
         await self._follow_model(kb)
         while kb.config.vector_enabled and await self._embed_batch(kb):
             pass
