@@ -26,6 +26,7 @@ import unicodedata
 import urllib.parse
 from collections.abc import Sequence
 
+from coffer_kernel.durations import rate as per_second
 from coffer_kernel.durations import time_left
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~3 ms of each start
@@ -181,7 +182,8 @@ class Progress:
         left = f" {time_left(eta_s)} left" if eta_s is not None and done < total else ""
         filled = min(self.WIDTH, int(self.WIDTH * done / total))
         bar = "#" * filled + " " * (self.WIDTH - filled)
-        text = f"\r{self.what} [{bar}] {done}/{total} {rate:.1f}/s{left} {visible(note)[:40]:<40}"
+        speed = per_second(rate)
+        text = f"\r{self.what} [{bar}] {done:,}/{total:,} {speed}/s{left} {visible(note)[:40]:<40}"
         print(text, end="", file=self.stream, flush=True)
         self.drawn = True
 

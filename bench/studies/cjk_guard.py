@@ -42,7 +42,7 @@ async def main() -> None:
     async with await Coffer.open(locations) as coffer:
         config = {
             "enabled_modes": ["keyword", "grep", "vector"],
-            "embedding": {"provider": "local", "threads": 1},
+            "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2", "threads": 1},
         }
         kb = await coffer.kbs.create("cjk", config)
         docs = locations.docs_dir("cjk")

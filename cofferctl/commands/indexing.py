@@ -53,7 +53,7 @@ def _watching(c: Client, kb: str, progress: Progress) -> Any:
             progress.show(
                 current["done"],
                 current["total"],
-                current["phase"],
+                f"{current['phase']} {current.get('unit', '')}".strip(),
                 current["rate_per_s"],
                 current.get("eta_s"),
             )

@@ -89,6 +89,8 @@ def cmd_kb_show(c: Client, a: argparse.Namespace, out: Output) -> Any:
     for key, setting in kb["effective"].items():
         source = SOURCES.get(setting["source"], setting["source"])
         out.line(f"  {key}: {json.dumps(setting['value'], ensure_ascii=False)}  ({source})")
+    if said := model_choice_line(kb.get("model_choice")):
+        out.line(f"  {said}")
     return None
 
 
@@ -98,6 +100,7 @@ SOURCES = {
     "kb_yaml": "kb.yaml",
     "machine": "this machine's settings",
     "model": "the model's default",
+    "text": "chosen by its text",
 }
 
 
@@ -109,6 +112,11 @@ def cmd_kb_set(c: Client, a: argparse.Namespace, out: Output) -> Any:
     out.line(f"updated {kb['name']}")
     for warning in kb.get("warnings") or []:
         out.line(f"{out.style('warning', '33')}: {warning}")
+    for notice in kb.get("notices") or []:
+        out.line(f"{out.style('note', '33')}: {notice['message']}; to turn it on:")
+        out.line(f"  {notice['command']}")
+    if said := model_choice_line(kb.get("model_choice")):
+        out.line(said)
     if languages := kb.get("model_languages"):
         out.line(model_languages_line(languages))
     if kb.get("reindexing"):
@@ -118,6 +126,15 @@ def cmd_kb_set(c: Client, a: argparse.Namespace, out: Output) -> Any:
             f"incomplete meanwhile"
         )
     return None
+
+
+def model_choice_line(choice: dict[str, Any] | None) -> str | None:
+    """How the embedding model was chosen, when its text chose it (`kb set`, `kb show`,
+    `status`): why, and what share of the text each bundled model reads."""
+    if not choice or choice.get("chosen_by") != "text":
+        return None
+    said = f"embedding model {choice['model']}, chosen by its text: {choice['why']}"
+    return f"{said} ({choice['reads_said']})" if choice.get("reads_said") else said
 
 
 def model_languages_line(languages: dict[str, Any]) -> str:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from coffer_kernel.durations import time_left
+from coffer_kernel.durations import rate, time_left
 from cofferctl import api
 from cofferctl.client import Client
+from cofferctl.commands.kbs import model_choice_line
 from cofferctl.output import Output
 
 
@@ -62,6 +63,8 @@ def kb_notes(k: dict[str, Any]) -> list[str]:
     if k.get("problem") and k["problem"] not in problems:
         problems.insert(0, k["problem"])
     notes += [f"problem: {p}" for p in problems]
+    if said := model_choice_line((k.get("vectors") or {}).get("model_choice")):
+        notes.append(said)
     if k.get("skipped"):
         notes.append(f"{k['skipped']} files skipped (cofferctl skipped {k['name']})")
     if k.get("conflicts"):
@@ -75,9 +78,10 @@ def describe_progress(p: dict[str, Any]) -> str:
     percent = 100 * p["done"] / p["total"] if p["total"] else 0.0
     eta = p.get("eta_s")
     left = f", {time_left(eta)} left" if eta is not None and p["done"] < p["total"] else ""
+    unit = f" {p['unit']}" if p.get("unit") else ""
     return (
-        f"{p['phase']} {p['done']}/{p['total']} ({percent:.0f}%), "
-        f"{p['rate_per_s']:.1f}/s{left} since {p['started_at'][:19]}"
+        f"{p['phase']} {p['done']:,}/{p['total']:,}{unit} ({percent:.0f}%), "
+        f"{rate(p['rate_per_s'])}/s{left}, since {p['started_at'][:19]}"
     )
 
 

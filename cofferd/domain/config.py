@@ -39,7 +39,8 @@ _WINDOWS_RESERVED = re.compile(r"(con|prn|aux|nul|com[0-9]|lpt[0-9])")
 INDEX_FORMAT = "v8"  # v8: Markdown images and links to any file are links (issue 34 §2)
 LOCAL_DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # The bundled multilingual model (multilingual-e5-small, 4-bit): about 100 languages, CJK
-# among them; slower than MiniLM (docs/benchmarks.md, issue 36), so chosen by `kb set`.
+# among them; slower than MiniLM (docs/benchmarks.md, issue 36), so chosen by a KB's text
+# when it is mostly in scripts MiniLM does not read (domain.model_by_text), or by `kb set`.
 LOCAL_MULTILINGUAL_MODEL = "multilingual-e5-small"
 BUNDLED_MODELS = (LOCAL_DEFAULT_MODEL, LOCAL_MULTILINGUAL_MODEL)
 LOCAL_DEFAULT_DIMENSIONS = 384  # both bundled models
@@ -127,6 +128,19 @@ class EmbeddingConfig(BaseModel):
     def covers_all_languages(self) -> bool:
         return self.coverage() is not ENGLISH
 
+    def text_chooses_model(self) -> bool:
+        """Whether the KB's text chooses the bundled model (domain.model_by_text): a local
+        one and none named (a model the user names always wins)."""
+        return (
+            self.provider == "local"
+            and "model" not in self.model_fields_set
+            and (not self.model_path)
+        )
+
+    def model_chosen_by_text(self) -> bool:
+        """Whether the model in use is one the text chose over the default."""
+        return self.text_chooses_model() and self.model != LOCAL_DEFAULT_MODEL
+
 
 class KnowledgeBaseConfig(BaseModel):
     """Chunk sizes are counted in words: runs of non-space text, each CJK character one word."""
@@ -212,6 +226,17 @@ def _followed_mode(enabled: list[RetrievalMode]) -> RetrievalMode:
     return enabled[0] if enabled else "keyword"
 
 
+def with_text_model(config: KnowledgeBaseConfig, model: str) -> KnowledgeBaseConfig:
+    """`config` embedding with `model`, the bundled model its text chose, where the text
+    chooses; a default like any other: never saved, and gone when a model is named."""
+    embedding = config.embedding
+    if embedding is None or not embedding.text_chooses_model() or embedding.model == model:
+        return config
+    chosen = embedding.model_copy(update={"model": model})
+    chosen.__pydantic_fields_set__.discard("model")
+    return config.model_copy(update={"embedding": chosen})
+
+
 def parse_config(data: Any) -> KnowledgeBaseConfig:
     try:
         return KnowledgeBaseConfig.model_validate(data if data is not None else {})
@@ -262,7 +287,8 @@ def merge_patch(current: Any, patch: Any) -> Any:
 
 # Where a setting in use comes from: its default, the KB's portable kb.yaml, this machine's
 # own settings (local/<kb>.yaml), or the embedding model (a default that depends on it).
-Source = Literal["default", "kb_yaml", "machine", "model"]
+# `text`: the embedding model, which the KB's text chose (domain.model_by_text).
+Source = Literal["default", "kb_yaml", "machine", "model", "text"]
 
 
 def effective_settings(config: KnowledgeBaseConfig) -> dict[str, dict[str, Any]]:
@@ -285,6 +311,8 @@ def _embedding_settings(embedding: EmbeddingConfig) -> dict[str, dict[str, Any]]
     for key in EmbeddingConfig.model_fields:
         source = _source(key in embedding.model_fields_set, key in MACHINE_LOCAL_EMBEDDING)
         found[f"embedding.{key}"] = {"value": values[key], "source": source}
+    if embedding.model_chosen_by_text():
+        found["embedding.model"]["source"] = "text"
     for key, value in _model_defaults(embedding).items():
         if values[key] is None:
             found[f"embedding.{key}"] = {"value": value, "source": "model"}

@@ -19,23 +19,26 @@ LATIN_AND_GREEK = (
     "\u0370-\u03ff\u1d00-\u1dbf\u1e00-\u1fff\u2c60-\u2c7f\ua720-\ua7ff\uff21-\uff3a\uff41-\uff5a"
     "\u2160-\u2188"  # Roman numerals (Ⅱ)
 )
-# The scripts of the ~100 languages XLM-RoBERTa (multilingual-e5's base) was trained on
-XLMR_SCRIPTS = (
-    LATIN_AND_GREEK
-    + CJK_RANGES
-    + "\u3005-\u3007\u303b"  # iteration marks, ideographic zero: letters among CJK punctuation
-    + "\u0400-\u052f\u1c80-\u1c8f\u2de0-\u2dff\ua640-\ua69f"  # Cyrillic
-    "\u0530-\u058f"  # Armenian
-    "\u0590-\u05ff\ufb1d-\ufb4f"  # Hebrew
-    "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufeff"  # Arabic
-    "\u0900-\u0dff"  # Devanagari, Bengali, Gurmukhi, Gujarati, Oriya, Tamil, Telugu,
-    # Kannada, Malayalam, Sinhala
-    "\u0e00-\u0eff"  # Thai, Lao
-    "\u1000-\u109f"  # Myanmar
-    "\u10a0-\u10ff\u1c90-\u1cbf"  # Georgian
-    "\u1200-\u139f\u2d80-\u2ddf"  # Ethiopic
-    "\u1780-\u17ff\u19e0-\u19ff"  # Khmer
+# The scripts beside Latin and Greek of the ~100 languages XLM-RoBERTa (multilingual-e5's
+# base) was trained on, by the name people know them by
+OTHER_SCRIPTS = (
+    (
+        "Chinese/Japanese/Korean",
+        CJK_RANGES + "\u3005-\u3007\u303b",  # iteration marks, ideographic zero: letters
+    ),
+    ("Cyrillic", "\u0400-\u052f\u1c80-\u1c8f\u2de0-\u2dff\ua640-\ua69f"),
+    ("Armenian", "\u0530-\u058f"),
+    ("Hebrew", "\u0590-\u05ff\ufb1d-\ufb4f"),
+    ("Arabic", "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufeff"),
+    # Devanagari, Bengali, Gurmukhi, Gujarati, Oriya, Tamil, Telugu, Kannada, Malayalam, Sinhala
+    ("an Indic script", "\u0900-\u0dff"),
+    ("Thai or Lao", "\u0e00-\u0eff"),
+    ("Myanmar", "\u1000-\u109f"),
+    ("Georgian", "\u10a0-\u10ff\u1c90-\u1cbf"),
+    ("Ethiopic", "\u1200-\u139f\u2d80-\u2ddf"),
+    ("Khmer", "\u1780-\u17ff\u19e0-\u19ff"),
 )
+XLMR_SCRIPTS = LATIN_AND_GREEK + "".join(letters for _, letters in OTHER_SCRIPTS)
 
 _WORDS = re.compile(f"[{CJK_RANGES}]|[^\\W\\d_{CJK_RANGES}]+")
 
@@ -65,9 +68,26 @@ class ModelCoverage:
         unread, total = self.words(text)
         return unread * 2 <= total
 
+    def reads_word(self, word: str) -> bool:
+        """Whether the model reads `word` (one of `words_of`)."""
+        return self.letters is None or bool(_letter_class(self.letters).match(word))
+
     def reads_all(self, text: str) -> bool:
         """Whether the model reads every word of `text` (a query it can answer)."""
         return self.words(text)[0] == 0
+
+
+def words_of(text: str) -> list[str]:
+    """The words of `text`, as the chunker counts them."""
+    return [word.group() for word in _WORDS.finditer(text)]
+
+
+def script_of(word: str) -> str:
+    """The script `word` is written in, by its name in OTHER_SCRIPTS ("another script")."""
+    for name, letters in OTHER_SCRIPTS:
+        if _letter_class(letters).match(word):
+            return name
+    return "another script"
 
 
 _CLASSES: dict[str, re.Pattern[str]] = {}

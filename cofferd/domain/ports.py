@@ -307,6 +307,10 @@ class VectorStore(Protocol):
 
     async def pending_embeds(self, kb: str, limit: int, now: float) -> list[EmbedJob]: ...
 
+    async def owed_chunks(self, kb: str) -> int:
+        """How many chunks the KB's documents that owe vectors have (due or not)."""
+        ...
+
     async def text_sample(self, kb: str, limit: int) -> list[str]:
         """The text of up to `limit` of the KB's chunks, picked at random."""
         ...

@@ -178,6 +178,7 @@ class Daemon:
                 "provider": kb.config.embedding.provider,
                 "embed_pending": counts["embed_pending"],
                 **vectors,
+                "model_choice": coffer.embeddings.choice.describe(kb),
             }
             if vectors["unavailable"]:
                 entry["problems"].append(vectors["unavailable"])

@@ -10,7 +10,7 @@ import logging
 import shutil
 from typing import TextIO
 
-from coffer_kernel.durations import time_left
+from coffer_kernel.durations import rate, time_left
 from cofferd.application.indexing.progress import Progress, ProgressBoard
 
 REDRAW_S = 0.25
@@ -27,7 +27,8 @@ def render(running: list[Progress], width: int) -> str:
         eta = p.eta_s()
         left = f", {time_left(eta)} left" if eta is not None and p.done < p.total else ""
         parts.append(
-            f"{p.kb} {p.phase} [{bar}] {p.done:,}/{p.total:,} {p.rate_per_s():,.0f}/s{left}"
+            f"{p.kb} {p.phase} [{bar}] {p.done:,}/{p.total:,} {p.unit}, "
+            f"{rate(p.rate_per_s())}/s{left}"
         )
     line = "cofferd: " + " | ".join(parts)
     return line if len(line) <= width else line[: max(width - 1, 0)] + "…"

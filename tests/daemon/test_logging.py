@@ -67,10 +67,8 @@ def test_the_default_log_has_a_line_per_pass_and_none_per_save(
     assert d.stop() == 0
     lines = d.log.read_text().splitlines()
     assert not [line for line in lines if "watchfiles" in line or "HTTP Request" in line]
-    starts = [line for line in lines if f"vault: embedding {NOTES} documents" in line]
-    ends = [
-        line for line in lines if f"vault: embedding done: {NOTES} of {NOTES} documents" in line
-    ]
+    starts = [line for line in lines if f"vault: embedding {NOTES} chunks" in line]
+    ends = [line for line in lines if f"vault: embedding done: {NOTES} of {NOTES} chunks" in line]
     assert len(starts) == 1 and len(ends) == 1, lines
     assert " in " in ends[0] and "/s)" in ends[0]
     indexing = [line for line in lines if f"vault: indexing done: {NOTES} of {NOTES} files" in line]

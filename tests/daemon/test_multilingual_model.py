@@ -146,6 +146,43 @@ def test_a_search_and_a_save_never_wait_for_another_knowledge_bases_bulk_pass(
         cleanup(d)
 
 
+def test_a_cjk_kb_with_vectors_gets_the_multilingual_model_by_default(tmp_path: Path) -> None:
+    """No model named: the text, mostly Chinese, Japanese and Korean, chooses e5; its notes
+    are embedded with it (a question none of whose words are in the note finds it); status
+    and `kb show` say why."""
+    d = new_daemon(tmp_path).start()
+    try:
+        config = {"enabled_modes": VECTOR_MODES, "embedding": {"provider": "local"}}
+        d.client.post("/api/v1/knowledge_bases", {"name": "zh", "config": config})
+        for name, text in NOTES.items():
+            write(d.docs("zh") / name, text)
+        wait_for(lambda: embedded(d, "zh", len(NOTES)), timeout=60)
+        entry = next(
+            k for k in d.client.get("/api/v1/status")["knowledge_bases"] if k["name"] == "zh"
+        )
+        assert entry["vectors"]["model"] == "multilingual-e5-small"
+        choice = entry["vectors"]["model_choice"]
+        assert choice["chosen_by"] == "text" and "Chinese/Japanese/Korean" in choice["why"]
+        assert choice["reads"]["multilingual-e5-small"] == 1.0
+        assert choice["reads"]["all-MiniLM-L6-v2"] < 0.5
+        found = d.client.post(d.client.kb("zh", "/search"), {"query": "宠物犬的日常运动"})
+        assert (found["mode"], found["fallback"]) == ("hybrid", None)
+        assert Path(found["passages"][0]["path"]).name == "dog.md"
+
+        said = cofferctl(d, "status")
+        assert (
+            "zh: embedding model multilingual-e5-small, chosen by its text: most of its text is "
+            "in Chinese/Japanese/Korean, which all-MiniLM-L6-v2 does not read"
+        ) in said
+        assert "all-MiniLM-L6-v2 reads " in said and "; multilingual-e5-small 100 %" in said
+        shown = cofferctl(d, "kb", "show", "zh")
+        assert 'embedding.model: "multilingual-e5-small"  (chosen by its text)' in shown
+        settings = (d.docs("zh").parent / "kb.yaml").read_text()
+        assert "multilingual" not in settings  # a default: never written to its settings
+    finally:
+        cleanup(d)
+
+
 def test_kb_set_says_which_languages_the_model_reads_and_how_much_it_does_not(
     tmp_path: Path,
 ) -> None:
@@ -160,10 +197,26 @@ def test_kb_set_says_which_languages_the_model_reads_and_how_much_it_does_not(
             d, "kb", "set", "mixed", "enabled_modes=keyword,grep,vector,hybrid",
             "embedding.provider=local",
         )  # fmt: skip
+        assert (
+            "embedding model multilingual-e5-small, chosen by its text: most of its text is in "
+            "Chinese/Japanese/Korean, which all-MiniLM-L6-v2 does not read (all-MiniLM-L6-v2 "
+            "reads "
+        ) in said
+        assert "% of its words; multilingual-e5-small 100 %)" in said
+        assert "all of this knowledge base's text is in scripts it reads" in said
+
+        # a model the user names wins over the text, and stays
+        said = cofferctl(d, "kb", "set", "mixed", "embedding.model=all-MiniLM-L6-v2")
         assert "embedding model all-MiniLM-L6-v2 reads English" in said
         share = float(said.split("; ")[1].split("%")[0])
         assert 60 < share < 95, said  # four notes of five are Chinese, Japanese or Korean
-        assert "embedding.model=multilingual-e5-small" in said
+        assert "embedding.model=multilingual-e5-small" in said and "chosen by its text" not in said
+        wait_for(lambda: embedded(d, "mixed", len(NOTES)))
+        vectors = next(
+            k for k in d.client.get("/api/v1/status")["knowledge_bases"] if k["name"] == "mixed"
+        )["vectors"]
+        assert vectors["model"] == "all-MiniLM-L6-v2"
+        assert vectors["model_choice"]["chosen_by"] == "user"
 
         said = cofferctl(d, "kb", "set", "mixed", "embedding.model=multilingual-e5-small")
         assert "embedding model multilingual-e5-small reads about 100 languages: Chinese" in said
@@ -173,12 +226,55 @@ def test_kb_set_says_which_languages_the_model_reads_and_how_much_it_does_not(
         )
         assert reply["model_languages"]["model"] == "all-MiniLM-L6-v2"
         assert 0.6 < reply["model_languages"]["not_read_share"] < 0.95
+        assert reply["notices"] == [] and reply["model_choice"]["chosen_by"] == "user"
+    finally:
+        cleanup(d)
+
+
+def test_kb_set_of_a_model_without_vector_search_says_what_else_to_set(tmp_path: Path) -> None:
+    d = new_daemon(tmp_path).start()
+    try:
+        d.client.post("/api/v1/knowledge_bases", {"name": "kw", "config": {}})  # keyword only
+        said = cofferctl(d, "kb", "set", "kw", "embedding.model=multilingual-e5-small")
+        command = (
+            "cofferctl kb set kw enabled_modes=keyword,grep,vector,hybrid embedding.provider=local"
+        )
+        assert (
+            "note: kw has no vector search (vector mode is off and no embedding provider is "
+            "chosen on this machine)"
+        ) in said
+        assert f"\n  {command}\n" in said
+        reply = d.client.request(
+            "PATCH",
+            d.client.kb("kw"),
+            {"config": {"embedding": {"model": "multilingual-e5-small"}}},
+        )
+        (notice,) = reply["notices"]
+        assert notice["code"] == "vector_search_off" and notice["command"] == command
+
+        said = cofferctl(d, *command.split()[1:])  # the command given does it
+        assert "note:" not in said
+        assert "embedding model multilingual-e5-small reads about 100 languages" in said
+        entry = next(
+            k for k in d.client.get("/api/v1/status")["knowledge_bases"] if k["name"] == "kw"
+        )
+        assert entry["vectors"]["model"] == "multilingual-e5-small"
+
+        d.client.post("/api/v1/knowledge_bases", {"name": "off", "config": {
+            "enabled_modes": VECTOR_MODES, "embedding": {"provider": "local"},
+        }})  # fmt: skip
+        said = cofferctl(d, "kb", "set", "off", "embedding.provider=null", "embedding.threads=2")
+        assert "no embedding provider is chosen on this machine" in said
+        assert "\n  cofferctl kb set off embedding.provider=local\n" in said
     finally:
         cleanup(d)
 
 
 async def test_text_the_model_does_not_read_gets_no_vector(coffer: Coffer) -> None:
-    config = {"enabled_modes": VECTOR_MODES, "embedding": {"provider": "local"}}  # MiniLM
+    config = {  # MiniLM named: the text would choose e5
+        "enabled_modes": VECTOR_MODES,
+        "embedding": {"provider": "local", "model": "all-MiniLM-L6-v2"},
+    }
     kb = await coffer.kbs.create("en", config)
     for name, text in NOTES.items():
         write(coffer.locations.docs_dir("en") / name, text)
@@ -198,3 +294,23 @@ def test_each_model_reads_the_letters_of_its_scripts() -> None:
     assert ENGLISH.reads_all("TNF-α in Part Ⅱ") and not ENGLISH.reads_all("plan 東京")
     assert ENGLISH.words("a garden plan in 東京") == (2, 6)  # each CJK character a word
     assert ENGLISH.reads("# 2027 — 42") and not ENGLISH.reads("東京大学の近く, near a park")
+
+
+def test_the_text_chooses_the_model_and_does_not_flap() -> None:
+    from cofferd.domain.model_by_text import measure, model_for_text, reads_line
+
+    english, e5 = "all-MiniLM-L6-v2", "multilingual-e5-small"
+    cjk = measure(NOTES.values())
+    assert model_for_text(cjk, english) == e5 and model_for_text(cjk, e5) == e5
+    assert reads_line(cjk) is not None and reads_line(cjk).endswith(f"; {e5} 100 %")  # type: ignore[union-attr]
+    prose = measure(["The rust compiler checks ownership and borrowing, every day. " * 5])
+    assert model_for_text(prose, e5) == english and reads_line(prose) is None
+
+    def half(english_words: int) -> str:  # 100 words, of which so many in English
+        return "word " * english_words + "東" * (100 - english_words)
+
+    between = measure([half(60)])  # MiniLM reads 60 %: each keeps what it has
+    assert model_for_text(between, english) == english and model_for_text(between, e5) == e5
+    assert model_for_text(measure([half(40)]), english) == e5
+    assert model_for_text(measure([half(75)]), e5) == english
+    assert model_for_text(measure(["東京"]), english) == english  # too little to choose by

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from coffer_kernel.durations import time_left
-from cofferd.application.indexing.progress import ProgressBoard
+from coffer_kernel.durations import rate, time_left, two_figures
+from cofferd.application.indexing.progress import Progress, ProgressBoard
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
 from cofferd.surfaces.progress_bar import CLEAR, ProgressBar, render
@@ -62,7 +63,9 @@ async def test_embedding_catch_up_shows_its_progress(
         write(coffer.locations.docs_dir("vec") / f"n{i}.md", f"# Note {i}\n\nword{i}")
     await coffer.reindexer.reconcile(kb)
     seen = await watch(coffer, kb.name, coffer.embeddings.drain(kb.name))
-    assert seen and {(s["phase"], s["total"]) for s in seen} == {("embedding", 40)}
+    assert seen and {(s["phase"], s["unit"], s["total"]) for s in seen} == {
+        ("embedding", "chunks", 40)  # a chunk a note
+    }
     assert max(s["done"] for s in seen) >= 32
     assert coffer.progress.get(kb.name) is None
 
@@ -70,12 +73,13 @@ async def test_embedding_catch_up_shows_its_progress(
 def test_the_terminal_line_has_counts_and_a_rate() -> None:
     board = ProgressBoard()
     progress = board.start("notes", "indexing", 4000)
-    progress.advance(1000)
     progress.started -= 2.0  # two seconds in
+    progress.advance(1000)
     line = render([progress], 200)
-    assert line.startswith("cofferd: notes indexing [#####...............] 1,000/4,000 ")
+    assert line.startswith("cofferd: notes indexing [#####...............] 1,000/4,000 files, ")
     assert line.endswith("/s, 6 s left") and len(render([progress], 30)) == 30
     assert progress.as_dict()["eta_s"] == pytest.approx(6.0, abs=0.2)
+    assert progress.as_dict()["unit"] == "files"
 
     stream = io.StringIO()
     bar = ProgressBar(board, stream)
@@ -96,3 +100,36 @@ def test_time_left_reads_as_people_say_it() -> None:
     assert [time_left(s) for s in (4.2, 59.4, 61, 725, 3569, 3600, 11_100)] == [
         "4 s", "59 s", "1 min", "12 min", "59 min", "1 h 00 min", "3 h 05 min",
     ]  # fmt: skip
+
+
+def test_the_rate_moves_with_recent_work_and_has_two_figures() -> None:
+    progress = Progress("kb", "embedding", 1000, started=0.0)
+    for t in range(1, 11):  # 10 a second for 10 s
+        progress.advance(10, now=float(t))
+    assert progress.rate_per_s() == 10.0
+    for t in range(11, 131):  # then 1 a second for two minutes: the rate follows it
+        progress.advance(1, now=float(t))
+    assert 1.0 <= progress.rate_per_s() < 1.5
+    progress.advance(1, now=132.0)  # 0.5 a second: still two figures, never more
+    assert progress.rate_per_s() == float(f"{progress.rate_per_s():.2g}")
+    assert two_figures(0.021347) == 0.021 and two_figures(1234.5) == 1200.0
+    assert [rate(x) for x in (0.0, 0.021347, 4.56, 12.3, 1234.5)] == [
+        "0", "0.021", "4.6", "12", "1,200",
+    ]  # fmt: skip
+
+
+def test_the_time_left_counts_down_while_a_batch_runs() -> None:
+    """16 of 61 done, then a batch that takes long: the estimate counts down with the
+    time that passes, never grows, until the batch ends (then it is estimated again)."""
+    progress = Progress("kb", "embedding", 61, started=0.0)
+    for t in (20.0, 40.0, 60.0, 80.0):  # four a batch, every 20 s: 0.2 a second
+        progress.advance(4, now=t)
+    assert progress.rate_per_s() == 0.2
+    at_completion = progress.eta_s(now=80.0)
+    assert at_completion == pytest.approx(45 / 0.2)
+    waits = [progress.eta_s(now=80.0 + s) for s in range(0, 400, 10)]
+    assert all(later <= earlier for earlier, later in itertools.pairwise(waits))
+    assert waits[1] == pytest.approx(at_completion - 10)
+    assert waits[-1] == 0.0  # past its own estimate, it says so rather than growing
+    progress.advance(4, now=480.0)  # the slow batch ends: now the estimate may move
+    assert progress.eta_s(now=480.0) > 0.0

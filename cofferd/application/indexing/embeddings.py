@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cofferd.application.indexing.knowledge_bases import KnowledgeBases
+from cofferd.application.indexing.model_choice import ModelChoice
 from cofferd.application.indexing.progress import Progress, ProgressBoard
 from cofferd.domain.config import EmbeddingConfig, KnowledgeBaseConfig
 from cofferd.domain.errors import CofferError, EngineUnavailable
@@ -33,6 +34,7 @@ from cofferd.domain.ports import Embedder, VectorStore
 log = logging.getLogger(__name__)
 
 BATCH_DOCUMENTS = 16
+LOCAL_PIECE = 8  # texts a bundled model is asked for at once: progress moves by as many
 BACKOFF_S = (15.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 IDLE_RECHECK_S = 15.0
 QUERY_TIMEOUT_S = 10.0
@@ -59,6 +61,7 @@ class Embeddings:
         self._catching_up: dict[str, Progress] = {}  # KB -> its embedding catch-up
         self.kbs = kbs
         self.store = store
+        self.choice = ModelChoice(kbs, store)  # the model of a KB whose settings name none
         self.make_embedder = make_embedder
         self._embedders: dict[str, tuple[str, Embedder]] = {}
         self._retired: list[Embedder] = []  # replaced by a model switch: closed at the end
@@ -119,6 +122,7 @@ class Embeddings:
         for kb in self.kbs.list():
             if not kb.enabled or kb.name in self._batches:
                 continue
+            kb = await self.choice.follow(kb)
             await self._follow_model(kb)
             if kb.config.vector_enabled:
                 batch = asyncio.create_task(self._embed_batch(kb), name=f"embedding {kb.name}")
@@ -158,6 +162,7 @@ class Embeddings:
         kb = self.kbs.get(kb_name)
         if not await self.available():
             return
+        kb = await self.choice.follow(kb)
         await self._follow_model(kb)
         while kb.config.vector_enabled and await self._embed_batch(kb):
             pass
@@ -194,16 +199,18 @@ class Embeddings:
         if not jobs:
             self._caught_up(kb.name)
             return False
+        owed = await self.store.owed_chunks(kb.name)
         progress = self._catching_up.get(kb.name)
         if progress is None:
-            owed = (await self.kbs.counts(kb.name))["embed_pending"]
             progress = self._catching_up[kb.name] = self.progress.start(kb.name, "embedding", owed)
+        progress.total = max(progress.total, progress.done + owed)  # saves meanwhile add work
         state = self._state.setdefault(kb.name, KBEmbedState())
+        chunks = sum(len(job.chunks) for job in jobs)
         jobs = _readable_chunks(jobs, config)
         texts = [text for job in jobs for _, text in job.chunks]
         lane = self._lane(kb.name, full=len(jobs) == BATCH_DOCUMENTS or len(texts) > SAVE_CHUNKS)
         try:
-            vectors = await self._embedder(kb).embed(texts, lane=lane) if texts else []
+            vectors = await self._vectors(kb, texts, lane, progress)
         except (EmbeddingFailed, CofferError) as exc:
             message = failure_reason(exc)
             delay = BACKOFF_S[min(state.failures, len(BACKOFF_S) - 1)]
@@ -225,7 +232,7 @@ class Embeddings:
                 kb.name, config.identity(), config.dimensions, done
             )
         state.failures, state.last_error = 0, None
-        progress.advance(len(jobs))
+        progress.advance(chunks - len(texts))  # the chunks left without a vector are done too
         return True
 
     def _lane(self, kb: str, full: bool) -> EmbedLane:
@@ -235,6 +242,22 @@ class Embeddings:
         if full:
             self._bulk.add(kb)
         return EmbedLane.BULK if kb in self._bulk else EmbedLane.SAVE
+
+    async def _vectors(
+        self, kb: KnowledgeBase, texts: list[str], lane: EmbedLane, progress: Progress
+    ) -> list[list[float]]:
+        """The texts' vectors, asked for a few at a time so that progress moves by chunks
+        (a remote provider gets its own batch size; a local model a few texts)."""
+        config = kb.config.embedding
+        assert config is not None
+        local = config.provider == "local"
+        step = min(config.batch_size, LOCAL_PIECE) if local else config.batch_size
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), step):
+            piece = texts[start : start + step]
+            vectors += await self._embedder(kb).embed(piece, lane=lane)
+            progress.advance(len(piece))
+        return vectors
 
     def _caught_up(self, kb: str) -> None:
         self._bulk.discard(kb)

@@ -11,7 +11,12 @@ from typing import Any, NamedTuple
 
 from cofferd.application.indexing.registry import KBRegistry
 from cofferd.application.indexing.reindexer import Reindexer
-from cofferd.domain.config import KnowledgeBaseConfig, check_kb_name, merge_config
+from cofferd.domain.config import (
+    BUNDLED_MODELS,
+    KnowledgeBaseConfig,
+    check_kb_name,
+    merge_config,
+)
 from cofferd.domain.errors import KBDisabled, KBExists, KBNotFound, ValidationFailed
 from cofferd.domain.events import Events, FullPassWanted, LayoutChanged
 from cofferd.domain.models import KnowledgeBase, ReindexResult, utc_now
@@ -26,6 +31,7 @@ class SettingsUpdate(NamedTuple):
     rechunked: bool  # the chunking changed: every document is chunked again
     warnings: list[str]  # settings saved that cannot work here yet (a credential not found)
     reindexing: str | None  # why a pass over every document now runs in the background
+    notices: list[dict[str, str]]  # what else to set for the change to work: code, message, command
 
 
 class PendingPass(NamedTuple):
@@ -260,7 +266,8 @@ class KnowledgeBases:
         )
         rechunked = config.chunking_key() != kb.config.chunking_key() and updated.enabled
         pending = self.pending.get(name)
-        return SettingsUpdate(updated, None, rechunked, warnings, pending and pending.why)
+        notices = [] if "embedding" not in patch else vectors_off_notices(name, config)
+        return SettingsUpdate(updated, None, rechunked, warnings, pending and pending.why, notices)
 
     def pass_began(self, name: str) -> int:
         """A pass over every document of `name` begins: the change it settles (0: none)."""
@@ -335,3 +342,29 @@ def _changed(before: KnowledgeBaseConfig, after: KnowledgeBaseConfig) -> list[st
         )
         if differs
     ]
+
+
+def vectors_off_notices(name: str, config: KnowledgeBaseConfig) -> list[dict[str, str]]:
+    """Embedding settings saved in a KB without vector search do nothing until vector mode
+    is on and this machine chooses a provider: what to set, and the command that sets it."""
+    embedding = config.embedding
+    if config.vector_enabled or embedding is None:
+        return []
+    missing, settings = [], []
+    if "vector" not in config.enabled_modes:
+        missing.append("vector mode is off")
+        modes = [
+            *config.enabled_modes,
+            *(m for m in ("vector", "hybrid") if m not in config.enabled_modes),
+        ]
+        settings.append(f"enabled_modes={','.join(modes)}")
+    if embedding.provider is None:
+        missing.append("no embedding provider is chosen on this machine")
+        local = embedding.model in BUNDLED_MODELS or embedding.model_path
+        settings.append(f"embedding.provider={'local' if local else '<provider>'}")
+    command = f"cofferctl kb set {name} {' '.join(settings)}"
+    message = (
+        f"{name} has no vector search ({' and '.join(missing)}): its embedding settings are "
+        "saved, and take effect once vector search is on"
+    )
+    return [{"code": "vector_search_off", "message": message, "command": command}]

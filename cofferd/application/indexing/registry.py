@@ -1,13 +1,16 @@
 """The knowledge bases in memory: read from their folders once at start, read again only
 when a settings file changes, never per request. It also holds the one lock per KB that
-every change to a KB's files or index runs under."""
+every change to a KB's files or index runs under, and the model each KB's text chose (where
+its settings name none), applied to every KB it holds."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections import defaultdict
+from dataclasses import replace
 
+from cofferd.domain.config import with_text_model
 from cofferd.domain.models import KnowledgeBase
 from cofferd.domain.ports import KBRepository
 
@@ -20,6 +23,7 @@ class KBRegistry:
         self._kbs: dict[str, KnowledgeBase] = {}
         self.refused: dict[str, str] = {}  # folder in knowledge/ -> why it is not a KB
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self.text_models: dict[str, str] = {}  # KB -> the bundled model its text chose
 
     async def load(self) -> None:
         """Read every KB folder (off the event loop)."""
@@ -69,10 +73,22 @@ class KBRegistry:
                 kb.name,
                 ", ".join(kb.ignored_settings),
             )
+        model = self.text_models.get(kb.name)
+        if model is not None:
+            kb = replace(kb, config=with_text_model(kb.config, model))
         self._kbs[kb.name] = kb
+
+    def choose_model(self, name: str, model: str) -> KnowledgeBase | None:
+        """`model` is the one `name`'s text chose: the KB as it is with it."""
+        self.text_models[name] = model
+        kb = self._kbs.get(name)
+        if kb is not None:
+            self.put(kb)
+        return self._kbs.get(name)
 
     def drop(self, name: str) -> None:
         self._kbs.pop(name, None)
+        self.text_models.pop(name, None)
 
     def lock(self, name: str) -> asyncio.Lock:
         """Held by whatever changes a KB's files or index: one change at a time per KB;

@@ -98,6 +98,17 @@ def sample(conn: Connection, kb: str, limit: int) -> list[int]:
     return [int(r[0]) for r in rows]
 
 
+def owing_vectors(conn: Connection, kb: str) -> int:
+    """How many chunks the KB's documents that owe vectors have."""
+    (chunks,) = conn.execute(
+        "SELECT count(*) FROM documents d JOIN chunks c ON c.kind = d.kind"
+        " AND c.resource_name = d.resource_name AND c.document_id = d.id"
+        " WHERE d.kind = ? AND d.resource_name = ? AND d.embed_pending = 1",
+        (KB_KIND, kb),
+    ).fetchone()
+    return int(chunks)
+
+
 def count(conn: Connection, kb: str) -> int:
     (chunks,) = conn.execute(f"SELECT count(*) FROM chunks WHERE {SCOPE}", (KB_KIND, kb)).fetchone()
     return int(chunks)

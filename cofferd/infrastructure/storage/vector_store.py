@@ -60,6 +60,9 @@ class SqliteVectors:
 
         return await self.db.read(run)
 
+    async def owed_chunks(self, kb: str) -> int:
+        return await self.db.read(lambda conn: chunk_rows.owing_vectors(conn, kb))
+
     async def text_sample(self, kb: str, limit: int) -> list[str]:
         """The text of up to `limit` of the KB's chunks, picked at random."""
 

@@ -188,8 +188,15 @@ async def attach_kb(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/knowledge_bases/{name}")
 async def get_kb(request: web.Request) -> web.Response:
-    kb = request.app[COFFER].kbs.get(request.match_info["name"])
-    return json_response({**kb_json(kb), "effective": effective_settings(kb.config)})
+    coffer = request.app[COFFER]
+    kb = await coffer.embeddings.choice.follow(coffer.kbs.get(request.match_info["name"]))
+    return json_response(
+        {
+            **kb_json(kb),
+            "effective": effective_settings(kb.config),
+            "model_choice": coffer.embeddings.choice.describe(kb),
+        }
+    )
 
 
 @routes.patch("/api/v1/knowledge_bases/{name}")
@@ -197,15 +204,18 @@ async def update_kb(request: web.Request) -> web.Response:
     body = await _json(request, UpdateKB)
     coffer, name = request.app[COFFER], request.match_info["name"]
     update = await coffer.kbs.update_config(name, body.config, actor=_actor(request))
+    kb = await coffer.embeddings.choice.follow(update.kb, now=True)  # its text may choose
     coffer.embeddings.wake()  # a new model or provider is followed at once
     return json_response(
         {
-            **kb_json(update.kb),
+            **kb_json(kb),
             "reindex": reindex_json(update.reindex),
             "rechunked": update.rechunked,
             "reindexing": update.reindexing,
             "warnings": update.warnings,
-            "model_languages": await coffer.embeddings.coverage(update.kb),
+            "notices": update.notices,
+            "model_languages": await coffer.embeddings.coverage(kb),
+            "model_choice": coffer.embeddings.choice.describe(kb),
         }
     )
 

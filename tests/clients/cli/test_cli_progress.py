@@ -61,7 +61,9 @@ def test_status_shows_progress_while_indexing(shared_daemon: Daemon, tmp_path: P
             None,
         )
     )
-    assert f"/{MANY} (" in line and "/s" in line and " since " in line  # with time left, or not yet
+    assert (
+        f"/{MANY:,} files (" in line and "/s" in line and " since " in line
+    )  # time left, or not yet
     wait_for(lambda: d.client.get(d.client.kb(kb, "/documents"))["total"] == MANY, timeout=120)
 
 
@@ -71,7 +73,7 @@ def test_reindex_shows_a_bar_on_a_terminal_only(shared_daemon: Daemon, tmp_path:
     _many_files(tmp_path / "vault")
     assert run(d, "kb", "create", kb, "--path", str(tmp_path / "vault"))[0] == 0
     code, out, shown = on_terminal(d, "reindex", kb)
-    assert code == 0 and "reindexing [" in shown and f"/{MANY} " in shown and "/s" in shown
+    assert code == 0 and "reindexing [" in shown and f"/{MANY:,} " in shown and "/s" in shown
     assert "files:" in out and "reindexing" not in out  # the bar is not in the output
     piped = ctl(d, "reindex", kb)
     assert piped.returncode == 0 and piped.stderr == "" and f"{MANY} files:" in piped.stdout
