@@ -179,6 +179,16 @@ def test_a_cjk_kb_with_vectors_gets_the_multilingual_model_by_default(tmp_path: 
         assert 'embedding.model: "multilingual-e5-small"  (chosen by its text)' in shown
         settings = (d.docs("zh").parent / "kb.yaml").read_text()
         assert "multilingual" not in settings  # a default: never written to its settings
+
+        d.stop()  # started again, the KB is on the model its vectors are from at once
+        d.start()
+        entry = next(
+            k for k in d.client.get("/api/v1/status")["knowledge_bases"] if k["name"] == "zh"
+        )
+        assert entry["vectors"]["model"] == "multilingual-e5-small"
+        found = d.client.post(d.client.kb("zh", "/search"), {"query": "宠物犬的日常运动"})
+        assert (found["mode"], found["fallback"]) == ("hybrid", None)
+        assert Path(found["passages"][0]["path"]).name == "dog.md"
     finally:
         cleanup(d)
 

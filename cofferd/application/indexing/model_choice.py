@@ -74,6 +74,16 @@ class ModelChoice:
             return kb
         return self.kbs.registry.choose_model(kb.name, chosen) or kb
 
+    async def restore(self) -> None:
+        """At start: a KB whose text chose its model is on the one its vectors are from
+        until it is measured again (a query meanwhile is embedded as they were)."""
+        for kb in self.kbs.list():
+            embedding = kb.config.embedding
+            if kb.config.vector_enabled and embedding and embedding.text_chooses_model():
+                model = await self._embedded_with(kb)
+                if model != embedding.model:
+                    self.kbs.registry.choose_model(kb.name, model)
+
     async def _embedded_with(self, kb: KnowledgeBase) -> str:
         """The bundled model the KB's vectors are from (the daemon restarted), else MiniLM."""
         recorded = await self.store.vector_model(kb.name)
