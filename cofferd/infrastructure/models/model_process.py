@@ -17,10 +17,9 @@ slice, alone, twice, or takes too long is an EmbeddingFailed for the texts.
 
 Every knowledge base on one model shares its process, whatever its settings: the batch
 size travels with each request (the process runs each at its own), the threads do not
-(onnxruntime and e5's engine fix them when they load), so the process runs with the most
-any of its knowledge bases asks for, and says so in the log when they differ. A change
-loads MiniLM or a fastembed model again in the same process; e5's engine keeps the
-threads it started with until its process starts again (after `idle_s`).
+(onnxruntime fixes them when a model loads), so the process runs with the most any of its
+knowledge bases asks for, and says so in the log when they differ. A change loads the
+model again in the same process.
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ from cofferd.domain.failures import EmbeddingFailed
 from cofferd.domain.index_records import EmbedLane
 from cofferd.infrastructure.models import model_main
 from cofferd.infrastructure.models.encoder_settings import (
+    E5_ONNX,
     ONNX_BERT,
     EncoderSettings,
 )
@@ -50,11 +50,11 @@ log = logging.getLogger(__name__)
 # its replies are builtins only: ("vectors", dimensions, bytes) or ("failed", why)
 PROCESS = WorkerEntry(model_main.__name__, Replies())
 # A slice's time, from the knowledge base's `timeout_s` (30 s unless set): twice that,
-# plus a share of it per text: MiniLM ~0.04 s each on one core, e5 ~0.7 s for a CJK
-# paragraph (several times that on a loaded machine); at 30 s, 60 s + 2 s (e5 and any
+# plus a share of it per text: MiniLM ~0.04 s each on one core, e5 ~0.2 s for a CJK
+# paragraph (several times that on a loaded machine); at 30 s, 60 s + 2 s (e5: 5 s, any
 # other model: 15 s) per text.
 TIMEOUT_S = 30.0
-PER_TEXT_SHARE = {ONNX_BERT: 1 / 15}
+PER_TEXT_SHARE = {ONNX_BERT: 1 / 15, E5_ONNX: 1 / 6}
 PER_TEXT_SHARE_OTHER = 1 / 2
 IDLE_S = 300.0
 

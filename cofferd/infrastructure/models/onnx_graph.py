@@ -18,14 +18,15 @@ the model, and multiplies in float32:
 * `drop_nan_guards`: a Softmax's output checked for NaN is taken as it is.
 
 onnx itself is not a dependency: the messages are declared here with the few fields the
-rewrite reads or writes; every other field travels through untouched (protobuf keeps the
-fields it does not know, bytes for bytes).
+rewrites read or write and models.e5_graph builds a model with; every other field travels
+through untouched (protobuf keeps the fields it does not know, bytes for bytes).
 
 Long on purpose: the rewrites share their graph helpers and are checked together.
 """
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections import defaultdict
 from typing import Any
@@ -40,28 +41,46 @@ MICROSOFT = "com.microsoft"  # onnxruntime's own operators
 _STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
 _INT64 = descriptor_pb2.FieldDescriptorProto.TYPE_INT64
 _INT32 = descriptor_pb2.FieldDescriptorProto.TYPE_INT32
+_FLOAT = descriptor_pb2.FieldDescriptorProto.TYPE_FLOAT
 _BYTES = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
 _MESSAGE = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
 _ONE = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
 _MANY = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
 
 # (message, [(field number, name, type, label, message type)]), field numbers as onnx.proto
+# (TypeProto.Tensor and TensorShapeProto.Dimension declared flat: only numbers travel)
 _SUBSET = [
-    ("AttributeProto", [(1, "name", _STRING, _ONE, ""), (3, "i", _INT64, _ONE, ""),
-                        (8, "ints", _INT64, _MANY, ""), (20, "type", _INT32, _ONE, "")]),
+    ("AttributeProto", [(1, "name", _STRING, _ONE, ""), (2, "f", _FLOAT, _ONE, ""),
+                        (3, "i", _INT64, _ONE, ""), (8, "ints", _INT64, _MANY, ""),
+                        (20, "type", _INT32, _ONE, "")]),
     ("TensorProto", [(1, "dims", _INT64, _MANY, ""), (2, "data_type", _INT32, _ONE, ""),
                      (8, "name", _STRING, _ONE, ""), (9, "raw_data", _BYTES, _ONE, "")]),
     ("NodeProto", [(1, "input", _STRING, _MANY, ""), (2, "output", _STRING, _MANY, ""),
                    (3, "name", _STRING, _ONE, ""), (4, "op_type", _STRING, _ONE, ""),
                    (5, "attribute", _MESSAGE, _MANY, "AttributeProto"),
                    (7, "domain", _STRING, _ONE, "")]),
-    ("GraphProto", [(1, "node", _MESSAGE, _MANY, "NodeProto"),
-                    (5, "initializer", _MESSAGE, _MANY, "TensorProto")]),
-    ("ModelProto", [(7, "graph", _MESSAGE, _ONE, "GraphProto")]),
+    ("Dimension", [(1, "dim_value", _INT64, _ONE, ""), (2, "dim_param", _STRING, _ONE, "")]),
+    ("TensorShapeProto", [(1, "dim", _MESSAGE, _MANY, "Dimension")]),
+    ("TensorType", [(1, "elem_type", _INT32, _ONE, ""),
+                    (2, "shape", _MESSAGE, _ONE, "TensorShapeProto")]),
+    ("TypeProto", [(1, "tensor_type", _MESSAGE, _ONE, "TensorType")]),
+    ("ValueInfoProto", [(1, "name", _STRING, _ONE, ""), (2, "type", _MESSAGE, _ONE, "TypeProto")]),
+    ("GraphProto", [(1, "node", _MESSAGE, _MANY, "NodeProto"), (2, "name", _STRING, _ONE, ""),
+                    (5, "initializer", _MESSAGE, _MANY, "TensorProto"),
+                    (11, "input", _MESSAGE, _MANY, "ValueInfoProto"),
+                    (12, "output", _MESSAGE, _MANY, "ValueInfoProto")]),
+    ("OperatorSetIdProto", [(1, "domain", _STRING, _ONE, ""), (2, "version", _INT64, _ONE, "")]),
+    ("ModelProto", [(1, "ir_version", _INT64, _ONE, ""), (7, "graph", _MESSAGE, _ONE, "GraphProto"),
+                    (8, "opset_import", _MESSAGE, _MANY, "OperatorSetIdProto")]),
 ]  # fmt: skip
 
 
 def _model_class() -> Any:
+    return message_class("ModelProto")
+
+
+@functools.cache
+def _pool() -> Any:
     file = descriptor_pb2.FileDescriptorProto(
         name="coffer_onnx_subset.proto", package="coffer_onnx_subset", syntax="proto2"
     )
@@ -73,8 +92,13 @@ def _model_class() -> Any:
                 field.type_name = f".coffer_onnx_subset.{type_name}"
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file)
+    return pool
+
+
+def message_class(name: str) -> Any:
+    """The class of one message of the subset (`ModelProto`, `NodeProto`, ...)."""
     return message_factory.GetMessageClass(
-        pool.FindMessageTypeByName("coffer_onnx_subset.ModelProto")
+        _pool().FindMessageTypeByName(f"coffer_onnx_subset.{name}")
     )
 
 
@@ -170,14 +194,14 @@ def integer_matmuls(model: bytes) -> bytes:
     shapes = {tensor.name: list(tensor.dims) for tensor in proto.graph.initializer}
     users = _users(nodes)
     producer = {out: i for i, node in enumerate(nodes) for out in node.output}
-    constants = _Constants(type(proto.graph.initializer[0]))
+    constants = Constants(type(proto.graph.initializer[0]))
     replaced: dict[int, list[Any]] = {}
     for index, cast in enumerate(nodes):
         found = _column_scaled_matmul(index, nodes, users, shapes)
         if found is None or _attention_values(found[2], nodes, users, producer):
             continue
         mul, scale, matmul = found
-        replaced[matmul] = _integer_matmul(nodes[matmul], cast.input[0], scale, constants)
+        replaced[matmul] = integer_matmul(nodes[matmul], cast.input[0], scale, constants)
         replaced[index] = replaced[mul] = []
     proto.graph.initializer.extend(constants.made)
     _replace_nodes(proto, nodes, replaced)
@@ -242,7 +266,7 @@ def _attention_values(
     return False
 
 
-class _Constants:
+class Constants:
     """Scalar initializers the rewrite adds, each made once."""
 
     def __init__(self, tensor_class: Any) -> None:
@@ -263,7 +287,7 @@ class _Constants:
         return name
 
 
-def _integer_matmul(matmul: Any, weight: str, scale: str, constants: _Constants) -> list[Any]:
+def integer_matmul(matmul: Any, weight: str, scale: str, constants: Constants) -> list[Any]:
     """x @ (weight * scale) as ((q - 128) @ weight) * s * scale, with s = max|row| / 127
     for each row of x and q = round(x / s) + 128, in 1..255 (uint8, as MatMulInteger's
     fastest kernels want its left side)."""

