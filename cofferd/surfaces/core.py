@@ -202,6 +202,7 @@ class Coffer:
             await coffer._trust_existing_links()
             await coffer.registry.load()
             await coffer._restore()
+            await coffer.stores.index.merge_as_written()  # a bulk load a stop cut short
         except BaseException:
             await coffer.preparer.close()
             await db.close()
