@@ -531,6 +531,10 @@ def end_to_end(args: argparse.Namespace, root: Path, source: Path, files: int, t
         f"end to end, median of {len(runs)}: {cold_start.SHARE:.0%} searchable {share:.2f} s, "
         f"all {every:.2f} s after cofferd started; index at rest {ratio:.2f}x the text"
     )
+    if all(r.cpu_s for r in runs):
+        daemon = median([r.cpu_s["daemon"] for r in runs])
+        workers = median([r.cpu_s["workers"] for r in runs])
+        print(f"  CPU until then, median: daemon {daemon:.2f} s, worker processes {workers:.2f} s")
     for target, got, holds in (
         (f"every document searchable <= {TARGET_SECONDS} s after start (half qmd 2.8.3's 2.9 s)",
          f"{every:.2f} s", every <= TARGET_SECONDS),

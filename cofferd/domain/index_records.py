@@ -68,11 +68,12 @@ class IndexedFiles:
 
 @dataclass(frozen=True)  # no slots: unpickled (from a worker) twice as fast
 class IndexedChunk:
-    """A chunk as stored: where it is, its heading path, and its text and heading path
-    as FTS5 indexes them (fts_text.index_text)."""
+    """A chunk as stored: where it is, its heading path (as JSON, as the chunks table holds
+    it: made by the worker, not by the one writer), and its text and heading path as FTS5
+    indexes them (fts_text.index_text)."""
 
     position: int
-    heading: tuple[str, ...]
+    heading_json: str
     line_start: int
     line_end: int
     fts_text: str

@@ -105,9 +105,15 @@ class DocumentIndex(Protocol):
         it, or all of it: `whole`), and after large work the memory it left; bytes freed."""
         ...
 
+    async def bulk_load(self, kb: str) -> None:
+        """Before a pass that writes many documents (merge_keyword_index follows it): the
+        KB's keyword index leaves the pieces it writes unmerged until then."""
+        ...
+
     async def merge_keyword_index(self, kb: str) -> None:
         """After bulk writes: the KB's keyword index made one piece again (every query
-        reads each piece), in steps that let other writes through."""
+        reads each piece), in steps that let other writes through; then pieces merge as
+        they are written again."""
         ...
 
 

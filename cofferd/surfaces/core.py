@@ -201,8 +201,11 @@ class Coffer:
             await coffer.stores.activity.keep(tuning.activity_keep)
             await coffer._trust_existing_links()
             await coffer.registry.load()
+            if db.created and coffer.registry.all():  # every file of its KBs to be prepared:
+                coffer.preparer.warm()  # the workers start beside the rest of the start
             await coffer._restore()
             await coffer.embeddings.choice.restore()
+            await coffer.stores.index.merge_as_written()  # a bulk load a stop cut short
         except BaseException:
             await coffer.preparer.close()
             await db.close()

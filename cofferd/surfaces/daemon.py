@@ -12,8 +12,6 @@ import sys
 import time
 from typing import IO, Any
 
-from aiohttp import web
-
 from coffer_kernel import __version__
 from coffer_kernel.locations import Locations
 from cofferd.application.indexing.knowledge_bases import DEFAULT_KB
@@ -23,8 +21,6 @@ from cofferd.infrastructure.files.probe import FsProbe
 from cofferd.surfaces import systemd
 from cofferd.surfaces.core import Coffer, Tuning
 from cofferd.surfaces.http import unix_socket
-from cofferd.surfaces.http.api import create_app
-from cofferd.surfaces.http.uploads import UPLOAD_PREFIX
 from cofferd.surfaces.progress_bar import show_progress
 
 log = logging.getLogger("cofferd")
@@ -85,11 +81,18 @@ class Daemon:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
-        clear_uploads(self.locations)
         async with contextlib.AsyncExitStack() as stack:
             self.coffer = coffer = await stack.enter_async_context(
                 await Coffer.open(self.locations, self.tuning)
             )
+            # the HTTP layer imported once the index is open: the worker processes a new
+            # index starts (Coffer.open) import their own code meanwhile, on another core
+            from aiohttp import web
+
+            from cofferd.surfaces.http.api import create_app
+            from cofferd.surfaces.http.uploads import UPLOAD_PREFIX
+
+            clear_uploads(self.locations, UPLOAD_PREFIX)
             if not coffer.kbs.list():
                 await coffer.kbs.create(DEFAULT_KB, actor="system")
                 log.info("created the default knowledge base %r", DEFAULT_KB)
@@ -255,13 +258,14 @@ class Daemon:
         }
 
 
-def clear_uploads(locations: Locations) -> None:
-    """Remove the uploads a stop cut short, from incoming/ reached through no link (one that
-    is a link is refused: status says so, and nothing outside is removed)."""
+def clear_uploads(locations: Locations, prefix: str) -> None:
+    """Remove the uploads a stop cut short (named with `prefix`), from incoming/ reached
+    through no link (one that is a link is refused: status says so, and nothing outside is
+    removed)."""
     try:
         with home_folder(locations.home, locations.incoming_dir) as incoming:
             for name in os.listdir(incoming):
-                if name.startswith(UPLOAD_PREFIX):
+                if name.startswith(prefix):
                     with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                         os.unlink(name, dir_fd=incoming)
     except FileNotFoundError:

@@ -3,16 +3,19 @@ at what its names are, folders opened without following a link) stays exactly ri
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from pathlib import Path
 
 import pytest
 
+from coffer_kernel.locations import Locations
 from cofferd.domain.file_records import FileStat
 from cofferd.domain.index_records import IndexedFiles
 from cofferd.domain.models import KnowledgeBase
 from cofferd.infrastructure.files.document_policy import Kind
-from cofferd.surfaces.core import Coffer
+from cofferd.surfaces.core import Coffer, Tuning
 from tests.support.file_trees import make_tree
 from tests.support.helpers import write
 
@@ -140,3 +143,40 @@ async def test_a_folder_swapped_for_a_link_while_scanned_is_not_followed(
     assert list(scan.failed_dirs) == ["sub"]  # refused: its files' absence proves nothing
     result = await coffer.reindexer.reconcile(kb)  # a link now: what was below it is gone
     assert (result.documents_added, result.documents_removed) == (0, 1)
+
+
+async def _running_workers(coffer: Coffer, count: int) -> int:
+    """The preparing workers running once `count` are, or after 10 s."""
+    deadline = time.monotonic() + 10
+    while coffer.preparer.status()["running"] < count and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return int(coffer.preparer.status()["running"])
+
+
+async def test_a_new_index_of_a_kb_starts_every_preparing_worker_at_once(
+    locations: Locations,
+) -> None:
+    """Every file of a KB over a new index is to be prepared: its workers start with the
+    daemon (their start overlaps the rest of it); over an index that was there, or with no
+    KB, only the express one starts."""
+    tuning = Tuning(workers=2)
+    empty = await Coffer.open(locations, tuning)
+    try:
+        await empty.kbs.create("notes")
+        await _running_workers(empty, 1)
+        await asyncio.sleep(0.3)
+        assert empty.preparer.status()["running"] == 1
+    finally:
+        await empty.close()
+    kept = await Coffer.open(locations, tuning)
+    try:
+        await asyncio.sleep(0.3)
+        assert kept.preparer.status()["running"] == 1
+    finally:
+        await kept.close()
+    locations.db_path.unlink()  # the index is derived: the next start builds it anew
+    new = await Coffer.open(locations, tuning)
+    try:
+        assert await _running_workers(new, 3) == 3
+    finally:
+        await new.close()

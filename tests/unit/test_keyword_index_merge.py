@@ -69,3 +69,52 @@ async def test_the_merge_waits_for_the_pass_to_answer(
     assert await pieces_left(coffer, kb.name) is False
     found = await coffer.retrieval.search(kb.name, "word7", top_k=3)
     assert [p.path for p in found.passages] == ["n07.md"]
+
+
+async def automerge(coffer: Coffer, kb: str) -> int | None:
+    """The KB's FTS5 `automerge` as its table's config holds it (None: FTS5's default)."""
+    name = fts_index.table_name(kb)
+    row = await coffer.stores.db.read(
+        lambda conn: conn.execute(f"SELECT v FROM {name}_config WHERE k = 'automerge'").fetchone()
+    )
+    return None if row is None else int(row[0])
+
+
+async def test_a_bulk_pass_leaves_merging_to_the_merge_after_it(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a bulk pass writes, FTS5 merges none of its pieces (they are merged once,
+    after it); once they are one, pieces merge as they are written again."""
+    monkeypatch.setattr(reindexer, "BATCH", 3)
+    monkeypatch.setattr(reindexer, "MERGE_AFTER_DOCUMENTS", 10)
+    store = coffer.reindexer.store
+    merge = store.merge_keyword_index
+    go = asyncio.Event()
+
+    async def held_merge(name: str) -> None:
+        await go.wait()
+        await merge(name)
+
+    monkeypatch.setattr(store, "merge_keyword_index", held_merge)
+    for i in range(30):
+        write(docs / f"n{i:02}.md", f"# Note {i}\n\nalpha beta word{i}\n")
+    await asyncio.wait_for(coffer.reindexer.reconcile(kb), timeout=5)
+    assert await automerge(coffer, kb.name) == 0
+    found = await coffer.retrieval.search(kb.name, "word7", top_k=3)
+    assert [p.path for p in found.passages] == ["n07.md"]
+    go.set()
+    await coffer.reindexer.upkeep_done()
+    assert await pieces_left(coffer, kb.name) is False
+    assert await automerge(coffer, kb.name) == fts_index.AUTOMERGE
+
+
+async def test_a_bulk_load_a_stop_cut_short_merges_as_written_after_a_start(
+    coffer: Coffer, kb: KnowledgeBase
+) -> None:
+    await coffer.stores.index.bulk_load(kb.name)
+    assert await automerge(coffer, kb.name) == 0
+    again = await Coffer.open(coffer.locations)
+    try:
+        assert await automerge(again, kb.name) == fts_index.AUTOMERGE
+    finally:
+        await again.close()

@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-BENCH_SUPPORT = {"bench/__init__.py", "bench/common.py"}
+BENCH_SUPPORT = {"bench/__init__.py", "bench/common.py", "bench/cold_start.py"}
 
 
 def imported(path: Path) -> set[str]:

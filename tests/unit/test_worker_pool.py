@@ -614,3 +614,21 @@ async def test_no_kill_stop_or_failed_start_leaves_a_job_unanswered(quick_restar
     finally:
         chaos.cancel()
         await pool.close()
+
+
+async def test_warm_starts_as_many_bulk_workers_as_asked_before_any_work() -> None:
+    """A pass that prepares every file is on its way (a new index): every bulk worker starts
+    at once, beside the rest of the start, not when the first unit comes."""
+    pool = WorkerPool(MODULE, 2, idle_s=60)
+    try:
+        pool.start()
+        pool.warm(2)
+        deadline = time.monotonic() + 10
+        while pool.status()["running"] < 3 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert pool.status()["running"] == 3  # the express worker and both bulk ones
+        assert pool.state.started == 3
+        assert (await run(pool, [[("echo", 1)], [("echo", 2)]]))[0][1][0] == "done"
+        assert pool.state.started == 3  # the work went to the workers started
+    finally:
+        await pool.close()

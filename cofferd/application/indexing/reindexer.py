@@ -330,13 +330,22 @@ class Reindexer:
         todo_bytes = sum(item.size for item in todo)
         # a folder moved in or a checkout brings thousands of files: that is bulk work
         interactive = interactive and len(todo) <= INTERACTIVE_FILES
-        with self.progress.track(kb.name, "indexing", len(todo)) as progress:
-            await self._index(kb, plan, result, actor, progress, interactive)
+        # as many to write as merit a merge after: the keyword index merges only then
+        bulk = not interactive and len(todo) >= MERGE_AFTER_DOCUMENTS
+        if bulk:
+            await self.store.bulk_load(kb.name)
+        try:
+            with self.progress.track(kb.name, "indexing", len(todo)) as progress:
+                await self._index(kb, plan, result, actor, progress, interactive)
+        except Exception:  # (a pass cut short by a stop: the next start restores it)
+            if bulk:
+                self._upkeep_later(kb.name, large=False)
+            raise
         if result.documents_added or result.documents_updated:
             self.events.publish(DocumentsChanged(kb.name))
         written = result.documents_added + result.documents_updated + result.documents_removed
         large = todo_bytes >= LARGE_WORK
-        if written >= MERGE_AFTER_DOCUMENTS:
+        if bulk or written >= MERGE_AFTER_DOCUMENTS:
             self._upkeep_later(kb.name, large)
         # Removed and replaced rows leave free pages, large work memory: looked at after a
         # removal, large work or a bulk pass; a save or an API edit waits for no such look.

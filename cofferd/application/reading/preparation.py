@@ -5,6 +5,7 @@ domain.budgets). Pure work on bytes already read: it runs in worker processes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import PurePosixPath
@@ -125,7 +126,7 @@ def prepare(
 def _indexed(chunk: Chunk, index_text: TextForIndex) -> IndexedChunk:
     return IndexedChunk(
         chunk.position,
-        chunk.heading,
+        json.dumps(chunk.heading, ensure_ascii=False),
         chunk.line_start,
         chunk.line_end,
         index_text(chunk.text),

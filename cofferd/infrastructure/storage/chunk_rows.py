@@ -52,7 +52,7 @@ def insert(conn: Connection, kb: str, writes: Sequence[DocumentWrite]) -> None:
             seq = next(seqs)
             rows.append(
                 (seq, chunk_id(kb, doc_id, c.position), doc_id, KB_KIND, kb, c.position,
-                 json.dumps(c.heading, ensure_ascii=False), c.line_start, c.line_end)
+                 c.heading_json, c.line_start, c.line_end)
             )  # fmt: skip
             texts.append((seq, c.fts_text, c.fts_heading, w.fts_meta))
     if rows:

@@ -90,6 +90,7 @@ class Database:
         self._readers: _Worker | None = None
         self.damage: list[dict[str, str]] = []  # what was moved aside, when, and why
         self._recovering: asyncio.Task[None] | None = None
+        self.created = False  # no file was there to open: the index is new
 
     async def open(self) -> Database:
         try:
@@ -107,6 +108,7 @@ class Database:
                 os.chmod(f"{self.path}{suffix}", 0o600)
         if not self.path.exists():
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+            self.created = True
         self._writer = _Worker(lambda: connect(self.path, extensions=EXTENSIONS), 1, "db-writer")
         await self._writer.run(schema.migrate)
         self._readers = _Worker(

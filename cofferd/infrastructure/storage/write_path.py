@@ -167,9 +167,24 @@ class SqliteDocumentIndex:
     async def reclaim(self, *, large_work: bool = False, whole: bool = False) -> int:
         return await self.db.reclaim(large_work=large_work, whole=whole)
 
+    async def bulk_load(self, kb: str) -> None:
+        await self.db.transact(lambda conn: fts_index.merge_later(conn, kb))
+
     async def merge_keyword_index(self, kb: str) -> None:
         while await self.db.write(lambda conn: fts_index.merge_step(conn, kb, MERGE_STEP)):
             pass  # a step per write: a save waits for one step at most
+        # in one piece now: pieces written from now on merge as FTS5 merges them (a save
+        # during the steps above made one more piece, not a merge of the bulk load's)
+        await self.db.transact(lambda conn: fts_index.merge_as_written(conn, kb))
+
+    async def merge_as_written(self) -> list[str]:
+        """The KBs whose keyword index a bulk load left merging later (the daemon stopped
+        before its merge), made to merge as they are written again."""
+
+        def run(conn: Connection) -> list[str]:
+            return [kb for kb in fts_index.kbs(conn) if fts_index.merge_as_written(conn, kb)]
+
+        return await self.db.transact(run)
 
     async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool:
         removed = await self.db.transact(

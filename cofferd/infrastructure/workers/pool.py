@@ -169,7 +169,7 @@ class WorkerPool:
         self._workers: dict[int, Worker] = {}  # by slot
         self._waiting: set[int] = set()  # slots whose worker runs and waits for work
         self._full_priority: set[int] = set()  # slots whose worker is not lowered yet
-        self._warming = False  # a bulk worker is to start before its work comes
+        self._warming = 0  # bulk workers to start before their work comes
         self._slots: list[asyncio.Task[None]] = []
         self._closing = False
         self._trouble = 0  # starts failed and deaths since a worker last answered
@@ -187,12 +187,12 @@ class WorkerPool:
             for i in range(first, self.size + 1)
         ]
 
-    def warm(self) -> None:
-        """Start a bulk worker now, work being on its way (it goes as usual after `idle_s`
-        without any): its start overlaps what comes before the work."""
+    def warm(self, count: int = 1) -> None:
+        """Start `count` bulk workers now (up to `size`), work being on its way (they go as
+        usual after `idle_s` without any): their start overlaps what comes before the work."""
         if self._closing or any(index != EXPRESS for index in self._workers):
             return
-        self._warming = True
+        self._warming = min(count, self.size)
         self.start()
         self._wake_all()
 
@@ -347,7 +347,7 @@ class WorkerPool:
         if kept and index not in self._workers:
             await self._start(index)
         elif self._warming and not express and index not in self._workers:
-            self._warming = False
+            self._warming -= 1
             await self._start(index)
         unit = await self._next(index, None if kept else self.idle_s)
         if unit is None:

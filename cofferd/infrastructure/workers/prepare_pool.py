@@ -42,6 +42,10 @@ class ProcessPreparer:
     def start(self) -> None:
         self.pool.start()
 
+    def warm(self) -> None:
+        """Every bulk worker started now: a pass that prepares every file is on its way."""
+        self.pool.warm(self.pool.size)
+
     async def close(self) -> None:
         await self.pool.close()
 
