@@ -6,8 +6,11 @@ AVX2), the same ids and vectors as that engine's."""
 from __future__ import annotations
 
 import ctypes
+import json
+import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -156,3 +159,37 @@ def test_the_vectors_are_the_engines(encoder: E5Encoder, engine: Any) -> None:
         theirs = np.asarray(engine.encode([readable(t) for t in texts], query))
         cosines = np.sum(ours * theirs, axis=1)
         assert cosines.min() >= 0.99, [t[:30] for t in np.array(texts)[cosines < 0.99]]
+
+
+MEMORY = """
+import json, sys
+from pathlib import Path
+from cofferd.infrastructure import memory
+from cofferd.infrastructure.models.e5_encoder import E5Encoder
+from tests.support.multilingual_texts import PASSAGES
+
+def rss(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+
+encoder = E5Encoder(Path(sys.argv[1]), threads=1, batch_size=16)
+memory.trim()
+rest, peak_loading = rss("RssAnon"), rss("VmHWM")
+encoder.embed_array([PASSAGES[5]] * 4 + PASSAGES)
+print(json.dumps([rest, rss("VmHWM") - max(peak_loading, rss("VmRSS"))]))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads /proc")
+def test_the_model_holds_little_at_rest_and_a_run_one_windows_memory(weights: Path) -> None:
+    """Its own memory after the load (the tokenizer's 250k pieces were ~260 MB), and what
+    texts past 512 tokens add to the peak (batches of 2,048 tokens added ~200 MB)."""
+    done = subprocess.run(
+        [sys.executable, "-c", MEMORY, str(weights)],
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )  # fmt: skip
+    rest_anonymous_mb, run_above_mb = json.loads(done.stdout)
+    assert rest_anonymous_mb < 200, rest_anonymous_mb
+    assert run_above_mb < 80, run_above_mb
