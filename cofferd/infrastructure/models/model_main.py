@@ -75,7 +75,7 @@ def _load(settings: EncoderSettings) -> Any:
 
 
 def _load_e5(settings: EncoderSettings) -> Any:
-    try:  # onnxruntime, numpy and tokenizers: the local extra
+    try:  # onnxruntime, numpy and sentencepiece: the local extra
         from cofferd.infrastructure.models.e5_encoder import E5Encoder
     except ImportError:
         raise EngineUnavailable(NO_ONNXRUNTIME) from None
@@ -83,7 +83,7 @@ def _load_e5(settings: EncoderSettings) -> Any:
         return E5Encoder(
             Path(settings.model), threads=settings.threads, batch_size=settings.batch_size
         )
-    except Exception as exc:  # noqa: BLE001 - the file, onnxruntime and tokenizers raise many kinds
+    except Exception as exc:  # noqa: BLE001 - the file, onnxruntime and sentencepiece raise many kinds
         raise EngineUnavailable(f"the multilingual model cannot be loaded: {exc}") from None
 
 
