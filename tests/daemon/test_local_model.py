@@ -260,8 +260,8 @@ def test_knowledge_bases_on_the_bundled_model_with_other_threads_share_one_proce
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_the_model_process_killed_or_stopped_mid_batch_costs_nothing(tmp_path: Path) -> None:
     """The model process killed (SIGKILL) while it embeds a batch, then stopped (SIGSTOP)
-    past its time on the next: every chunk ends embedded, nothing is marked failed, and a
-    query answers in hybrid mode (issue 42)."""
+    past its time on the next: every chunk ends embedded, nothing is marked failed, a
+    query meanwhile is answered, and in hybrid mode after (issue 42)."""
     d = new_daemon(tmp_path).start()
     words = " ".join(f"w{i}" for i in range(64))
     try:
@@ -285,7 +285,7 @@ def test_the_model_process_killed_or_stopped_mid_batch_costs_nothing(tmp_path: P
             else:
                 os.kill(pid, signal.SIGSTOP)  # the pool finds it stopped past its time
                 found = d.client.post(d.client.kb("faults", "/search"), {"query": "kill 3"})
-                assert found["fallback"] and found["passages"], found  # keyword, with why
+                assert found["passages"], found  # hybrid by the other process, or keyword
                 wait_for(lambda pid=pid: not Path(f"/proc/{pid}").exists(), timeout=60)
             wait_for(
                 lambda documents=16 * (1 + (fault == "stop")): (
@@ -301,7 +301,6 @@ def test_the_model_process_killed_or_stopped_mid_batch_costs_nothing(tmp_path: P
         assert found["mode"] == "hybrid" and not found["fallback"], found
         logged = d.log.read_text(errors="replace")
         assert "faults: embedding failed" not in logged  # no batch failed
-        assert "query embedding failed (no answer within 2 s)" in logged  # while stopped
         assert "Unknown child process pid" not in logged
     finally:
         cleanup(d)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,10 +75,13 @@ class Lanes:
             self._waiting[piece.lane].setdefault(user, deque()).append(piece)
         self.ready.set()
 
-    def next(self) -> Slice | None:
-        """The next slice to send: the first lane's that has one, from the user whose turn
-        it is (then last in that lane's turn); slices whose caller is gone are dropped."""
-        for users in self._waiting.values():  # in EmbedLane's order
+    def next(self, lanes: Collection[EmbedLane] = tuple(EmbedLane)) -> Slice | None:
+        """The next slice to send from `lanes`: the first lane's that has one, from the
+        user whose turn it is (then last in that lane's turn); slices whose caller is gone
+        are dropped."""
+        for lane, users in self._waiting.items():  # in EmbedLane's order
+            if lane not in lanes:
+                continue
             while users:
                 user = next(iter(users))
                 queue = users.pop(user)

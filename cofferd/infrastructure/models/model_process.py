@@ -4,21 +4,25 @@ interpreter lock) never shares a core with the model, and the model's libraries
 unloaded.
 
 `ModelProcess` runs it on the one worker pool (workers.pool; the process is
-models/model_main): one process per model, started when texts are to be embedded and
-stopped after `idle_s` without any: the pool's idle time is the only one a model has. A
-request is (settings, (query?, [texts])); its reply the vectors as float32 bytes, or why
-there are none. Texts go in small slices, one at a time, in the order of their lanes
-(models.model_lanes: a query first, then a save's texts, then bulk work, each lane's
-callers in turn), each within its time (`budget`): a query waits for the slice in
-flight, about one text's time, never a batch's. A process that dies or is stopped from
+models/model_main): per model, a bulk process at a low priority and an express one at
+full priority, each started when texts are to be embedded and stopped after `idle_s`
+without any: the pool's idle time is the only one a model has. A request is (settings,
+(query?, [texts])); its reply the vectors as float32 bytes, or why there are none. Texts
+go in small slices in the order of their lanes (models.model_lanes: a query first, then a
+save's texts, then bulk work, each lane's callers in turn), each within its time
+(`budget`): queries and saves one slice at a time to the express process, bulk work one
+at a time to the bulk process, beside them. A query waits at most for a query's or a
+save's slice in flight, never for bulk work (a multilingual search beside another KB's
+bulk pass: p95 23 ms, bench.guards.embedding_lanes); the express process runs only while
+queries and saves come (~170 MB more for e5 while both run). A process that dies or is stopped from
 outside costs the slice it held, which the pool gives to the next process (workers.pool:
 a kill or a stop from outside is no text's fault). A process that crashes on the same
 slice, alone, twice, or takes too long is an EmbeddingFailed for the texts.
 
-Every knowledge base on one model shares its process, whatever its settings: the batch
+Every knowledge base on one model shares its processes, whatever its settings: the batch
 size travels with each request (the process runs each at its own), the threads do not
-(onnxruntime fixes them when a model loads), so the process runs with the most any of its
-knowledge bases asks for, and says so in the log when they differ. A change loads the
+(onnxruntime fixes them when a model loads), so the processes run with the most any of
+its knowledge bases asks for, and says so in the log when they differ. A change loads the
 model again in the same process.
 """
 
@@ -26,7 +30,6 @@ from __future__ import annotations
 
 import array
 import asyncio
-import contextlib
 import logging
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
@@ -57,6 +60,9 @@ TIMEOUT_S = 30.0
 PER_TEXT_SHARE = {ONNX_BERT: 1 / 15, E5_ONNX: 1 / 6}
 PER_TEXT_SHARE_OTHER = 1 / 2
 IDLE_S = 300.0
+# the lanes sent one slice at a time, beside each other: to the express process and to
+# the bulk one (the pool gives an interactive slice to the bulk process when it is idle)
+SENT_TOGETHER = ((EmbedLane.QUERY, EmbedLane.SAVE), (EmbedLane.BULK,))
 
 
 def budget(texts: int, engine: str, timeout_s: float = TIMEOUT_S) -> float:
@@ -65,15 +71,18 @@ def budget(texts: int, engine: str, timeout_s: float = TIMEOUT_S) -> float:
 
 
 class ModelProcess:
-    """The daemon's side: one process on a pool of one (no express worker), sent one
-    slice at a time by `_send`, the next taken from the lanes when the last is answered."""
+    """The daemon's side: a pool of one process for bulk work, at a low priority, and
+    its express one for queries and saves (started when one comes, stopped after `idle_s`
+    without any), each sent one slice at a time by its `_send`, the next taken from its
+    lanes when the last is answered: a query waits for the express process's slice in
+    flight (a query's or a save's), never for bulk work."""
 
     def __init__(self, settings: EncoderSettings, *, idle_s: float = IDLE_S) -> None:
         self.settings = settings.model_key()
-        self.pool = WorkerPool(PROCESS, 1, idle_s=idle_s, express=False, nice=0)
+        self.pool = WorkerPool(PROCESS, 1, idle_s=idle_s, keep_express=False)
         self._threads: list[int] = []  # each user's (a knowledge base's embedder)
         self._lanes = Lanes()
-        self._sender: asyncio.Task[None] | None = None
+        self._senders: list[asyncio.Task[None]] = []
 
     @property
     def running(self) -> bool:
@@ -130,19 +139,22 @@ class ModelProcess:
         head = replace(self.settings, threads=self.threads, batch_size=batch_size)
         pieces = [Slice(head, timeout_s, lane, piece) for piece in slices(texts)]
         self._lanes.add(user, pieces)
-        if self._sender is None or self._sender.done():
-            self._sender = asyncio.create_task(self._send(), name="model lanes")
+        if not self._senders:
+            self._senders = [
+                asyncio.create_task(self._send(lanes), name=f"model lanes: {lanes}")
+                for lanes in SENT_TOGETHER
+            ]
         try:
             return [vector for piece in pieces for vector in await piece.reply]
         finally:
             for piece in pieces:
                 piece.reply.cancel()  # (those answered keep their reply)
 
-    async def _send(self) -> None:
-        """Slice after slice to the process, in the lanes' order, until it closes."""
+    async def _send(self, lanes: tuple[EmbedLane, ...]) -> None:
+        """Slice after slice of `lanes` to the pool, in their order, until it closes."""
         engine = self.settings.engine
         while True:
-            piece = self._lanes.next()
+            piece = self._lanes.next(lanes)
             if piece is None:
                 self._lanes.ready.clear()
                 await self._lanes.ready.wait()
@@ -171,10 +183,10 @@ class ModelProcess:
                     piece.reply.set_exception(failed)
 
     async def close(self) -> None:
-        if self._sender is not None:
-            self._sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sender
+        senders, self._senders = self._senders, []
+        for sender in senders:
+            sender.cancel()
+        await asyncio.gather(*senders, return_exceptions=True)
         for piece in self._lanes.waiting():
             if not piece.reply.done():
                 piece.reply.set_exception(EmbeddingFailed("cofferd is stopping"))
