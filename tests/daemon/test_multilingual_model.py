@@ -75,18 +75,25 @@ def cofferctl(d: Daemon, *argv: str) -> str:
     return out.getvalue()
 
 
+MULTILINGUAL_KB = {
+    "enabled_modes": VECTOR_MODES,
+    "default_mode": "hybrid",
+    "embedding": MULTILINGUAL,
+}
+
+
+def multilingual_kb(d: Daemon, kb: str) -> None:
+    """A KB of NOTES on the multilingual model, hybrid by default, embedded."""
+    d.client.post("/api/v1/knowledge_bases", {"name": kb, "config": MULTILINGUAL_KB})
+    for name, text in NOTES.items():
+        write(d.docs(kb) / name, text)
+    wait_for(lambda: embedded(d, kb, len(NOTES)), timeout=60)
+
+
 def test_a_cjk_question_is_answered_through_the_multilingual_model(tmp_path: Path) -> None:
     d = new_daemon(tmp_path).start()
     try:
-        config = {
-            "enabled_modes": VECTOR_MODES,
-            "default_mode": "hybrid",
-            "embedding": MULTILINGUAL,
-        }
-        d.client.post("/api/v1/knowledge_bases", {"name": "zh", "config": config})
-        for name, text in NOTES.items():
-            write(d.docs("zh") / name, text)
-        wait_for(lambda: embedded(d, "zh", len(NOTES)), timeout=60)
+        multilingual_kb(d, "zh")
 
         def top(query: str) -> tuple[str, Any, str]:
             found = d.client.post(d.client.kb("zh", "/search"), {"query": query})
@@ -105,21 +112,13 @@ def test_a_search_and_a_save_never_wait_for_another_knowledge_bases_bulk_pass(
 ) -> None:
     """Two knowledge bases on the multilingual model share its one process. While `bulk`
     embeds many chunks (a pass of minutes), a search in `live` is answered in hybrid mode
-    (its query goes first: it waits for the slice in flight, not a batch, and never falls
-    back to keyword), and a note saved in `live` gets its vectors within seconds (its
-    texts go before bulk work), with `bulk`'s pass still under way."""
+    (its query goes to the express process, never behind bulk work, and never falls back
+    to keyword), and a note saved in `live` gets its vectors within seconds (its texts go
+    there too), with `bulk`'s pass still under way."""
     d = new_daemon(tmp_path).start()
     try:
-        config = {
-            "enabled_modes": VECTOR_MODES,
-            "default_mode": "hybrid",
-            "embedding": MULTILINGUAL,
-        }
-        d.client.post("/api/v1/knowledge_bases", {"name": "live", "config": config})
-        for name, text in NOTES.items():
-            write(d.docs("live") / name, text)
-        wait_for(lambda: embedded(d, "live", len(NOTES)), timeout=60)
-        d.client.post("/api/v1/knowledge_bases", {"name": "bulk", "config": config})
+        multilingual_kb(d, "live")
+        d.client.post("/api/v1/knowledge_bases", {"name": "bulk", "config": MULTILINGUAL_KB})
         for i in range(BULK_DOCUMENTS):
             write(d.docs("bulk") / f"doc{i:03d}.md", cjk_document(i))
         wait_for(lambda: owed(d, "bulk") == BULK_DOCUMENTS, timeout=30)  # indexed, none embedded

@@ -42,24 +42,31 @@ async def test_a_bulk_pass_merges_the_keyword_index(
     assert [p.path for p in found.passages] == ["n07.md"]
 
 
-async def test_the_merge_waits_for_the_pass_to_answer(
-    coffer: Coffer, kb: KnowledgeBase, docs: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The pass answers while its merge is held back; search is right meanwhile, and the
-    index is in one piece once the merge has run."""
+def held_merge(coffer: Coffer, docs: Path, monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """30 notes written for a bulk pass (batches of 3) whose merge after it waits for the
+    event returned to be set."""
     monkeypatch.setattr(reindexer, "BATCH", 3)
     monkeypatch.setattr(reindexer, "MERGE_AFTER_DOCUMENTS", 10)
     store = coffer.reindexer.store
     merge = store.merge_keyword_index
     go = asyncio.Event()
 
-    async def held_merge(name: str) -> None:
+    async def held(name: str) -> None:
         await go.wait()
         await merge(name)
 
-    monkeypatch.setattr(store, "merge_keyword_index", held_merge)
+    monkeypatch.setattr(store, "merge_keyword_index", held)
     for i in range(30):
         write(docs / f"n{i:02}.md", f"# Note {i}\n\nalpha beta word{i}\n")
+    return go
+
+
+async def test_the_merge_waits_for_the_pass_to_answer(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass answers while its merge is held back; search is right meanwhile, and the
+    index is in one piece once the merge has run."""
+    go = held_merge(coffer, docs, monkeypatch)
     result = await asyncio.wait_for(coffer.reindexer.reconcile(kb), timeout=5)
     assert result.documents_added == 30
     found = await coffer.retrieval.search(kb.name, "word7", top_k=3)
@@ -85,19 +92,7 @@ async def test_a_bulk_pass_leaves_merging_to_the_merge_after_it(
 ) -> None:
     """While a bulk pass writes, FTS5 merges none of its pieces (they are merged once,
     after it); once they are one, pieces merge as they are written again."""
-    monkeypatch.setattr(reindexer, "BATCH", 3)
-    monkeypatch.setattr(reindexer, "MERGE_AFTER_DOCUMENTS", 10)
-    store = coffer.reindexer.store
-    merge = store.merge_keyword_index
-    go = asyncio.Event()
-
-    async def held_merge(name: str) -> None:
-        await go.wait()
-        await merge(name)
-
-    monkeypatch.setattr(store, "merge_keyword_index", held_merge)
-    for i in range(30):
-        write(docs / f"n{i:02}.md", f"# Note {i}\n\nalpha beta word{i}\n")
+    go = held_merge(coffer, docs, monkeypatch)
     await asyncio.wait_for(coffer.reindexer.reconcile(kb), timeout=5)
     assert await automerge(coffer, kb.name) == 0
     found = await coffer.retrieval.search(kb.name, "word7", top_k=3)
