@@ -104,6 +104,22 @@ def test_a_megabyte_is_tokenized_in_linear_time(weights: Path) -> None:
     assert large < 20 * small + 0.5, (small, large)
 
 
+def test_runs_of_spaces_cost_linear_time(weights: Path) -> None:
+    """Hostile spacing (one long run; runs of two and three between letters) costs time in
+    proportion to its size: doubling sizes, the time at most about doubles each step."""
+    tokenizer = E5Tokenizer(e5_file.read(weights).vocabulary)
+    for unit in (" ", "a  ", "b   c "):
+
+        def took(size: int, unit: str = unit) -> float:
+            sample = unit * (size // len(unit))
+            started = time.perf_counter()
+            tokenizer.content([sample], query=False)
+            return time.perf_counter() - started
+
+        times = [took(100_000 * 2**step) for step in range(4)]
+        assert times[-1] < 16 * times[0] + 0.5, (unit, times)
+
+
 @pytest.fixture(scope="module")
 def engine_ids(weights: Path, engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The engine's own tokenizer (`tok_content`: static in e5.c), compiled beside it."""
