@@ -18,10 +18,10 @@ $(VENV)/.run: pyproject.toml cofferd/infrastructure/storage/native/cjk_tokens.c 
 	$(BIN)/python -m compileall -q coffer_kernel cofferd cofferctl  # cofferctl starts faster from bytecode
 	touch $@
 
-# What the suite needs on top: test, lint and type tools, document writers for fixtures,
+# What the suite needs on top: test, lint and type tools, document writers for fixtures, OCR,
 # and Neovim (Debian's, where we may install it) to drive `cofferctl lsp` from an editor.
 $(VENV)/.test: $(VENV)/.run
-	$(PIP) -e '.[local,dev]'
+	$(PIP) -e '.[local,dev,ocr]'
 	command -v nvim >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
 		$(APT) neovim || (apt-get update -qq && $(APT) neovim) || \
 		echo "Neovim could not be installed: its editor test is skipped" >&2

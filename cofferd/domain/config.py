@@ -14,7 +14,9 @@ from cofferd.domain.model_coverage import ENGLISH, EVERY_SCRIPT, XLMR, ModelCove
 from cofferd.domain.validation import validation_failed
 
 RetrievalMode = Literal["grep", "keyword", "vector", "hybrid"]
-InPlaceFormat = Literal["pdf", "docx", "pptx", "xlsx", "html", "epub", "csv", "json", "xml", "txt"]
+InPlaceFormat = Literal[
+    "pdf", "docx", "pptx", "xlsx", "html", "epub", "csv", "json", "xml", "png", "jpg", "webp", "txt"
+]
 Provider = Literal[
     "openai",
     "openrouter",

@@ -14,18 +14,33 @@ from pathlib import PurePosixPath
 from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIXES
 
 MARKDOWN = "md"
-ALIASES = {"markdown": MARKDOWN, "htm": "html", "text": "txt"}  # other names of a format
+ALIASES = {
+    "markdown": MARKDOWN,
+    "htm": "html",
+    "text": "txt",
+    "jpeg": "jpg",
+}  # other names of a format
 TEXT_FORMATS = ("txt",)  # read as text, without conversion
-CONVERTED_FORMATS = ("pdf", "docx", "pptx", "xlsx", "html", "epub", "csv", "json", "xml")
+# read by OCR (the `ocr` extra), as one page each: never indexed unless a KB lists them
+IMAGE_FORMATS = ("png", "jpg", "webp")
+CONVERTED_FORMATS = (
+    "pdf", "docx", "pptx", "xlsx", "html", "epub", "csv", "json", "xml", *IMAGE_FORMATS,
+)  # fmt: skip
 IN_PLACE_FORMATS = (*CONVERTED_FORMATS, *TEXT_FORMATS)  # what `index_formats` may list
 # Prose people wrote or read. Spreadsheets (xlsx, csv) and data (json, xml) flood keyword
 # search with cells and keys; a folder's HTML is as often a site's templates or an export
-# of the notes themselves as a saved article. Each is one setting away.
+# of the notes themselves as a saved article; images are photos as often as screenshots,
+# and OCR costs seconds each. Each is one setting away.
 DEFAULT_INDEX_FORMATS = ("docx", "epub", "pdf", "pptx", "txt")
-PAGED_FORMATS = ("pdf", "pptx", "xlsx")  # their converted text marks each page, slide, sheet
+PAGED_FORMATS = (
+    "pdf",
+    "pptx",
+    "xlsx",
+    *IMAGE_FORMATS,
+)  # their converted text marks each page, slide, sheet
 # Formats whose converted text starts with no heading that names the document (a PDF's
 # pages, a sheet's `## Sheet1`): without a title of its own, one is named by its file.
-NAMED_BY_FILE = ("pdf", "xlsx", "csv", "json", "xml")
+NAMED_BY_FILE = ("pdf", "xlsx", "csv", "json", "xml", *IMAGE_FORMATS)
 
 
 @cache

@@ -16,7 +16,9 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
-KIND_OF_FORMAT = {"pdf": "page", "pptx": "slide", "xlsx": "sheet"}  # formats.PAGED_FORMATS
+KIND_OF_FORMAT = {  # formats.PAGED_FORMATS (an image is one page)
+    "pdf": "page", "pptx": "slide", "xlsx": "sheet", "png": "page", "jpg": "page", "webp": "page",
+}  # fmt: skip
 LABEL_MAX_CHARS = 64
 _KINDS = "Page|Slide|Sheet"
 _OLD_SLIDE = "<!-- Slide number: "

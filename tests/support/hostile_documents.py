@@ -1,10 +1,13 @@
 """Documents made to hurt a converter: a zip named .pdf, zips nested deep, a PDF whose
-title refers to itself (the tests and bench.studies.hostile_seams use them)."""
+title refers to itself, a PNG that inflates to a billion pixels (the tests and
+bench.studies.hostile_seams use them)."""
 
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
+import zlib
 
 
 def zip_named_pdf(megabytes: int = 150) -> bytes:
@@ -53,3 +56,25 @@ def self_titled_pdf() -> bytes:
     body += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R /Info 5 0 R >>\n".encode()
     body += f"startxref\n{xref}\n%%EOF\n".encode()
     return body
+
+
+def png_bomb(side: int = 40_000) -> bytes:
+    """A real PNG of `side` x `side` white pixels (1 bit each, ~200 KB for 40,000: 1.6
+    billion pixels once decoded), its compressed rows made a band at a time."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    row = b"\0" + b"\xff" * ((side + 7) // 8)  # filter byte, then the row's bits
+    packer = zlib.compressobj(9)
+    band = row * 256
+    parts = [packer.compress(band) for _ in range(side // 256)]
+    parts += [packer.compress(row * (side % 256)), packer.flush()]
+    header = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)  # 1-bit greyscale
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", b"".join(parts))
+        + chunk(b"IEND", b"")
+    )

@@ -37,7 +37,7 @@ PROCESS = WorkerEntry(convert_main.__name__, convert_main.REPLIES)
 
 log = logging.getLogger(__name__)
 
-CONVERTED_FORMATS = (*formats.CONVERTED_FORMATS, "htm")
+CONVERTED_FORMATS = (*formats.CONVERTED_FORMATS, "htm", "jpeg")
 ZIP_FORMATS = ("docx", "pptx", "xlsx", "epub")
 TIMEOUT_S = 60.0
 MEMORY_MB = 2048

@@ -21,8 +21,9 @@ from cofferd.infrastructure.conversion.pdf_pages import PdfPage
 MiB = 1024 * 1024
 MAX_CHARS = 32_000_000  # a longer converted text is a bomb, not a document
 MAX_BYTES = 96 * MiB  # its UTF-8 (32 million CJK characters fit)
-SCANNED = "a scanned PDF: it has no text layer to index (Coffer does not read images)"
+SCANNED = "a scanned PDF: it has no text layer to index"
 NO_TEXT = "no text in it"
+NO_TEXT_READ = "no text in it: OCR read none in the image"
 # markitdown's own marks: a slide deck's before each slide, a workbook's sheet headings
 SLIDE_MARK = re.compile(r"^<!-- Slide number: (\d{1,9}) -->$", re.MULTILINE)
 SHEET_MARK = re.compile(r"^## ([^\n]*)$", re.MULTILINE)
@@ -45,18 +46,29 @@ def too_large(text: str) -> str | None:
     return None
 
 
-def from_pdf(pdf_pages: Sequence[PdfPage], own_title: str | None, engine: str) -> Converted:
+def from_pdf(
+    pdf_pages: Sequence[PdfPage], own_title: str | None, engine: str, scanned: str = SCANNED
+) -> Converted:
     """A PDF's pages, each under its label (else its number), their text cleaned as
-    text_cleanup says. A PDF with (next to) no text is a scan: nothing to index without
-    OCR."""
+    text_cleanup says. A PDF with (next to) no text is a scan that OCR did not read:
+    refused with `scanned`, the sentence saying why."""
     if not _has_letters(pdf_pages, max(1, len(pdf_pages))):
-        raise Refused(SCANNED)
+        raise Refused(scanned)
     texts = text_cleanup.clean_pdf_pages([p.text for p in pdf_pages])
     marked = [
         (pages.label(p.label, n), text)
         for n, (p, text) in enumerate(zip(pdf_pages, texts, strict=True), 1)
     ]
     return _made("pdf", "", marked, own_title, engine)
+
+
+def from_image(
+    text: str, fmt: str, page_label: str, own_title: str | None, engine: str
+) -> Converted:
+    """An image's text as OCR read it: one page, under a label that says so."""
+    if not LETTER.search(text):
+        raise Refused(NO_TEXT_READ)
+    return _made(fmt, "", [(page_label, text)], own_title, engine)
 
 
 def from_markitdown(markdown: str, fmt: str, own_title: str | None, engine: str) -> Converted:

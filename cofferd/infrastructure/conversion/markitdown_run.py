@@ -72,14 +72,17 @@ def convert(engine: Engine, path: str, fmt: str) -> Converted | tuple[str, str]:
     """The Markdown kept of the file (derived_markdown: its pages marked, its frontmatter
     written), or ("refused", why) for a document with nothing to index or too much, or
     ("failed", the library's exception) for one that cannot be read. A PDF is read page
-    by page (pdf_pages); any other format by markitdown."""
-    from cofferd.infrastructure.conversion import derived_markdown, pdf_pages
+    by page (pdf_pages), its pages without text by OCR (scanned_pages); an image by OCR
+    (image_text); any other format by markitdown."""
+    from cofferd.infrastructure.conversion import derived_markdown, image_text
     from cofferd.infrastructure.conversion.format_titles import own_title
 
+    if fmt in image_text.IMAGE_FORMATS:
+        return image_text.convert(Path(path), fmt)
     try:
         title = _plain(own_title(Path(path), fmt))
         if fmt == "pdf":
-            return derived_markdown.from_pdf(pdf_pages.read_pages(Path(path)), title, ENGINE)
+            return _pdf(Path(path), title)
         result = _by_own_converter(path, fmt) if fmt in OWN_CONVERTER else None
         if result is None:
             result = engine.markitdown.convert_local(path, file_extension="." + fmt)
@@ -93,6 +96,17 @@ def convert(engine: Engine, path: str, fmt: str) -> Converted | tuple[str, str]:
         return ("refused", TOO_MUCH_MEMORY)
     except Exception as exc:  # noqa: BLE001 - any converter failure is the document's
         return ("failed", f"{type(exc).__name__}: {exc}"[:500])
+
+
+def _pdf(path: Path, title: str | None) -> Converted:
+    from cofferd.infrastructure.conversion import derived_markdown, ocr_engine, pdf_pages
+    from cofferd.infrastructure.conversion.scanned_pages import with_ocr
+
+    scanned = derived_markdown.SCANNED + (
+        ", and OCR read none" if ocr_engine.available() else f" ({ocr_engine.MISSING})"
+    )
+    pages = with_ocr(path, pdf_pages.read_pages(path))
+    return derived_markdown.from_pdf(pages, title, ENGINE, scanned)
 
 
 def _by_own_converter(path: str, fmt: str) -> Any:
