@@ -2,7 +2,8 @@
 `python -m bench.guards [NAME ...]` for some of them); exit status 1 when any missed a
 target or failed. Each guard's figures and targets are its own output.
 
-install_weight is left out unless named: it installs Coffer from the package index."""
+install_weight and install_platforms are left out unless named: they ask the package
+index (the first installs Coffer from it)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ QUICK: dict[str, list[str]] = {
     "soak": ["--minutes", "3"],
     "helper_kills": ["--minutes", "2", "--vectors"],
 }
-ON_REQUEST: dict[str, list[str]] = {"install_weight": []}
+ON_REQUEST: dict[str, list[str]] = {"install_weight": [], "install_platforms": []}
 
 
 def main() -> int:

