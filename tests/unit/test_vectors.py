@@ -388,23 +388,6 @@ def test_what_is_embedded_is_the_text_not_coffers_marks() -> None:
     assert embedding_text(["Doc", "Intro"], "## Intro\n\ntext") == "Doc\n\n## Intro\n\ntext"
 
 
-def test_a_slide_title_said_again_is_embedded_once() -> None:
-    """A deck's title on each slide that goes on with it ("Plan (2)", "Plan - continued",
-    the same words again) is said once to the model, which reads a few hundred tokens
-    (issue 44 §3); another heading, and a heading in fenced code, stay."""
-    from cofferd.infrastructure.storage.vector_store import embedding_text
-
-    deck = (
-        "## Slide 1\n\n# Plan\n\nfirst\n\n## Slide 2\n\n# Plan (2)\n\nsecond\n\n"
-        "## Slide 3\n\n# plan \u2013 continued\n\nthird\n\n## Slide 4\n\n# Budget\n\n"
-        "```\n# Plan\n```"
-    )
-    embedded = embedding_text(["Talk"], deck)
-    assert embedded == "Talk\n\n# Plan\n\nfirst\n\nsecond\n\nthird\n\n# Budget\n\n```\n# Plan\n```"
-    assert embedding_text(["Talk", "Plan"], "# Plan (cont.)\n\nmore") == "Talk / Plan\n\nmore"
-    assert embedding_text(["Talk"], "# Plan 2\n\nx\n\n# Plan\n\ny").count("# Plan") == 2
-
-
 def test_a_chunk_starting_with_its_heading_reads_it_as_the_grammar_does() -> None:
     """The heading a chunk starts with is read by the one Markdown grammar (closing `#`s
     dropped; `#word` is no heading), so it is not embedded twice, nor a tag taken for it."""

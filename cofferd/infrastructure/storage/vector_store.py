@@ -7,12 +7,10 @@ from, and answers KNN queries with passages.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from coffer_kernel.markdown_grammar import heading as heading_of
-from coffer_kernel.markdown_grammar import headings
 from cofferd.domain.filters import SearchFilters
 from cofferd.domain.index_records import EmbedJob
 from cofferd.domain.models import KB_KIND, Passage
@@ -23,42 +21,18 @@ from cofferd.infrastructure.storage.database import Database
 from cofferd.infrastructure.storage.filter_sql import chunks_within
 from cofferd.infrastructure.storage.sqlite import Connection
 
-_BLANK_LINES = re.compile(r"\n{3,}")
-# "Plan (2)", "Plan (cont.)", "Plan - continued": a slide that goes on with the one before
-_CONT = r"(?:cont\.?|cont'd|continued)"
-_GOES_ON = re.compile(rf"\s*(?:\((?:\d{{1,3}}|{_CONT})\)|[-\u2013\u2014:]\s*{_CONT})$", re.I)
-
 
 def embedding_text(heading: list[str], text: str) -> str:
     """A chunk as it is embedded: its heading path for context, without repeating the
-    heading the chunk itself starts with, nor a heading that says again one said before it
-    (a deck's title on each of its slides), and without the marks of pages, slides and
-    sheets (domain/pages: where the text is, not what it says; the model reads a few
-    hundred tokens)."""
+    heading the chunk itself starts with, and without the marks of pages, slides and sheets
+    (domain/pages: where the text is, not what it says; the model reads a few hundred
+    tokens)."""
     body = MARKS.sub("", text).strip()
     if heading and body == text.strip():
         starts = heading_of(body.split("\n", 1)[0])  # the kernel's reading of a heading
         if starts is not None and starts[1] == heading[-1]:
             heading = heading[:-1]
-    body = _without_repeated_headings(body, {_said(name) for name in heading})
-    body = _BLANK_LINES.sub("\n\n", body).strip()
     return " / ".join(heading) + "\n\n" + body if heading else body
-
-
-def _without_repeated_headings(body: str, said: set[str]) -> str:
-    lines = body.split("\n")
-    repeated = []
-    for number, _, name in headings(body):
-        if (key := _said(name)) in said:
-            repeated.append(number)
-        said.add(key)
-    for number in reversed(repeated):
-        del lines[number]
-    return "\n".join(lines) if repeated else body
-
-
-def _said(name: str) -> str:
-    return _GOES_ON.sub("", name).casefold()
 
 
 class SqliteVectors:
