@@ -151,14 +151,15 @@ class DocumentIndexOfPaths:
         """Where a link of `kind` written `target` (its key `key`) in the note at `source`
         leads."""
         found = self.resolve_key(kind, key, source) if key is not None else Resolution(None)
-        if found.path is None and kind == "markdown":
+        if found.path is None and kind != "wiki":
             by_name = markdown_name_key(target)
             if by_name is not None:
                 return self.resolve_key("wiki", by_name, source)
         return found
 
     def resolve_key(self, kind: str, key: str, source: str | None = None) -> Resolution:
-        """Where a link of `kind` ("wiki" or "markdown") naming `key`, written in the note
+        """Where a link of `kind` ("wiki", "markdown" or "definition", read as "markdown")
+        naming `key`, written in the note
         at `source` (None: a note in no folder, the root's), leads."""
         exact = self.by_key.get(key)
         if exact is not None:
@@ -166,7 +167,7 @@ class DocumentIndexOfPaths:
         name = key.rsplit("/", 1)[-1]
         files = [p for p in self._files_named(name) if key_of(p) not in self.by_key]
         exact = min((p for p in files if key_of(p) == key), default=None)
-        if exact is not None or kind == "markdown":
+        if exact is not None or kind != "wiki":
             return Resolution(exact, document=exact is None)
         suffix = "/" + key
         found = [p for p in [*self.by_name.get(name, ()), *files] if key_of(p).endswith(suffix)]
@@ -194,7 +195,7 @@ def fragment_of(kind: str, target: str) -> str | None:
     _, hash_, fragment = target.partition("#")
     if not hash_ or not fragment.strip():
         return None
-    return unquote(fragment) if kind == "markdown" else fragment
+    return fragment if kind == "wiki" else unquote(fragment)
 
 
 def has_fragments(path: str) -> bool:

@@ -14,7 +14,9 @@ and imports nothing else of cofferd).
 * **Prose**: the lines outside fenced and indented code, with inline code spans blanked:
   where links and tags are read.
 * **Links**: `[[target|alias]]` (and `![[...]]`) and `[text](target "title")`; the target
-  of a Markdown link as written (`<...>` included).
+  of a Markdown link as written (`<...>` included). A link reference definition
+  (`[label]: target "title"`, CommonMark's, one line, indented by at most three spaces, not
+  continuing a paragraph) is a link too: Foam writes one for each wiki link of a note.
 * **Tags**: `#` at the start of a line or after a blank, then `TAG_CHARS`.
 * **Suffixes**: a note is a `.md` or `.markdown` file (any case).
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import NamedTuple
 
 HEADING_CHARS = 300  # a heading's text as kept (in heading paths, titles, symbols)
 HEADING_LINE_CHARS = 1_000  # a longer line is text, never a heading
@@ -263,3 +266,89 @@ class _LinkRest:
             close = self._paren_close(start + 1)
             return close + 1 if close < len(line) else -1
         return -1
+
+
+class Definition(NamedTuple):
+    """A link reference definition on a line: where it is (from its `[` to its last
+    character but blanks), its label, and where its target is (`<...>` included)."""
+
+    start: int
+    end: int
+    label: str
+    target_start: int
+    target_end: int
+
+
+LABEL_CHARS = 999  # CommonMark's longest label
+_TITLE_CLOSER = {'"': '"', "'": "'", "(": ")"}
+
+
+def reference_definition(line: str) -> Definition | None:
+    r"""The link reference definition `line` is (`[label]: target "title"`, `[x]: <a b.md>`),
+    or None; read in one pass over the line, as CommonMark reads one on a single line: a
+    label of at most `LABEL_CHARS` without unescaped brackets, a colon, a target (in `<>`
+    without `<`, or bare with balanced parentheses), then a title in `"`, `'` or `()` after
+    a blank, and nothing else. Whether it continues a paragraph is the caller's to see."""
+    indent = len(line) - len(line.lstrip(" "))
+    if indent > 3 or not line.startswith("[", indent):
+        return None
+    at, limit = indent + 1, min(len(line), indent + 2 + LABEL_CHARS)
+    while at < limit and line[at] != "]":
+        if line[at] == "[":
+            return None
+        at += 2 if line[at] == "\\" else 1
+    if at >= limit or not line[indent + 1 : at].strip() or not line.startswith(":", at + 1):
+        return None
+    label = line[indent + 1 : at]
+    start = at + 2
+    while start < len(line) and line[start] in " \t":
+        start += 1
+    if start == len(line):
+        return None
+    if line[start] == "<":
+        close = line.find(">", start + 1)
+        if close < 0 or "<" in line[start + 1 : close]:
+            return None
+        stop = close + 1
+    else:
+        stop = _bare_target_end(line, start)
+        if stop <= start:
+            return None
+    end = len(line.rstrip())
+    if end > stop and not (line[stop] in " \t" and _is_title(line[stop:end].lstrip(" \t"))):
+        return None
+    return Definition(indent, end, label, start, stop)
+
+
+def _bare_target_end(line: str, start: int) -> int:
+    """Where a definition's bare target starting at `start` ends (at a blank), or -1 when
+    its parentheses are not balanced or it holds a control character."""
+    depth, at = 0, start
+    while at < len(line) and line[at] not in " \t":
+        ch = line[at]
+        if ch == "\\":
+            at += 2
+            continue
+        if ch < " ":
+            return -1
+        depth += 1 if ch == "(" else -1 if ch == ")" else 0
+        if depth < 0:
+            return -1
+        at += 1
+    return min(at, len(line)) if depth == 0 else -1
+
+
+def _is_title(text: str) -> bool:
+    """Whether `text` is one title: in `"`, `'` or `()`, its closer escaped inside."""
+    closer = _TITLE_CLOSER.get(text[:1])
+    if closer is None or len(text) < 2 or text[-1] != closer:
+        return False
+    at = 1
+    while at < len(text) - 1:
+        if text[at] == "\\":
+            at += 2
+            continue
+        if text[at] == closer or (closer == ")" and text[at] == "("):
+            return False
+        at += 1
+    return at == len(text) - 1

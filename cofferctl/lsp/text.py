@@ -19,6 +19,7 @@ from coffer_kernel.markdown_grammar import (
     TAG_BEING_TYPED,
     headings,
     markdown_links,
+    reference_definition,
     wiki_links,
 )
 
@@ -77,7 +78,7 @@ def new_note_path(kind: str, target: str, linking: str) -> str | None:
     path as it leads from the linking note (`markdown_path`); None when it would lead out."""
     named = target.split("#", 1)[0].strip()
     folder = posixpath.dirname(linking)
-    if kind == "markdown":
+    if kind != "wiki":  # a Markdown link or a definition: a path
         normal = markdown_path(named, folder)
     else:
         joined = named if "/" in named else posixpath.join(folder, named)
@@ -137,22 +138,34 @@ def relinked(
         if name.startswith("/")
         else posixpath.relpath(moved_to, posixpath.dirname(source) or ".")
     )
-    after = written.index("](") + 2
-    start = after + len(written[after:]) - len(written[after:].lstrip())
+    start, stop = target_span(written, link["type"])
     if written.startswith("<", start):  # [x](<my plan.md#budget>): written as it is
-        end = written.index(">", start)
-        cut = _name_end(written, start + 1, end)
+        cut = _name_end(written, start + 1, stop - 1)
         rewritten = written[: start + 1] + url_path(path) + written[cut:]
     else:
-        bare_end = BARE_TARGET_END.search(written, start)
-        stop = bare_end.start() if bare_end else len(written)
         cut = _name_end(written, start, stop)
         inside = url_path(path)
         if any(ch in inside for ch in " ()"):  # a bare target cannot hold these: <...> can
             rewritten = written[:start] + "<" + inside + written[cut:stop] + ">" + written[stop:]
         else:
             rewritten = written[:start] + inside + written[cut:]
-    return checked(rewritten, "markdown", path, heading)
+    return checked(rewritten, link["type"], path, heading)
+
+
+def target_span(written: str, kind: str) -> tuple[int, int]:
+    """Where the target of the Markdown link or definition `written` is in it (`<...>`
+    included)."""
+    if kind == "definition":
+        found = reference_definition(written)
+        if found is None:
+            raise Unwritable(f"{written!r} is no longer a link reference definition")
+        return found.target_start, found.target_end
+    after = written.index("](") + 2
+    start = after + len(written[after:]) - len(written[after:].lstrip())
+    if written.startswith("<", start):
+        return start, written.index(">", start) + 1
+    bare_end = BARE_TARGET_END.search(written, start)
+    return start, bare_end.start() if bare_end else len(written)
 
 
 def _heading_of(link: dict[str, Any]) -> str | None:
@@ -160,7 +173,7 @@ def _heading_of(link: dict[str, Any]) -> str | None:
     _, hash_, heading = link["target"].partition("#")
     if not hash_:
         return None
-    return unquote(heading) if link["type"] == "markdown" else heading
+    return heading if link["type"] == "wiki" else unquote(heading)
 
 
 def url_path(path: str) -> str:
@@ -193,10 +206,17 @@ def reads_as(written: str, kind: str) -> tuple[str, str | None] | None:
             return None
         name, hash_, heading = wiki[0][2].partition("#")
         return name.strip(), heading if hash_ else None
-    found = list(markdown_links(written))
-    if len(found) != 1 or found[0][:2] != (0, len(written)):
-        return None
-    path, hash_, heading = found[0][2].strip("<>").strip().partition("#")
+    if kind == "definition":
+        definition = reference_definition(written)
+        if definition is None or (definition.start, definition.end) != (0, len(written)):
+            return None
+        target = written[definition.target_start : definition.target_end]
+    else:
+        found = list(markdown_links(written))
+        if len(found) != 1 or found[0][:2] != (0, len(written)):
+            return None
+        target = found[0][2]
+    path, hash_, heading = target.strip("<>").strip().partition("#")
     return unquote(path.split("?", 1)[0]), unquote(heading) if hash_ else None
 
 
@@ -237,14 +257,15 @@ def reheaded(written: str, link: dict[str, Any], old: str, new: str) -> str | No
     when it names another heading, or none. Unwritable when a link of its kind cannot
     name `new` (a wiki link and `|`, `]]`, `[[`): the editor is told why."""
     name, hash_, heading = link["target"].partition("#")
-    markdown = link["type"] == "markdown"
+    markdown = link["type"] != "wiki"  # a Markdown link or a definition
     named = unquote(heading) if markdown else heading
-    at = written.rfind("#" + heading)
+    before = target_span(written, link["type"])[1] if markdown else len(written)
+    at = written.rfind("#" + heading, 0, before)
     if not hash_ or at < 0 or heading_key(named) != heading_key(old):
         return None
     if markdown:
         written_new = url_fragment(new, spaces="<" in written)
-        path = reads_as(written, "markdown")
+        path = reads_as(written, link["type"])
         kept = path[0] if path else unquote(name.split("?", 1)[0])
     else:
         written_new, kept = new, name.strip()

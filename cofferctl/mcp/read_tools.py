@@ -289,7 +289,7 @@ def get_document(client: Client, args: JSON) -> JSON:
                 obj(
                     {
                         "target": STR,
-                        "type": {"enum": ["wiki", "markdown"]},
+                        "type": {"enum": ["wiki", "markdown", "definition"]},
                         "line": INT,
                         "document_id": OPT_STR,
                         "relative_path": OPT_STR,
@@ -333,7 +333,7 @@ def get_links(client: Client, args: JSON) -> JSON:
                         "relative_path": STR,
                         "line": INT,
                         "target": STR,
-                        "type": {"enum": ["wiki", "markdown"]},
+                        "type": {"enum": ["wiki", "markdown", "definition"]},
                         "problem": {"enum": ["missing-file", "missing-heading", "missing-block"]},
                         "message": STR,
                         "suggestion": OPT_STR,

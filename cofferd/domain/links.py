@@ -3,6 +3,7 @@ them, and resolved the way Obsidian resolves them.
 
     [[Plan]]  [[projects/Plan]]  [[Plan.md]]  [[Plan#Budget]]  [[Plan|the plan]]  ![[Plan]]
     [the plan](../projects/plan.md)  [x](<my plan.md#budget>)  [x](/projects/plan.md)
+    [plan]: projects/plan.md "The plan"    (a definition: read as a Markdown link's target)
 
 A link names a document by a *key*: its path inside the knowledge base, in lower case,
 without `.md`/`.markdown` and without `#heading`. A wiki link's key may be a bare name or
@@ -23,10 +24,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from coffer_kernel.link_targets import markdown_key, wiki_key
-from coffer_kernel.markdown_grammar import MAX_TARGET_CHARS, markdown_links, prose_lines, wiki_links
+from coffer_kernel.markdown_grammar import (
+    MAX_TARGET_CHARS,
+    heading,
+    markdown_links,
+    prose_lines,
+    reference_definition,
+    wiki_links,
+)
 from cofferd.domain.budgets import DEFAULT
 
-LinkType = Literal["wiki", "markdown"]
+LinkType = Literal["wiki", "markdown", "definition"]  # definition: `[label]: target`
 MAX_LINKS = DEFAULT.links  # per document
 
 
@@ -48,14 +56,30 @@ class Link:
 def links_of(body: str, relpath: str, first_line: int = 1) -> list[Link]:
     """Every link in the body of the document at `relpath`; `first_line` is the line of
     the file the body starts on."""
-    if "[[" not in body and "](" not in body:
+    if "[[" not in body and "](" not in body and "]:" not in body:
         return []
     found: list[Link] = []
     folder = posixpath.dirname(relpath)
+    in_paragraph = -2  # the index of the last line of a paragraph read (a definition
+    # cannot continue a paragraph)
     for index, line in prose_lines(body):
+        continues = in_paragraph == index - 1
+        in_paragraph = index if line.strip() and not heading(line) else -2
         if "[" not in line:
             continue
         number = first_line + index
+        definition = None if continues else reference_definition(line)
+        if definition is not None:
+            in_paragraph = -2
+            written = line[definition.target_start : definition.target_end]
+            target = written.strip("<>").strip()
+            key = markdown_key(target, folder)
+            if key:
+                kept = target[:MAX_TARGET_CHARS]
+                found.append(
+                    Link("definition", kept, key, number, definition.start, definition.end)
+                )
+            continue
         for start, end, target in wiki_links(line):
             key = wiki_key(target)
             if key:

@@ -130,3 +130,35 @@ def test_code_lines_mark_the_fences() -> None:
     assert [part for _, _, part in code_lines(lines)] == [
         "", "opens", "code", "closes", "opens", "code"
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("line", "label", "target"),
+    [
+        ('[templates]: templates.md "Note Templates"', "templates", "templates.md"),
+        ("[t#Metadata]: templates.md#Metadata", "t#Metadata", "templates.md#Metadata"),
+        ("[daily-notes]: daily-notes.md 'Daily Notes'", "daily-notes", "daily-notes.md"),
+        ("   [a]: <my plan.md#x> (the plan)", "a", "<my plan.md#x>"),
+        ("[a]:b.md", "a", "b.md"),
+        ("[a\\]b]: f(1).md", "a\\]b", "f(1).md"),
+        ("    [a]: b.md", None, None),  # indented code
+        ("[a]: b.md c", None, None),  # not a title
+        ('[a]: b.md "t" x', None, None),
+        ("[a]: f(1.md", None, None),  # unbalanced
+        ("[]: b.md", None, None),
+        ("[a]: ", None, None),
+        ("[a] : b.md", None, None),
+        ("[a[b]: c.md", None, None),
+        ("- [a]: b.md", None, None),
+    ],
+)  # fmt: skip
+def test_link_reference_definitions(line: str, label: str | None, target: str | None) -> None:
+    from coffer_kernel.markdown_grammar import reference_definition
+
+    found = reference_definition(line)
+    if label is None:
+        assert found is None
+        return
+    assert found is not None
+    assert (found.label, line[found.target_start : found.target_end]) == (label, target)
+    assert line[found.start : found.end] == line.strip()

@@ -29,6 +29,9 @@ VAULT = {
     "index.md": (
         "# Index\n\n[[Settings]] [[Search]] [[Plugins/Search]] [[Plugins/Other]]\n"
         "[s](Plugins/Search.md#Operators) ![[Search.md]] [[User interface/Settings#Search]]\n"
+        '\n[Search]: Plugins/Search.md "The search"\n'
+        "[Search#Operators]: Plugins/Search.md#Operators\n"
+        "[ui]: <User interface/Settings.md#Search> 'UI'\n"
     ),
 }
 RENAMES = [
@@ -139,6 +142,31 @@ def test_a_heading_rename_rewrites_the_notes_own_heading_links(
     ]
     index = applied(VAULT["index.md"], changes[(docs / "index.md").as_uri()])
     assert "[s](Plugins/Search.md#Query%20operators)" in index
+    # a definition: its target renamed, its label and title kept
+    assert "[Search#Operators]: Plugins/Search.md#Query%20operators\n" in index
+
+
+def test_a_note_rename_rewrites_definitions_keeping_label_and_title(
+    shared_daemon: Daemon, lsp_client: RawClient
+) -> None:
+    d = shared_daemon
+    kb = new_vault(d, "rt", VAULT)
+    docs = d.docs(kb)
+    files = [
+        {"oldUri": (docs / old).as_uri(), "newUri": (docs / new).as_uri()}
+        for old, new in [
+            ("Plugins/Search.md", "Core/Find.md"),
+            ("User interface/Settings.md", "UI.md"),
+        ]
+    ]
+    changes = lsp_client.ask("workspace/willRenameFiles", {"files": files})["result"]["changes"]
+    index = applied(VAULT["index.md"], changes[(docs / "index.md").as_uri()])
+    assert index.split("\n")[-4:] == [
+        '[Search]: Core/Find.md "The search"',
+        "[Search#Operators]: Core/Find.md#Operators",
+        "[ui]: <UI.md#Search> 'UI'",
+        "",
+    ]
 
 
 def test_a_heading_rename_rewrites_links_naming_it_as_obsidian_matches_them(
