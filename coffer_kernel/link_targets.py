@@ -214,18 +214,54 @@ def heading_key(heading: str) -> str:
     return _HEADING_PUNCTUATION.sub(" ", heading).strip().casefold()
 
 
+def github_slug(heading: str) -> str:
+    """A heading's anchor as GitHub writes it (github-slugger; VS Code and Foam write the
+    same): lower case, every character dropped but letters, marks and digits of any script,
+    `_`, `-` and spaces, each space a hyphen (`Markdown Templates` -> `markdown-templates`)."""
+    return "".join(
+        "-" if ch == " " else ch
+        for ch in heading.lower()
+        if ch in " -_" or unicodedata.category(ch)[0] in "LMN"
+    )
+
+
+def github_slugs(names: Iterable[str]) -> list[str]:
+    """The anchors of a note's headings in order, as GitHub makes them: a repeated one
+    with `-1`, `-2`... (the first suffix no earlier anchor has)."""
+    seen: dict[str, int] = {}
+    slugs = []
+    for name in names:
+        base = slug = github_slug(name)
+        while slug in seen:
+            seen[base] += 1
+            slug = f"{base}-{seen[base]}"
+        seen[slug] = 0
+        slugs.append(slug)
+    return slugs
+
+
 def span_of(content: str, fragment: str) -> tuple[int, int] | None:
     """(first line, line after the last) of the section or block `fragment` names in
-    `content`, lines from 0; None when there is none so named."""
+    `content`, lines from 0; None when there is none so named. A heading is named by its
+    text as Obsidian matches it (`heading_key`), or by its GitHub anchor (`github_slugs`)."""
     if fragment.startswith("^"):
         return _block(content, fragment[1:].strip())
-    found = [(line, level, heading_key(name)) for line, level, name in headings(content)]
-    wanted = [heading_key(part) for part in fragment.split("#") if part.strip()]
+    listed = list(headings(content))
+    slugs = github_slugs(name for _, _, name in listed)
+    found = [
+        (line, level, heading_key(name), slug)
+        for (line, level, name), slug in zip(listed, slugs, strict=True)
+    ]
+    wanted = [(heading_key(part), part.casefold()) for part in fragment.split("#") if part.strip()]
     start, end, level = 0, len(found), 0
     at = -1
-    for part in wanted:
+    for key, slug in wanted:
         at = next(
-            (i for i in range(start, end) if found[i][2] == part and found[i][1] > level),
+            (
+                i
+                for i in range(start, end)
+                if found[i][1] > level and (found[i][2] == key or found[i][3] == slug)
+            ),
             -1,
         )
         if at < 0:

@@ -14,7 +14,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from coffer_kernel.link_targets import DocumentIndexOfPaths, key_of, markdown_key, wiki_key
+from coffer_kernel.link_targets import (
+    DocumentIndexOfPaths,
+    github_slugs,
+    key_of,
+    markdown_key,
+    wiki_key,
+)
 from coffer_kernel.markdown_grammar import (
     MARKDOWN_SUFFIX,
     headings,
@@ -54,8 +60,10 @@ class Renames:
         note = self.workspace.current(uri, placed_only=True)
         if note is None or note.kb is None or note.relpath is None or note.root is None:
             return None
-        heading = next((h for h in headings(note.text) if h[0] == line_no), None)
-        if heading is None or not new_name:
+        listed = list(headings(note.text))
+        place = next((n for n, h in enumerate(listed) if h[0] == line_no), None)
+        heading = listed[place] if place is not None else None
+        if heading is None or place is None or not new_name:
             raise RpcError(INVALID_PARAMS, "put the cursor on a heading to rename it")
         breaks = sorted({ch for ch in new_name if ch in text.LINE_BREAKS})
         if breaks:
@@ -68,6 +76,11 @@ class Renames:
                 REQUEST_FAILED,
                 f"{new_name!r} would not read back as that heading (closing #s, or too long)",
             )
+        names = [name for _, _, name in listed]
+        slugs = (
+            github_slugs(names)[place],
+            github_slugs([*names[:place], new_name, *names[place + 1 :]])[place],
+        )
         line = note.text.split("\n")[line_no]
         at = line.rindex(heading[2])
         here = self._edit(line, line_no, at, at + len(heading[2]), new_name)
@@ -77,13 +90,13 @@ class Renames:
             written = lines[number][start:end]
             link = {"type": kind, "target": target}
             try:
-                rewritten = text.reheaded(written, link, heading[2], new_name)
+                rewritten = text.reheaded(written, link, heading[2], new_name, slugs)
             except text.Unwritable as exc:
                 raise RpcError(REQUEST_FAILED, f"line {number + 1}: {exc}") from None
             if rewritten is not None and rewritten != written:
                 changes[uri].append(self._edit(lines[number], number, start, end, rewritten))
         for source, edits in self._links_to(
-            note, lambda written, link: text.reheaded(written, link, heading[2], new_name)
+            note, lambda written, link: text.reheaded(written, link, heading[2], new_name, slugs)
         ).items():
             changes.setdefault(source, []).extend(edits)
         return {"changes": changes}

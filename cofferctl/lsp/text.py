@@ -252,23 +252,42 @@ def _word_char(ch: str) -> bool:
     return ch.isalnum() or ch in "_-"
 
 
-def reheaded(written: str, link: dict[str, Any], old: str, new: str) -> str | None:
-    """The link `written` with its `#heading` renamed from `old` to `new` (any case); None
-    when it names another heading, or none. Unwritable when a link of its kind cannot
-    name `new` (a wiki link and `|`, `]]`, `[[`): the editor is told why."""
+def reheaded(
+    written: str,
+    link: dict[str, Any],
+    old: str,
+    new: str,
+    slugs: tuple[str, str] | None = None,
+) -> str | None:
+    """The link `written` with its `#heading` renamed from `old` to `new` (any case), or
+    the part of `#A#B` that names it; a Markdown link or definition naming it by its GitHub
+    anchor (`slugs`: old and new, `#markdown-templates`) is given the new anchor. None when
+    it names another heading, or none. Unwritable when a link of its kind cannot name
+    `new` (a wiki link and `|`, `]]`, `[[`): the editor is told why."""
     name, hash_, heading = link["target"].partition("#")
     markdown = link["type"] != "wiki"  # a Markdown link or a definition
     named = unquote(heading) if markdown else heading
     before = target_span(written, link["type"])[1] if markdown else len(written)
     at = written.rfind("#" + heading, 0, before)
-    if not hash_ or at < 0 or heading_key(named) != heading_key(old):
+    if not hash_ or at < 0:
         return None
+    parts = named.split("#")
+    for n, part in enumerate(parts):
+        if heading_key(part) == heading_key(old):
+            parts[n] = new
+            break
+        if markdown and slugs is not None and part.casefold() == slugs[0]:
+            parts[n] = slugs[1]
+            break
+    else:
+        return None
+    named_new = "#".join(parts)
     if markdown:
-        written_new = url_fragment(new, spaces="<" in written)
+        written_new = "#".join(url_fragment(part, spaces="<" in written) for part in parts)
         path = reads_as(written, link["type"])
         kept = path[0] if path else unquote(name.split("?", 1)[0])
     else:
-        written_new, kept = new, name.strip()
+        written_new, kept = named_new, name.strip()
         refused = sorted({ch for ch in new if ch in "[]|" + LINE_BREAKS})
         if refused:
             raise Unwritable(
@@ -276,7 +295,7 @@ def reheaded(written: str, link: dict[str, Any], old: str, new: str) -> str | No
                 f"{', '.join(repr(ch) for ch in refused)}"
             )
     rewritten = written[: at + 1] + written_new + written[at + 1 + len(heading) :]
-    return checked(rewritten, link["type"], kept, new)
+    return checked(rewritten, link["type"], kept, named_new)
 
 
 def path_of(uri: str) -> Path | None:

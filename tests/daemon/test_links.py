@@ -328,3 +328,31 @@ async def test_definitions_are_resolved_counted_as_backlinks_and_broken(
         ("gone.md", "definition", "missing-file"),
         ("templates.md#Nope", "definition", "missing-heading"),
     ]
+
+
+def test_a_heading_is_matched_by_its_github_anchor() -> None:
+    from coffer_kernel.link_targets import github_slugs, missing_fragment, span_of
+
+    note = (
+        "# Templates\n\n## Markdown Templates\n\nx\n\n## Plan\n\n## Plan\n\n## C++ & Ünï: 見て_x!\n"
+    )
+    assert span_of(note, "markdown-templates") == (2, 6)  # VS Code, Foam, GitHub
+    assert span_of(note, "Markdown Templates") == (2, 6)  # Obsidian
+    assert span_of(note, "plan") == (6, 8) and span_of(note, "plan-1") == (8, 10)
+    assert span_of(note, "c--ünï-見て_x") == (10, 12)
+    assert missing_fragment(note, "plan-2") is not None
+    assert github_slugs(["A b", "a-b", "A B", "a b-1"]) == ["a-b", "a-b-1", "a-b-2", "a-b-1-1"]
+
+
+async def test_github_anchors_are_not_broken(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> None:
+    write(docs / "user/features/templates.md", "# Templates\n\n## Markdown Templates\n")
+    write(
+        docs / "index.md",
+        "# Index\n\n[t](user/features/templates.md#markdown-templates)\n"
+        "[u](user/features/templates.md#markdown-templatez)\n",
+    )
+    await coffer.reindexer.reconcile(kb)
+    broken = (await coffer.graph.broken("notes"))["links"]
+    assert [(b["target"], b["suggestion"]) for b in broken] == [
+        ("user/features/templates.md#markdown-templatez", "Markdown Templates")
+    ]

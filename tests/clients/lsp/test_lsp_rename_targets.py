@@ -185,3 +185,28 @@ def test_a_heading_rename_rewrites_links_naming_it_as_obsidian_matches_them(
     assert applied(linking, changes[(docs / "Q.md").as_uri()]).split("\n")[2] == (
         "[[FAQ#Vault size]] [[FAQ#Vault size|size]]"
     )
+
+
+def test_a_heading_rename_keeps_each_links_style(
+    shared_daemon: Daemon, lsp_client: RawClient
+) -> None:
+    d = shared_daemon
+    templates = "# Templates\n\n## Plan\n\n## Markdown Templates\n\n### filepath attribute\n"
+    linking = (
+        "# Q\n\n[a](templates.md#markdown-templates) [b](templates.md#Markdown%20Templates)\n"
+        "[[templates#Markdown Templates#filepath attribute]] [[templates#Plan]]\n\n"
+        "[templates#Markdown Templates]: templates.md#markdown-templates 'T'\n"
+    )
+    kb = new_vault(d, "rt", {"templates.md": templates, "Q.md": linking})
+    docs = d.docs(kb)
+    uri = (docs / "templates.md").as_uri()
+    open_note(lsp_client, uri, templates)
+    params = {"textDocument": {"uri": uri}, "position": {"line": 4, "character": 4}}
+    answer = lsp_client.ask("textDocument/rename", {**params, "newName": "Note Templates (MD)"})
+    changes = answer["result"]["changes"]
+    assert applied(linking, changes[(docs / "Q.md").as_uri()]).split("\n")[2:6] == [
+        "[a](templates.md#note-templates-md) [b](templates.md#Note%20Templates%20%28MD%29)",
+        "[[templates#Note Templates (MD)#filepath attribute]] [[templates#Plan]]",
+        "",
+        "[templates#Markdown Templates]: templates.md#note-templates-md 'T'",
+    ]
