@@ -33,13 +33,13 @@ from __future__ import annotations
 import posixpath
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote
 
-from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIX, headings
+from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIX, headings, prose_lines
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -275,12 +275,20 @@ def span_of(content: str, fragment: str) -> tuple[int, int] | None:
     return found[at][0], last
 
 
+def block_ids(content: str) -> Iterator[tuple[int, str, str]]:
+    """(line from 0, id, the line) of each block id of `content`: a `^id` ending a line of
+    prose (one in fenced or indented code is the example's, not a block)."""
+    lines = content.split("\n")
+    for number, prose in prose_lines(content):
+        if "^" in prose and (found := BLOCK_MARKER.search(prose)) is not None:
+            yield number, found.group(1), lines[number]
+
+
 def _block(content: str, block_id: str) -> tuple[int, int] | None:
     if not BLOCK_ID.fullmatch(block_id):
         return None
-    for found in BLOCK_MARKER.finditer(content):
-        if found.group(1) == block_id:
-            number = content.count("\n", 0, found.start())
+    for number, found, _ in block_ids(content):
+        if found == block_id:
             lines = content.split("\n")
             first = number
             while first > 0 and lines[first - 1].strip():

@@ -12,7 +12,7 @@ import posixpath
 import unicodedata
 from typing import Any
 
-from coffer_kernel.link_targets import BLOCK_MARKER
+from coffer_kernel.link_targets import block_ids
 from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIX, headings, prose_lines
 from cofferctl import api
 from cofferctl.lsp import files, text
@@ -188,14 +188,13 @@ def _fold(name: str) -> str:
 
 
 def _blocks(content: str, target: str, wanted: str) -> list[tuple[str, str, str]]:
-    """The block ids of `content` (`^id` ending a line) holding `wanted`, each with the
+    """The block ids of `content` (`^id` ending a line of prose) holding `wanted`, each with the
     start of its line."""
     found = []
-    for m in BLOCK_MARKER.finditer(content):
-        if wanted in m.group(1).casefold():
-            line_start = content.rfind("\n", 0, m.start()) + 1
-            shown = content[line_start : m.start()].strip()[:BLOCK_SHOWN_CHARS]
-            found.append(("^" + m.group(1), target, shown))
+    for _, block_id, line in block_ids(content):
+        if wanted in block_id.casefold():
+            shown = line[: line.rindex("^" + block_id)].strip()[:BLOCK_SHOWN_CHARS]
+            found.append(("^" + block_id, target, shown))
     return found
 
 

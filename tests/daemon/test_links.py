@@ -356,3 +356,23 @@ async def test_github_anchors_are_not_broken(coffer: Coffer, kb: KnowledgeBase, 
     assert [(b["target"], b["suggestion"]) for b in broken] == [
         ("user/features/templates.md#markdown-templatez", "Markdown Templates")
     ]
+
+
+async def test_code_holds_no_targets(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> None:
+    from coffer_kernel.link_targets import span_of
+
+    anchors = (
+        "# Block anchors\n\n```md\nA finding ^key-finding\n# Not a heading\n[x]: fenced.md\n```\n\n"
+        "    indented ^indented\n\nThe finding itself ^real\n"
+    )
+    assert span_of(anchors, "^key-finding") is None and span_of(anchors, "^indented") is None
+    assert span_of(anchors, "^real") == (10, 11) and span_of(anchors, "Not a heading") is None
+    write(docs / "block-anchors.md", anchors)
+    write(docs / "index.md", "# I\n\n[[block-anchors#^key-finding]] [[block-anchors#^real]]\n")
+    await coffer.reindexer.reconcile(kb)
+    broken = (await coffer.graph.broken("notes"))["links"]
+    assert [(b["target"], b["problem"]) for b in broken] == [
+        ("block-anchors#^key-finding", "missing-block")
+    ]
+    links = await coffer.graph.links("notes", "block-anchors.md")
+    assert links["outgoing"] == []
