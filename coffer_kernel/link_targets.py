@@ -61,17 +61,31 @@ def markdown_path(target: str, folder: str) -> str | None:
     """The path in the knowledge base that a Markdown link's target written in a note in
     `folder` leads to: percent-decoded, from that folder (from the root when it starts with
     `/`), normalised, as written otherwise; None for a web link, a heading of the note
-    itself, a folder, or a path leading out."""
+    itself, a folder, or a path leading out (`outside_path`)."""
+    normal = _joined(target, folder)
+    return None if normal is None or leaves(normal) else normal
+
+
+def outside_path(target: str, folder: str) -> str | None:
+    """The path, from the knowledge base's folder, of a Markdown link's target written in
+    a note in `folder` that leads out of it (`../../CONTRIBUTING.md`); None for any other."""
+    normal = _joined(target, folder)
+    return normal if normal is not None and leaves(normal) else None
+
+
+def leaves(normal: str) -> bool:
+    """Whether a normalised path from the knowledge base's folder leads out of it."""
+    return normal.startswith("../") or normal == ".."
+
+
+def _joined(target: str, folder: str) -> str | None:
     if _SCHEME.match(target) or target.startswith(("#", "//")):
         return None  # a web link, mailto:, or a heading of this document
     path = unquote(target.split("#", 1)[0].split("?", 1)[0])
     if not path.strip() or path.endswith("/"):
         return None  # a folder
     joined = path.lstrip("/") if path.startswith("/") else posixpath.join(folder, path)
-    normal = posixpath.normpath(joined)
-    if normal.startswith("../") or normal == "..":
-        return None  # it leads out of the knowledge base
-    return normal
+    return posixpath.normpath(joined)
 
 
 def markdown_key(target: str, folder: str) -> str | None:
@@ -108,6 +122,7 @@ class Resolution:
     ambiguous: bool = False
     candidates: tuple[str, ...] = ()  # when ambiguous: every file it may name, best first
     document: bool = True  # False: a file that is not a document (an image, a canvas)
+    outside: bool = False  # a path out of the knowledge base's folder (no path here)
 
 
 class DocumentIndexOfPaths:
@@ -152,6 +167,9 @@ class DocumentIndexOfPaths:
         leads."""
         found = self.resolve_key(kind, key, source) if key is not None else Resolution(None)
         if found.path is None and kind != "wiki":
+            folder = posixpath.dirname(source) if source is not None else ""
+            if outside_path(target, folder) is not None:
+                return Resolution(None, outside=True)
             by_name = markdown_name_key(target)
             if by_name is not None:
                 return self.resolve_key("wiki", by_name, source)

@@ -132,7 +132,9 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
         return data
     out.line(out.style(f"links from {a.doc}", "1"))
     for link in data["outgoing"]:
-        to = link["relative_path"] or out.style("broken", "31")
+        outside = link.get("kind") == "outside"
+        to = link["relative_path"] or ("outside the knowledge base" if outside else None)
+        to = to or out.style("broken", "31")
         if link.get("kind") == "file":
             to += "  (a file)"
         note = "  (ambiguous: taken as Obsidian takes it)" if link["ambiguous"] else ""

@@ -149,7 +149,7 @@ class Diagnostics:
     ) -> list[dict[str, Any]]:
         out = []
         for link in found["links"]:
-            if link["relative_path"] is None:
+            if link["relative_path"] is None and link.get("kind") != "outside":
                 named = link["target"].split("#", 1)[0]
                 what = "note" if link["type"] == "wiki" and not _other_file(named) else "file"
                 message = f"no {what} in {note.kb} is named {link['target']!r}"

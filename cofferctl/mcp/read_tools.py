@@ -279,7 +279,8 @@ def get_document(client: Client, args: JSON) -> JSON:
     "get_links",
     "Links and backlinks",
     "A document's links: what it links to (`outgoing`: any file of the KB, a document or "
-    "another file such as an image (`kind`); relative_path null for a broken link) and "
+    "another file such as an image (`kind`); relative_path null for a broken link, and for one "
+    'leading out of the KB\'s folder (`kind` "outside")) and '
     "which documents link to it (`backlinks`, with the line).",
     arguments({"kb": kb(), "document_id": DOCUMENT_REF}, ["kb", "document_id"]),
     obj(
@@ -293,7 +294,7 @@ def get_document(client: Client, args: JSON) -> JSON:
                         "line": INT,
                         "document_id": OPT_STR,
                         "relative_path": OPT_STR,
-                        "kind": {"enum": ["document", "file", None]},
+                        "kind": {"enum": ["document", "file", "outside", None]},
                         "ambiguous": BOOL,
                     }
                 )

@@ -9,6 +9,8 @@ A link names a document by a *key*: its path inside the knowledge base, in lower
 without `.md`/`.markdown` and without `#heading`. A wiki link's key may be a bare name or
 any trailing part of a path; a Markdown link's is the path it leads to, from the linking
 file's folder (or from the KB root when it starts with `/`). Links in code are not links.
+A Markdown link leading out of the KB's folder (`../../CONTRIBUTING.md`) is kept: it is
+listed as leading "outside".
 
 Keys and resolving are `coffer_kernel.link_targets` (standard library only, so that the
 language server resolves as the daemon does; callers import them from there): the
@@ -23,7 +25,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Literal
 
-from coffer_kernel.link_targets import markdown_key, wiki_key
+from coffer_kernel.link_targets import key_of, markdown_key, outside_path, wiki_key
 from coffer_kernel.markdown_grammar import (
     MAX_TARGET_CHARS,
     heading,
@@ -73,7 +75,7 @@ def links_of(body: str, relpath: str, first_line: int = 1) -> list[Link]:
             in_paragraph = -2
             written = line[definition.target_start : definition.target_end]
             target = written.strip("<>").strip()
-            key = markdown_key(target, folder)
+            key = _path_key(target, folder)
             if key:
                 kept = target[:MAX_TARGET_CHARS]
                 found.append(
@@ -86,9 +88,19 @@ def links_of(body: str, relpath: str, first_line: int = 1) -> list[Link]:
                 found.append(Link("wiki", target[:MAX_TARGET_CHARS], key, number, start, end))
         for start, end, written in markdown_links(line):
             target = written.strip("<>").strip()
-            key = markdown_key(target, folder)
+            key = _path_key(target, folder)
             if key:
                 found.append(Link("markdown", target[:MAX_TARGET_CHARS], key, number, start, end))
         if len(found) >= MAX_LINKS:
             return found[:MAX_LINKS]
     return found
+
+
+def _path_key(target: str, folder: str) -> str | None:
+    """The key of a Markdown link's or a definition's target: its path in the knowledge
+    base's, or the path out of it of one leading out (listed as "outside", never broken)."""
+    key = markdown_key(target, folder)
+    if key:
+        return key
+    outside = outside_path(target, folder)
+    return key_of(outside) if outside is not None else None

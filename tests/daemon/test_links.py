@@ -38,7 +38,8 @@ from tests.support.mcp_client import params as mcp_params
           ("markdown", "with space.md", "notes/with space")]),
         ("[a](%C3%A9t%C3%A9.md) [b](/root.MD)", [("markdown", "%C3%A9t%C3%A9.md", "notes/été"),
                                                  ("markdown", "/root.MD", "root")]),
-        ("[w](https://x.org/a.md) [m](mailto:a@b) [o](../../out.md) [d](sub/) [q](?x)", []),
+        ("[w](https://x.org/a.md) [m](mailto:a@b) [d](sub/) [q](?x)", []),
+        ("[o](../../out.md)", [("markdown", "../../out.md", "../out")]),  # listed "outside"
         ("[i](pic.png) ![img](p.md) ![[x.png#interface]] [[manual.pdf]]",
          [("wiki", "x.png#interface", "x.png"), ("wiki", "manual.pdf", "manual.pdf"),
           ("markdown", "pic.png", "notes/pic.png"), ("markdown", "p.md", "notes/p")]),
@@ -376,3 +377,25 @@ async def test_code_holds_no_targets(coffer: Coffer, kb: KnowledgeBase, docs: Pa
     ]
     links = await coffer.graph.links("notes", "block-anchors.md")
     assert links["outgoing"] == []
+
+
+async def test_a_link_out_of_the_kb_is_listed_as_outside(shared_daemon: Daemon) -> None:
+    d = shared_daemon
+    kb = f"out-{uuid.uuid4().hex[:6]}"
+    d.client.post("/api/v1/knowledge_bases", {"name": kb})
+    write(
+        d.docs(kb) / "docs/index.md",
+        "# Index\n\n[c](../../CONTRIBUTING.md) [g](gone.md)\n\n[lic]: ../../LICENSE\n",
+    )
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/documents"))["total"] == 1)
+    links = d.client.get(d.client.kb(kb, "/documents/docs%2Findex.md/links"))["outgoing"]
+    assert [(o["target"], o["relative_path"], o["kind"]) for o in links] == [
+        ("../../CONTRIBUTING.md", None, "outside"),
+        ("gone.md", None, None),
+        ("../../LICENSE", None, "outside"),
+    ]
+    broken = d.client.get(d.client.kb(kb, "/links/broken"))["links"]
+    assert [b["target"] for b in broken] == ["gone.md"]
+    out = io.StringIO()
+    assert cli.main(["--socket", str(d.socket), "links", kb, "docs/index.md"], stdout=out) == 0
+    assert "../../CONTRIBUTING.md -> outside the knowledge base" in out.getvalue()

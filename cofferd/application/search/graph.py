@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 
 from coffer_kernel.link_targets import (
     DocumentIndexOfPaths,
+    Resolution,
     fragment_of,
     has_fragments,
     key_of,
@@ -95,7 +96,7 @@ class Graph:
                     "line": link.line,
                     "document_id": ids.get(found.path) if found.path else None,
                     "relative_path": found.path,
-                    "kind": _kind(found.path, found.document),
+                    "kind": _kind(found),
                     "ambiguous": found.ambiguous,
                 }
             )
@@ -145,6 +146,8 @@ class Graph:
         to_check: dict[str, list[tuple[int, str]]] = {}  # note -> (row, fragment)
         for n, (_, source, link) in enumerate(rows):
             found = index.resolve(link, source)
+            if found.outside:
+                continue  # out of the KB's folder: listed as "outside", not broken
             if found.path is None:
                 what = "note" if link.type == "wiki" else "file"
                 problems[n] = {"problem": "missing-file", "message": f"no {what} is named so"}
@@ -303,7 +306,7 @@ def _inspect(index: DocumentIndexOfPaths, relpath: str, text: str) -> dict[str, 
                 "start": link.start,
                 "end": link.end,
                 "relative_path": found.path,
-                "kind": _kind(found.path, found.document),
+                "kind": _kind(found),
                 "ambiguous": found.ambiguous,
                 "candidates": list(found.candidates),
             }
@@ -311,6 +314,9 @@ def _inspect(index: DocumentIndexOfPaths, relpath: str, text: str) -> dict[str, 
     return {"links": links, "merge_markers": merge_marker_lines(text)}
 
 
-def _kind(path: str | None, document: bool) -> str | None:
-    """What a link leads to: a "document", another "file", or nothing (None)."""
-    return None if path is None else "document" if document else "file"
+def _kind(found: Resolution) -> str | None:
+    """What a link leads to: a "document", another "file", "outside" the KB's folder, or
+    nothing (None: broken)."""
+    if found.path is None:
+        return "outside" if found.outside else None
+    return "document" if found.document else "file"
