@@ -2,7 +2,8 @@
 knowledge base of a daemon in a scratch data home, and measured as a user of it would:
 
 * every link of every note as `GET .../documents/{doc}/links` resolves it: to a note, to
-  another file (an image, a PDF, a canvas), ambiguous, broken; and `links --broken`
+  another file (an image, a PDF, a canvas), ambiguous, broken, outside the vault's folder
+  (by type: wiki, Markdown, reference definition); and `links --broken`
   (`GET .../links/broken`) by problem (no file, a heading or block the note lacks);
 * every note's title against what the vault says (frontmatter `title`, else the first H1,
   else the file name);
@@ -22,6 +23,9 @@ The vault is never written: renames are applied to the notes' text in memory.
     .venv/bin/python -m bench.studies.vault_links --extract GIT_DIR --vault /tmp/helpvault/en
     .venv/bin/python -m bench.studies.vault_links --vault /tmp/helpvault/en [--repo PATH]
     .venv/bin/python -m bench.studies.vault_links --vault /tmp/helpvault --whole   # every language
+    # Foam's documentation, a Foam vault (issue 45): github:foambubble/foam's docs/ folder
+    .venv/bin/python -m bench.studies.vault_links --extract GIT_DIR --vault /tmp/foam/docs --whole
+    .venv/bin/python -m bench.studies.vault_links --vault /tmp/foam/docs --whole [--repo PATH]
 """
 
 from __future__ import annotations
@@ -69,7 +73,8 @@ def main() -> None:
     args = parser.parse_args()
     run_in_repo(args.repo)
     if args.extract:
-        into = args.vault.parent if args.vault.name == "en" else args.vault
+        # the help vault's en/, Foam's docs/: a folder of the repository written whole
+        into = args.vault.parent if args.vault.name in ("en", "docs") else args.vault
         print(f"{extract(args.extract, into)} blobs missing from {args.extract}: empty files")
     vault = args.vault.resolve()
     home = scratch_home("vault")
@@ -160,9 +165,14 @@ def links_of_every_note(api: Client, paths: list[str]) -> dict[str, list[dict[st
 def count_links(outgoing: dict[str, list[dict[str, Any]]]) -> None:
     counts: Counter[str] = Counter()
     to_files: Counter[str] = Counter()
+    by_type: Counter[str] = Counter()
     for links in outgoing.values():
         for link in links:
             counts["links"] += 1
+            by_type[link["type"]] += 1
+            if link.get("kind") == "outside":
+                counts["outside"] += 1
+                continue
             if link["relative_path"] is None:
                 counts["broken"] += 1
                 continue
@@ -174,7 +184,8 @@ def count_links(outgoing: dict[str, list[dict[str, Any]]]) -> None:
     print(
         f"links: {counts['links']:,}; resolve {counts['resolve']:,} (to other files "
         f"{sum(to_files.values()):,}: {kinds or 'none'}), ambiguous {counts['ambiguous']:,}, "
-        f"broken {counts['broken']:,}",
+        f"broken {counts['broken']:,}, outside the vault {counts['outside']:,}; by type: "
+        + ", ".join(f"{kind} {n:,}" for kind, n in by_type.most_common()),
         flush=True,
     )
 
