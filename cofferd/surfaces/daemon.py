@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import importlib
 import logging
 import os
 import signal
@@ -28,7 +27,6 @@ from cofferd.surfaces.progress_bar import show_progress
 log = logging.getLogger("cofferd")
 
 
-HTTP_LAYER = "cofferd.surfaces.http.api"
 SHUTDOWN_S = 1.5  # in-flight requests get this long to answer once a stop is asked for
 
 
@@ -94,6 +92,14 @@ class Daemon:
             self.coffer = coffer = await stack.enter_async_context(
                 await Coffer.open(self.locations, self.tuning, self.preparing)
             )
+            # the HTTP layer imported once the index is open: the worker processes a new
+            # index starts (Coffer.open) import their own code meanwhile, on another core
+            from aiohttp import web
+
+            from cofferd.surfaces.http.api import create_app
+            from cofferd.surfaces.http.uploads import UPLOAD_PREFIX
+
+            clear_uploads(self.locations, UPLOAD_PREFIX)
             if not coffer.kbs.list():
                 await coffer.kbs.create(DEFAULT_KB, actor="system")
                 log.info("created the default knowledge base %r", DEFAULT_KB)
@@ -108,22 +114,6 @@ class Daemon:
             if inherited:
                 self.socket_path = str(inherited.getsockname()) or "(inherited, unnamed)"
             stack.callback(bound.remove)
-            # the HTTP layer imported once the index is open: the worker processes a new
-            # index starts (Coffer.open) import their own code meanwhile, on another core.
-            # A new index has nothing to serve yet: its start-up reconcile starts first and
-            # the HTTP layer is imported beside it, in a thread (connections wait in the
-            # socket's backlog meanwhile)
-            first_pass = coffer.stores.db.created
-            if first_pass:
-                watcher.start()  # its first watch, once set up, asks for the start-up reconcile
-                coffer.indexing.start(full_reconcile=False)
-                await asyncio.to_thread(importlib.import_module, HTTP_LAYER)
-            from aiohttp import web
-
-            from cofferd.surfaces.http.api import create_app
-            from cofferd.surfaces.http.uploads import UPLOAD_PREFIX
-
-            clear_uploads(self.locations, UPLOAD_PREFIX)
             runner = web.AppRunner(
                 create_app(coffer, self.status),
                 access_log=None,
@@ -132,9 +122,8 @@ class Daemon:
             await runner.setup()
             stack.push_async_callback(runner.cleanup)  # first out: stop accepting requests
             await web.SockSite(runner, bound.sock, shutdown_timeout=SHUTDOWN_S).start()
-            if not first_pass:
-                watcher.start()
-                coffer.indexing.start(full_reconcile=False)
+            watcher.start()  # its first watch, once set up, asks for the start-up reconcile
+            coffer.indexing.start(full_reconcile=False)
             checking = asyncio.create_task(coffer.check_index(), name="quick-check")
             stack.push_async_callback(_cancel, checking)
             if sys.stderr.isatty():  # `make run` in the foreground; services log only
