@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from coffer_kernel.markdown_grammar import HEADING_CHARS, HEADING_LINE_CHARS
 
 MiB = 1024 * 1024
-RETENTION_DAYS = 30  # a deleted document stays in its KB's trash this long (days)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,13 +32,12 @@ from pathlib import Path
 
 from coffer_kernel import __version__
 from coffer_kernel.locations import Locations
+from cofferd.application.documents.trash import RETENTION_DAYS
 from cofferd.domain.budgets import DEFAULT as DEFAULT_BUDGET
-from cofferd.domain.budgets import RETENTION_DAYS
-from cofferd.infrastructure.workers.pool import WorkerPool
-from cofferd.surfaces.processes.early_workers import default_workers, started_early
+from cofferd.surfaces.core import Tuning, default_workers
+from cofferd.surfaces.daemon import AlreadyRunning, run
+from cofferd.surfaces.http.unix_socket import SocketInUse
 from cofferd.surfaces.progress_bar import BarAwareHandler
-
-# (the rest of the daemon's code is imported by main, once a first index's workers run)
 
 # syslog priorities: under systemd, journald reads a `<N>` prefix as the line's level.
 _PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3}
@@ -154,27 +153,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1 or args.prepare_timeout <= 0:
         print("cofferd: --workers and --prepare-timeout must be positive", file=sys.stderr)
         return 2
-    with asyncio.Runner() as runner:
-        # a first index's workers start before the rest is imported: they import their
-        # own code on another core meanwhile (processes.early_workers)
-        preparing = runner.run(started_early(locations, args.workers))
-        try:
-            return _serve(runner, locations, args, preparing)
-        finally:
-            if preparing is not None:  # (closed already by a daemon that ran)
-                runner.run(preparing.close())
-
-
-def _serve(
-    runner: asyncio.Runner,
-    locations: Locations,
-    args: argparse.Namespace,
-    preparing: WorkerPool | None,
-) -> int:
-    from cofferd.surfaces.core import Tuning
-    from cofferd.surfaces.daemon import AlreadyRunning, run
-    from cofferd.surfaces.http.unix_socket import SocketInUse
-
     tuning = Tuning(
         reconcile_interval_s=args.reconcile_interval,
         activity_keep=args.activity_keep,
@@ -184,7 +162,7 @@ def _serve(
         prepare_timeout_s=args.prepare_timeout,
     )
     try:
-        runner.run(run(locations, tuning, preparing))
+        asyncio.run(run(locations, tuning))
     except (AlreadyRunning, SocketInUse) as exc:
         print(f"cofferd: {exc}", file=sys.stderr)
         return 1

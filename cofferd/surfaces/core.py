@@ -14,7 +14,7 @@ from coffer_kernel.locations import Locations
 from cofferd.application.documents.documents import Documents
 from cofferd.application.documents.ingest import Ingest
 from cofferd.application.documents.originals import Originals
-from cofferd.application.documents.trash import PURGE_INTERVAL_S, Trash
+from cofferd.application.documents.trash import PURGE_INTERVAL_S, RETENTION_DAYS, Trash
 from cofferd.application.indexing.activity import Activity
 from cofferd.application.indexing.conversion_queue import Conversions, Pages
 from cofferd.application.indexing.embeddings import Embeddings, ModelCheck
@@ -30,7 +30,6 @@ from cofferd.application.indexing.reindexer import Reindexer
 from cofferd.application.search.graph import Graph
 from cofferd.application.search.retrieval import Retrieval
 from cofferd.domain.budgets import DEFAULT as DEFAULT_BUDGET
-from cofferd.domain.budgets import RETENTION_DAYS
 from cofferd.domain.config import EmbeddingConfig
 from cofferd.domain.events import (
     Converted,
@@ -64,10 +63,20 @@ from cofferd.infrastructure.storage.sqlite import SQLITE_VERSION
 from cofferd.infrastructure.storage.tracked_sources import SqliteTrackedSources
 from cofferd.infrastructure.storage.vector_store import SqliteVectors
 from cofferd.infrastructure.storage.write_path import SqliteDocumentIndex
-from cofferd.infrastructure.workers.pool import WorkerPool
+from cofferd.infrastructure.workers.pool import WorkerEntry
 from cofferd.infrastructure.workers.prepare_pool import ProcessPreparer
-from cofferd.surfaces.processes.early_workers import default_workers, preparing_pool
+from cofferd.surfaces.processes import prepare_main
 from cofferd.surfaces.watcher import Watcher
+
+
+def default_workers() -> int:
+    """One per core this process may run on. They run at a lower CPU priority than the
+    daemon (and the express worker that serves saves), so serving and writing go first;
+    measured on 2 cores, one fewer left a core idle: 1.2-1.4x slower cold indexing."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on macOS
+        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -129,14 +138,7 @@ class DocumentsRoom:
 
 
 class Coffer:
-    def __init__(
-        self,
-        locations: Locations,
-        db: Database,
-        tuning: Tuning,
-        events: Events,
-        preparing: WorkerPool | None = None,
-    ) -> None:
+    def __init__(self, locations: Locations, db: Database, tuning: Tuning, events: Events) -> None:
         self.locations = locations
         self.tuning = tuning
         self.events = events
@@ -145,7 +147,9 @@ class Coffer:
         # the pools of processes: converters (`add`'s, express, and the background's, which
         # `add` never waits behind), preparers, and one process per bundled model
         self.converters = ConverterPool(home=(locations.home, locations.converter_home))
-        self.preparer = ProcessPreparer(boundary, preparing or preparing_pool(tuning.workers))
+        self.preparer = ProcessPreparer(
+            boundary, tuning.workers, entry=WorkerEntry(prepare_main.__name__, prepare_main.REPLIES)
+        )
         bundled = BundledModels()
         self.converter = self.converters.interactive
         files = _files(locations, boundary, self.converter.formats())
@@ -185,17 +189,13 @@ class Coffer:
         }
 
     @classmethod
-    async def open(
-        cls, locations: Locations, tuning: Tuning | None = None, preparing: WorkerPool | None = None
-    ) -> Coffer:
-        """`preparing`: the pool of the preparing processes, started already by the daemon
-        (processes.early_workers)."""
+    async def open(cls, locations: Locations, tuning: Tuning | None = None) -> Coffer:
         tuning = tuning or Tuning()
         locations.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(locations.home, 0o700)  # it holds the index: the text of every note
         events = Events()  # first: the database publishes to it too
         db = await Database(locations.db_path, events).open()
-        coffer = cls(locations, db, tuning, events, preparing)
+        coffer = cls(locations, db, tuning, events)
         coffer.preparer.start()
         try:
             await coffer.stores.activity.keep(tuning.activity_keep)

@@ -18,7 +18,6 @@ from cofferd.application.indexing.knowledge_bases import DEFAULT_KB
 from cofferd.domain.models import KnowledgeBase
 from cofferd.infrastructure.files.confinement import home_folder, home_problems
 from cofferd.infrastructure.files.probe import FsProbe
-from cofferd.infrastructure.workers.pool import WorkerPool
 from cofferd.surfaces import systemd
 from cofferd.surfaces.core import Coffer, Tuning
 from cofferd.surfaces.http import unix_socket
@@ -55,15 +54,9 @@ def acquire_lock(locations: Locations) -> IO[str]:
 
 
 class Daemon:
-    def __init__(
-        self,
-        locations: Locations,
-        tuning: Tuning | None = None,
-        preparing: WorkerPool | None = None,
-    ) -> None:
+    def __init__(self, locations: Locations, tuning: Tuning | None = None) -> None:
         self.locations = locations
         self.tuning = tuning or Tuning()
-        self.preparing = preparing  # started already (processes.early_workers)
         self.started_at = time.time()
         self.socket_path = str(locations.socket)
         self._stop = asyncio.Event()
@@ -90,7 +83,7 @@ class Daemon:
             loop.add_signal_handler(sig, self.request_stop)
         async with contextlib.AsyncExitStack() as stack:
             self.coffer = coffer = await stack.enter_async_context(
-                await Coffer.open(self.locations, self.tuning, self.preparing)
+                await Coffer.open(self.locations, self.tuning)
             )
             # the HTTP layer imported once the index is open: the worker processes a new
             # index starts (Coffer.open) import their own code meanwhile, on another core
@@ -286,7 +279,7 @@ async def _cancel(task: asyncio.Task[None]) -> None:
     await asyncio.gather(task, return_exceptions=True)
 
 
-async def run(locations: Locations, tuning: Tuning, preparing: WorkerPool | None = None) -> None:
-    daemon = Daemon(locations, tuning, preparing)
+async def run(locations: Locations, tuning: Tuning) -> None:
+    daemon = Daemon(locations, tuning)
     with contextlib.suppress(asyncio.CancelledError):
         await daemon.run()

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from coffer_kernel.locations import Locations
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.file_records import FileStat
 from cofferd.domain.models import Document
@@ -27,7 +26,7 @@ from cofferd.infrastructure.workers import frames
 from cofferd.infrastructure.workers import pool as pool_module
 from cofferd.infrastructure.workers import process as process_module
 from cofferd.infrastructure.workers.pool import WorkerEntry, WorkerPool, WorkFailed
-from cofferd.surfaces.processes import early_workers, prepare_main
+from cofferd.surfaces.processes import prepare_main
 from tests.support.pool_worker import RAW as HOSTILE
 
 MODULE = WorkerEntry("tests.support.pool_worker", frames.Replies(frames.DATE_TYPES))
@@ -129,30 +128,6 @@ async def test_bulk_workers_stop_when_idle_and_one_stays() -> None:
     finally:
         await pool.close()
     assert pool.status()["running"] == 0
-
-
-async def test_a_first_index_starts_its_preparing_workers_before_the_daemon_needs_them(
-    tmp_path: Path,
-) -> None:
-    """Over a new index with a KB folder the bulk workers (and the express one) are started
-    by the time started_early returns (the daemon imports the rest of its code next, the
-    loop held), then say READY; over an index that exists, or no KB, none is."""
-    locations = Locations(home=tmp_path / "home", socket=tmp_path / "cofferd.sock")
-    assert await early_workers.started_early(locations, 2) is None  # no knowledge/ yet
-    (locations.knowledge_root / "notes").mkdir(parents=True)
-    pool = await early_workers.started_early(locations, 2)
-    assert pool is not None
-    try:
-        status = pool.status()
-        assert status["starting"] + status["running"] == 3  # spawned: 2 bulk, 1 express
-        deadline = time.monotonic() + 30
-        while pool.status()["running"] < 3 and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        assert pool.status()["running"] == 3
-    finally:
-        await pool.close()
-    locations.db_path.write_bytes(b"")  # an index there already: the daemon warms as usual
-    assert await early_workers.started_early(locations, 2) is None
 
 
 @pytest.mark.parametrize(

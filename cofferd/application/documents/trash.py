@@ -14,7 +14,6 @@ from cofferd.application.documents import references
 from cofferd.application.documents.documents import ID_PREFIX_MIN_CHARS, Documents, DocumentView
 from cofferd.application.indexing.knowledge_bases import KnowledgeBases
 from cofferd.application.indexing.reindexer import Reindexer
-from cofferd.domain.budgets import RETENTION_DAYS
 from cofferd.domain.errors import (
     CofferError,
     DocumentAmbiguous,
@@ -28,6 +27,7 @@ from cofferd.domain.ports import DocsTree, DocumentRemoval, TrackedSources, Tras
 
 log = logging.getLogger(__name__)
 
+RETENTION_DAYS = 30
 PURGE_INTERVAL_S = 24 * 3600.0  # expired entries purged at start, then daily
 
 

@@ -1,6 +1,6 @@
 """The Preparer port over worker processes: documents prepared on every core, each within
-its time, off the serving loop. Its pool, running their process (surfaces/processes/
-prepare_main, a layer above), is given to it by the composition root."""
+its time, off the serving loop. Its process (surfaces/processes/prepare_main, a layer
+above) is given to it by the composition root, with what that process may answer."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from cofferd.domain.prepare_jobs import (
     Unconverted,
 )
 from cofferd.infrastructure.files.confinement import Boundary
-from cofferd.infrastructure.workers.pool import WorkerPool, WorkFailed
+from cofferd.infrastructure.workers.pool import WorkerEntry, WorkerPool, WorkFailed
 
 # A unit (what one worker gets at once) ends at whichever comes first: small units keep
 # every worker busy and let a save in between.
@@ -35,9 +35,9 @@ OUTCOMES = (Gone, Unchanged, Skipped, Unconverted, DocumentWrite)
 
 
 class ProcessPreparer:
-    def __init__(self, boundary: Boundary, pool: WorkerPool) -> None:
+    def __init__(self, boundary: Boundary, workers: int, *, entry: WorkerEntry) -> None:
         self.boundary = boundary
-        self.pool = pool
+        self.pool = WorkerPool(entry, workers)
 
     def start(self) -> None:
         self.pool.start()

@@ -4,6 +4,4 @@ application, and the composition root hands it to its pool (infrastructure.worke
 with its own reply allow-list. The converter's and the bundled model's entry points live
 with their families (infrastructure.conversion.convert_main, infrastructure.models.model_main).
 Each is the composition root of its process: it imports what its work needs and nothing
-of the daemon's serving side. Beside it, `early_workers` makes its pool, for the
-composition root and for the daemon's first moments (a first index's workers started
-before the daemon imports the rest)."""
+of the daemon's serving side."""
