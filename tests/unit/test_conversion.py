@@ -72,7 +72,7 @@ async def test_the_converter_process_ends_when_idle(
 
 
 async def test_a_hang_is_stopped_and_the_next_document_converts(files: dict[str, Path]) -> None:
-    converter = ConverterPool(timeout_s=0.05)
+    converter = ConverterPool(timeout_s=0.05, ocr_timeout_s=0)
     try:
         with pytest.raises(ConversionFailed, match="longer than"):
             await converter.convert(files["big.pdf"], "pdf")
@@ -148,6 +148,7 @@ async def test_a_conversion_stopped_for_its_time_is_listed_at_once(
     kb = await coffer.kbs.create("timed", {"index_formats": ["pdf"]})
     (coffer.locations.docs_dir("timed") / "big.pdf").write_bytes(make_pdf("words " * 50, 200))
     coffer.converters.timeout_s = 0.05
+    coffer.converters.ocr_timeout_s = 0  # (a PDF's time for OCR too)
     assert await coffer.conversions._convert("timed", "big.pdf")  # settled: listed now
     await coffer.reindexer.sync_paths(kb, ["big.pdf"])
     skipped = {s["relative_path"]: s["reason"] for s in await coffer.reindexer.skipped("timed")}
