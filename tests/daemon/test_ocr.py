@@ -18,8 +18,8 @@ import yaml
 from fpdf import FPDF
 from PIL import Image, ImageDraw, ImageFont
 
-from cofferd.infrastructure.conversion import markitdown_run, scanned_pages
-from tests.support.daemon import Daemon, wait_for
+from cofferd.infrastructure.conversion import markitdown_run, ocr_engine, scanned_pages
+from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.support.helpers import found_in, new_kb, search, skipped, write
 from tests.support.hostile_documents import png_bomb
 
@@ -185,3 +185,25 @@ def test_a_scan_past_its_time_says_which_pages_ocr_did_not_read(
     converted = markitdown_run.convert(engine, str(path), "pdf", 600)
     assert not isinstance(converted, tuple), converted
     assert front(converted.markdown)["unread"] == "pages 2-3 not read: OCR time budget"
+
+
+def test_a_file_skipped_for_want_of_ocr_is_read_once_ocr_is_installed(tmp_path: Path) -> None:
+    """Skipped for good while OCR is missing (a rapidocr without its models shadows the
+    real one), then converted again at the next start, OCR installed."""
+    shadow = tmp_path / "shadow"
+    (shadow / "rapidocr").mkdir(parents=True)
+    (shadow / "rapidocr" / "__init__.py").write_text("")
+    path = os.pathsep.join([str(shadow), os.environ.get("PYTHONPATH", "")])
+    d = new_daemon(tmp_path)
+    try:
+        d.start(PYTHONPATH=path)
+        kb = new_kb(d, ["png"])
+        write(d.docs(kb) / "board.png", drawn(["Meeting about zqlapwing budget"]))
+        reasons = wait_for(lambda: skipped(d, kb), 90)
+        assert ocr_engine.MISSING in reasons["board.png"]
+        d.stop()
+        d.start()
+        wait_for(lambda: found_in(d, kb, "zqlapwing"), OCR_WAIT_S)
+        assert "board.png" not in skipped(d, kb)
+    finally:
+        cleanup(d)
