@@ -172,6 +172,21 @@ async def test_a_pdf_whose_title_refers_to_itself_converts_at_once(tmp_path: Pat
         await converter.close()
 
 
+async def test_a_pdf_has_more_time_for_ocr(tmp_path: Path) -> None:
+    """A scanned page takes OCR longer than the converter's time for other documents (here
+    0.5 s, less than loading OCR's models): a PDF is given OCR's time on top, and its
+    process is told how long it has."""
+    from tests.support.hostile_documents import self_titled_pdf
+
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(self_titled_pdf())  # a page PDFium draws and only OCR reads
+    converter = ConverterPool(timeout_s=0.5, ocr_timeout_s=120)
+    try:
+        assert "## Page 1 (OCR)" in (await converter.convert(path, "pdf")).markdown
+    finally:
+        await converter.close()
+
+
 async def test_the_converter_writes_only_in_its_own_home(
     files: dict[str, Path], tmp_path: Path
 ) -> None:
