@@ -7,9 +7,12 @@ from CMRC 2018, Japanese from JSQuAD (/work/shared/data, read only), and a Korea
 written here. Each page is read clean (as drawn) and noisy (turned 1 degree, blurred,
 saved as JPEG at quality 60). Character accuracy is 1 - edit distance / reference length,
 whitespace ignored for Chinese, Japanese and Korean and made single for English; seconds
-per page is the median of OCR's wall time per page (the models loaded before).
+per page is the median of OCR's wall time per page, CPU-s/page the median of its CPU time
+(what a loaded machine changes least; the models loaded before). `--repo DIR` measures
+another checkout's OCR (e.g. the commit before a change) with this checkout's pages;
+`--font-px 20` draws smaller type (~9.5 pt at 150 dpi) to check that detection still finds it.
 
-    PYTHONPATH=. nice -n 10 .venv/bin/python -m bench.studies.ocr_accuracy [--pages 3]
+    PYTHONPATH=. nice -n 10 .venv/bin/python -m bench.studies.ocr_accuracy [--pages 3] [--repo DIR]
 
 Needs `pip install 'coffer[ocr]'` and the fonts (Debian: fonts-dejavu-core, fonts-noto-cjk).
 Target: >= 0.95 on clean pages. Results: docs/benchmarks.md, "OCR (issue 44)".
@@ -26,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import machine
+from bench.common import machine, run_in_repo
 
 DATA = Path("/work/shared/data")
 SERIF = "/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf"
@@ -85,7 +88,7 @@ def page_of(lines: list[str], font: Any) -> Any:
     image = Image.new("L", PAGE, 255)
     pen = ImageDraw.Draw(image)
     for n, line in enumerate(lines):
-        pen.text((MARGIN, MARGIN + n * int(FONT_PX * 1.7)), line, font=font, fill=0)
+        pen.text((MARGIN, MARGIN + n * int(font.size * 1.7)), line, font=font, fill=0)
     return image
 
 
@@ -120,7 +123,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=3, help="pages per language")
     parser.add_argument("--languages", default="en,zh,ja,ko")
+    parser.add_argument("--font-px", type=int, default=FONT_PX, help="type size in pixels")
+    parser.add_argument("--repo", type=Path, default=None, help="measure this checkout's OCR")
     args = parser.parse_args()
+    if args.repo is not None:
+        run_in_repo(args.repo.resolve())
     from PIL import ImageFont
 
     from cofferd.infrastructure.conversion import ocr_engine
@@ -129,31 +136,38 @@ def main() -> None:
     ocr_engine._engine()  # the models, loaded once (as in the converter's process)
     ocr_engine.ocr_page(page_of(["warm"], ImageFont.truetype(SERIF, FONT_PX)))
     print(f"machine: {machine()}; models loaded and warm in {time.perf_counter() - started:.1f} s")
-    print(f"{'lang':5} {'variant':7} {'pages':>5} {'chars':>6} {'accuracy':>9} {'s/page':>7}")
+    print(f"OCR of {Path(ocr_engine.__file__).resolve().parents[3]}, type {args.font_px} px")
+    header = f"{'lang':5} {'variant':7} {'pages':>5} {'chars':>6} {'accuracy':>9} {'s/page':>7}"
+    print(f"{header} {'CPU-s/page':>10}")
     results: dict[str, Any] = {}
     for language in args.languages.split(","):
-        font = ImageFont.truetype(SERIF if language == "en" else CJK, FONT_PX)
+        font = ImageFont.truetype(SERIF if language == "en" else CJK, args.font_px)
         width = PAGE[0] - 2 * MARGIN
         for variant in ("clean", "noisy"):
             errors = chars = 0
-            seconds = []
+            seconds, cpu = [], []
             for text in texts(language, args.pages):
                 lines = wrapped(text, font, width, by_words=language == "en")
                 image = page_of(lines, font)
                 image = noisy(image) if variant == "noisy" else image
-                began = time.perf_counter()
+                began, began_cpu = time.perf_counter(), time.process_time()
                 read = ocr_engine.ocr_page(image)
                 seconds.append(time.perf_counter() - began)
+                cpu.append(time.process_time() - began_cpu)
                 reference = normal(
                     " ".join(lines) if language == "en" else "".join(lines), language
                 )
                 errors += distance(reference, normal(read, language))
                 chars += len(reference)
             accuracy = max(0.0, 1 - errors / chars)
-            median = statistics.median(seconds)
-            results[f"{language}/{variant}"] = {"accuracy": accuracy, "s_per_page": median}
+            median, median_cpu = statistics.median(seconds), statistics.median(cpu)
+            results[f"{language}/{variant}"] = {
+                "accuracy": accuracy,
+                "s_per_page": median,
+                "cpu_s_per_page": median_cpu,
+            }
             row = f"{language:5} {variant:7} {len(seconds):>5} {chars:>6}"
-            print(f"{row} {accuracy:>9.3f} {median:>7.2f}")
+            print(f"{row} {accuracy:>9.3f} {median:>7.2f} {median_cpu:>10.2f}")
     print(json.dumps(results))
 
 

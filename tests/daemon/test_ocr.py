@@ -14,10 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from fpdf import FPDF
 from PIL import Image, ImageDraw, ImageFont
 
-from tests.support.daemon import Daemon, wait_for
+from cofferd.infrastructure.conversion import markitdown_run, ocr_engine, scanned_pages
+from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.support.helpers import found_in, new_kb, search, skipped, write
 from tests.support.hostile_documents import png_bomb
 
@@ -46,6 +48,21 @@ def scan_and_text_pdf(scanned: list[str], typed: str) -> bytes:
     pdf.set_font("helvetica", size=12)
     pdf.cell(text=typed)
     return bytes(pdf.output())
+
+
+def scanned_pdf(pages: list[str]) -> bytes:
+    """A PDF of pages that are only images of text (no text layer), one line a page."""
+    pdf = FPDF()
+    for line in pages:
+        pdf.add_page()
+        pdf.image(Image.open(io.BytesIO(drawn([line]))), x=10, y=10, w=190)
+    return bytes(pdf.output())
+
+
+def front(markdown: str) -> dict[str, str]:
+    """A converted text's frontmatter."""
+    head: dict[str, str] = yaml.safe_load(markdown.split("---\n")[1])
+    return head
 
 
 def locations(d: Daemon, kb: str, query: str) -> list[tuple[str, int, str]]:
@@ -137,3 +154,56 @@ print(reply.markdown if hasattr(reply, "markdown") else reply)
     assert done.returncode == 0, done.stderr
     assert "zqgannet" in done.stdout and "## Page 1 (OCR)" in done.stdout
     assert not list(home.rglob("*.onnx")) and not list(home.rglob("*.txt"))  # no model fetched
+
+
+def test_ocr_time_grows_with_the_pages_up_to_a_ceiling() -> None:
+    base, page, ceiling = (
+        scanned_pages.OCR_BASE_S,
+        scanned_pages.OCR_PAGE_S,
+        scanned_pages.OCR_CEILING_S,
+    )
+    assert scanned_pages.budget_s(1) == base + page
+    assert scanned_pages.budget_s(20) == base + 20 * page
+    assert scanned_pages.budget_s(10_000) == ceiling
+    assert scanned_pages.numbered([40, 41, 99]) == "pages 41-42, 100"
+    assert scanned_pages.numbered([2]) == "page 3"
+
+
+def test_a_scan_past_its_time_says_which_pages_ocr_did_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The PDF's own time (what the converter's pool tells its process) cut short: the first
+    page is read, the pages past the time are said in the text's frontmatter."""
+    path = write(tmp_path / "scan.pdf", scanned_pdf(["zqfirst page", "zqsecond", "zqthird"]))
+    engine = markitdown_run.load()
+    converted = markitdown_run.convert(engine, str(path), "pdf", scanned_pages.SPARE_S)
+    assert not isinstance(converted, tuple), converted
+    assert "## Page 1 (OCR)\n\nzqfirst page" in converted.markdown
+    assert "zqsecond" not in converted.markdown and "zqthird" not in converted.markdown
+    assert front(converted.markdown)["unread"] == "pages 2-3 not read: OCR time budget"
+    monkeypatch.setattr(scanned_pages, "OCR_CEILING_S", 0.0)  # the budget of its pages, too
+    converted = markitdown_run.convert(engine, str(path), "pdf", 600)
+    assert not isinstance(converted, tuple), converted
+    assert front(converted.markdown)["unread"] == "pages 2-3 not read: OCR time budget"
+
+
+def test_a_file_skipped_for_want_of_ocr_is_read_once_ocr_is_installed(tmp_path: Path) -> None:
+    """Skipped for good while OCR is missing (a rapidocr without its models shadows the
+    real one), then converted again at the next start, OCR installed."""
+    shadow = tmp_path / "shadow"
+    (shadow / "rapidocr").mkdir(parents=True)
+    (shadow / "rapidocr" / "__init__.py").write_text("")
+    path = os.pathsep.join([str(shadow), os.environ.get("PYTHONPATH", "")])
+    d = new_daemon(tmp_path)
+    try:
+        d.start(PYTHONPATH=path)
+        kb = new_kb(d, ["png"])
+        write(d.docs(kb) / "board.png", drawn(["Meeting about zqlapwing budget"]))
+        reasons = wait_for(lambda: skipped(d, kb), 90)
+        assert ocr_engine.MISSING in reasons["board.png"]
+        d.stop()
+        d.start()
+        wait_for(lambda: found_in(d, kb, "zqlapwing"), OCR_WAIT_S)
+        assert "board.png" not in skipped(d, kb)
+    finally:
+        cleanup(d)

@@ -72,7 +72,7 @@ async def test_the_converter_process_ends_when_idle(
 
 
 async def test_a_hang_is_stopped_and_the_next_document_converts(files: dict[str, Path]) -> None:
-    converter = ConverterPool(timeout_s=0.05)
+    converter = ConverterPool(timeout_s=0.05, ocr_timeout_s=0)
     try:
         with pytest.raises(ConversionFailed, match="longer than"):
             await converter.convert(files["big.pdf"], "pdf")
@@ -148,6 +148,7 @@ async def test_a_conversion_stopped_for_its_time_is_listed_at_once(
     kb = await coffer.kbs.create("timed", {"index_formats": ["pdf"]})
     (coffer.locations.docs_dir("timed") / "big.pdf").write_bytes(make_pdf("words " * 50, 200))
     coffer.converters.timeout_s = 0.05
+    coffer.converters.ocr_timeout_s = 0  # (a PDF's time for OCR too)
     assert await coffer.conversions._convert("timed", "big.pdf")  # settled: listed now
     await coffer.reindexer.sync_paths(kb, ["big.pdf"])
     skipped = {s["relative_path"]: s["reason"] for s in await coffer.reindexer.skipped("timed")}
@@ -167,6 +168,21 @@ async def test_a_pdf_whose_title_refers_to_itself_converts_at_once(tmp_path: Pat
     try:  # answered at once; pdfminer reads no text in it, PDFium draws it and OCR reads it
         converted = await asyncio.wait_for(converter.convert(path, "pdf"), 25)
         assert "## Page 1 (OCR)\n\nloop words" in converted.markdown
+    finally:
+        await converter.close()
+
+
+async def test_a_pdf_has_more_time_for_ocr(tmp_path: Path) -> None:
+    """A scanned page takes OCR longer than the converter's time for other documents (here
+    0.5 s, less than loading OCR's models): a PDF is given OCR's time on top, and its
+    process is told how long it has."""
+    from tests.support.hostile_documents import self_titled_pdf
+
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(self_titled_pdf())  # a page PDFium draws and only OCR reads
+    converter = ConverterPool(timeout_s=0.5, ocr_timeout_s=120)
+    try:
+        assert "## Page 1 (OCR)" in (await converter.convert(path, "pdf")).markdown
     finally:
         await converter.close()
 

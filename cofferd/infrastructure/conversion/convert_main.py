@@ -1,7 +1,8 @@
 """The converter's process: markitdown loaded once, then files converted on request under
 a memory cap (`python -m cofferd.infrastructure.conversion.convert_main <memory MB>`).
 
-Requests are (None, [(path, format)]); each is answered by a Converted, the final
+Requests are (None, [(path, format, seconds)]), `seconds` the document's time (OCR stops
+within it); each is answered by a Converted, the final
 Markdown kept of the file (its pages marked, its frontmatter written), or ("refused" or
 "failed", why) (infrastructure.conversion.markitdown_run). A document that crashes or exhausts this
 process costs the daemon one failed conversion: the pool starts another process.
@@ -25,9 +26,9 @@ def main() -> None:
     engine = markitdown_run.load()
     markitdown_run.limit_memory(memory_mb)  # after loading: the cap is for documents
 
-    def handle(_head: Any, item: tuple[str, str]) -> Any:
-        path, fmt = item
-        return markitdown_run.convert(engine, path, fmt)
+    def handle(_head: Any, item: tuple[str, str, float]) -> Any:
+        path, fmt, seconds = item
+        return markitdown_run.convert(engine, path, fmt, seconds)
 
     serve_items(handle)
 

@@ -2,9 +2,11 @@
 
 markitdown runs in worker processes of a worker pool (infrastructure.workers.pool; the
 process is conversion.convert_main, answering what it allows) with a memory cap, a
-wall-clock time per document, and HOME, caches and temp files (and its working
-directory) in a folder of the data home; zip-based formats are checked for bombs before
-they reach it. One pool serves `add` (its express worker, at
+wall-clock time per document (a PDF has OCR_TIMEOUT_S more when OCR is installed: its
+pages without text are read by OCR within a budget that grows with them, scanned_pages;
+the process is told the document's time, and stops OCR before it), and HOME, caches and
+temp files (and its working directory) in a folder of the data home; zip-based formats
+are checked for bombs before they reach it. One pool serves `add` (its express worker, at
 full priority) and the conversions in the background (its one bulk worker, at a lower
 priority): an `add` never waits behind a backlog. The bulk worker is started ahead of
 its first file when a KB that converts begins its first pass (`warm`), and takes the first
@@ -29,7 +31,7 @@ from cofferd.domain import formats
 from cofferd.domain.errors import EngineUnavailable
 from cofferd.domain.failures import ConversionFailed
 from cofferd.domain.index_records import Converted
-from cofferd.infrastructure.conversion import convert_main
+from cofferd.infrastructure.conversion import convert_main, ocr_engine
 from cofferd.infrastructure.files.confinement import home_folder
 from cofferd.infrastructure.workers.pool import WorkerEntry, WorkerPool, WorkFailed
 
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 CONVERTED_FORMATS = (*formats.CONVERTED_FORMATS, "htm", "jpeg")
 ZIP_FORMATS = ("docx", "pptx", "xlsx", "epub")
 TIMEOUT_S = 60.0
+OCR_TIMEOUT_S = 240.0  # more for a PDF, when OCR is installed (scanned_pages.OCR_CEILING_S)
 MEMORY_MB = 2048
 IDLE_S = 30.0  # the converter's process ends after this long without a conversion
 MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
@@ -127,6 +130,7 @@ class ConverterPool:
         self,
         *,
         timeout_s: float = TIMEOUT_S,
+        ocr_timeout_s: float = OCR_TIMEOUT_S,
         memory_mb: int = MEMORY_MB,
         nice: int = NICE,
         home: tuple[Path, Path] | None = None,
@@ -136,6 +140,7 @@ class ConverterPool:
         folder (the libraries markitdown loads write caches there, not in the user's home
         or /tmp), made when missing and refused when it is a link."""
         self.timeout_s = timeout_s
+        self.ocr_timeout_s = ocr_timeout_s
         self.home = home
         self.pool = WorkerPool(
             PROCESS,
@@ -159,7 +164,9 @@ class ConverterPool:
         if fmt in ZIP_FORMATS or await asyncio.to_thread(is_zip, path):
             await asyncio.to_thread(check_zip, path, fmt)
         timeout = self.timeout_s
-        item = (str(path), fmt)
+        if fmt == "pdf" and await asyncio.to_thread(ocr_engine.available):
+            timeout += self.ocr_timeout_s  # its pages without text may need OCR
+        item = (str(path), fmt, timeout)  # (the process stops OCR within it)
         reply = await self.pool.ask(None, item, interactive=interactive, timeout_s=timeout)
         match reply:
             case Converted():

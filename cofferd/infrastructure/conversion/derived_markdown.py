@@ -47,11 +47,16 @@ def too_large(text: str) -> str | None:
 
 
 def from_pdf(
-    pdf_pages: Sequence[PdfPage], own_title: str | None, engine: str, scanned: str = SCANNED
+    pdf_pages: Sequence[PdfPage],
+    own_title: str | None,
+    engine: str,
+    scanned: str = SCANNED,
+    unread: str = "",
 ) -> Converted:
     """A PDF's pages, each under its label (else its number), their text cleaned as
     text_cleanup says. A PDF with (next to) no text is a scan that OCR did not read:
-    refused with `scanned`, the sentence saying why."""
+    refused with `scanned`, the sentence saying why. `unread`: the pages OCR had no time
+    for, said in the frontmatter."""
     if not _has_letters(pdf_pages, max(1, len(pdf_pages))):
         raise Refused(scanned)
     texts = text_cleanup.clean_pdf_pages([p.text for p in pdf_pages])
@@ -59,7 +64,7 @@ def from_pdf(
         (pages.label(p.label, n), text)
         for n, (p, text) in enumerate(zip(pdf_pages, texts, strict=True), 1)
     ]
-    return _made("pdf", "", marked, own_title, engine)
+    return _made("pdf", "", marked, own_title, engine, unread)
 
 
 def from_image(
@@ -91,7 +96,12 @@ def from_markitdown(markdown: str, fmt: str, own_title: str | None, engine: str)
 
 
 def _made(
-    fmt: str, front: str, marked: Sequence[Page], own_title: str | None, engine: str
+    fmt: str,
+    front: str,
+    marked: Sequence[Page],
+    own_title: str | None,
+    engine: str,
+    unread: str = "",
 ) -> Converted:
     kind = pages.KIND_OF_FORMAT.get(fmt, "page")
     parts = [pages.escaped(front.strip())] if front.strip() else []
@@ -100,6 +110,8 @@ def _made(
     title = usable_title(own_title)  # never "untitled", "(anonymous)"...
     head: dict[str, str] = {"title": title} if title else {}
     head.update(source_format=fmt, converter=engine, converted_at=utc_now())
+    if unread:
+        head["unread"] = unread
     yaml_head = yaml.safe_dump(head, sort_keys=False, allow_unicode=True, width=1000)
     text = f"---\n{yaml_head}---\n{body}"  # as application.markdown.compose writes it
     if reason := too_large(text):

@@ -3,7 +3,9 @@ data home by the content hash of each original: an unchanged file is never conve
 again, and a renamed or copied one finds its text at once. A conversion that failed is
 kept too (`.failed`, its reason), so a damaged file is not tried at every start, only
 once its bytes change; one stopped for its time or by a crash (`.retry`) is tried again
-a day later. Derived data like the index: deleting it only costs time.
+a day later; one that said OCR was not installed, once it is (at the next pass that reads
+the file: the daemon's next start). Derived data like the index: deleting it only costs
+time.
 
 Beside each text, `.sha256` holds the SHA-256 of the text itself, written by the daemon
 with it, and the CONVERTED_BY mark of the conversion that made it: a text that does not
@@ -14,7 +16,8 @@ folder here is reached from the data home through no link (confinement.home_fold
 every file is opened without following a link or blocking, a regular file only: a FIFO
 planted here never holds a reader.
 
-Standard library only (and the confinement module): the prepare workers read it.
+Standard library only (and the confinement and ocr_engine modules, standard library too):
+the prepare workers read it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coffer_kernel.locations import CONVERTED_TEXT
+from cofferd.infrastructure.conversion import ocr_engine
 from cofferd.infrastructure.files import dir_handles, durable
 from cofferd.infrastructure.files.confinement import (
     ControlFileRefused,
@@ -57,11 +61,15 @@ def entry(folder: Path, digest: str, kind: str) -> Path:
 
 def failure(home: Path, folder: Path, digest: str) -> tuple[str, bool] | None:
     """Why the original with this digest could not be converted, if it could not, and
-    whether that lasts (`.failed`, not `.retry`)."""
+    whether that lasts (`.failed`, not `.retry`). None too for a failure that said OCR
+    was not installed, now that it is: the original is converted again."""
     for kind in (FAILED, RETRY):
         found = read(home, folder, digest, kind, 4096)
         if found is not None:
-            return found[0].decode("utf-8", "replace"), kind == FAILED
+            reason = found[0].decode("utf-8", "replace")
+            if ocr_engine.MISSING in reason and ocr_engine.available():
+                continue
+            return reason, kind == FAILED
     return None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 import resource
+import time
 import zipfile
 from functools import cached_property
 from pathlib import Path
@@ -68,12 +69,15 @@ def load() -> Engine:
     return Engine()
 
 
-def convert(engine: Engine, path: str, fmt: str) -> Converted | tuple[str, str]:
+def convert(
+    engine: Engine, path: str, fmt: str, seconds: float | None = None
+) -> Converted | tuple[str, str]:
     """The Markdown kept of the file (derived_markdown: its pages marked, its frontmatter
     written), or ("refused", why) for a document with nothing to index or too much, or
     ("failed", the library's exception) for one that cannot be read. A PDF is read page
-    by page (pdf_pages), its pages without text by OCR (scanned_pages); an image by OCR
-    (image_text); any other format by markitdown."""
+    by page (pdf_pages), its pages without text by OCR (scanned_pages) within `seconds`,
+    the document's time; an image by OCR (image_text); any other format by markitdown."""
+    began = time.monotonic()
     from cofferd.infrastructure.conversion import derived_markdown, image_text
     from cofferd.infrastructure.conversion.format_titles import own_title
 
@@ -82,7 +86,7 @@ def convert(engine: Engine, path: str, fmt: str) -> Converted | tuple[str, str]:
     try:
         title = _plain(own_title(Path(path), fmt))
         if fmt == "pdf":
-            return _pdf(Path(path), title)
+            return _pdf(Path(path), title, None if seconds is None else began + seconds)
         result = _by_own_converter(path, fmt) if fmt in OWN_CONVERTER else None
         if result is None:
             result = engine.markitdown.convert_local(path, file_extension="." + fmt)
@@ -98,15 +102,22 @@ def convert(engine: Engine, path: str, fmt: str) -> Converted | tuple[str, str]:
         return ("failed", f"{type(exc).__name__}: {exc}"[:500])
 
 
-def _pdf(path: Path, title: str | None) -> Converted:
+def _pdf(path: Path, title: str | None, ends: float | None) -> Converted:
+    """A PDF's pages, those without text read by OCR before `ends` (time.monotonic(), less
+    scanned_pages.SPARE_S); the pages OCR had no time for are said in its frontmatter
+    (`unread`), or in the reason when no page was read."""
     from cofferd.infrastructure.conversion import derived_markdown, ocr_engine, pdf_pages
-    from cofferd.infrastructure.conversion.scanned_pages import with_ocr
+    from cofferd.infrastructure.conversion.scanned_pages import SPARE_S, with_ocr
 
-    scanned = derived_markdown.SCANNED + (
-        ", and OCR read none" if ocr_engine.available() else f" ({ocr_engine.MISSING})"
-    )
-    pages = with_ocr(path, pdf_pages.read_pages(path))
-    return derived_markdown.from_pdf(pages, title, ENGINE, scanned)
+    until = None if ends is None else ends - SPARE_S
+    read = with_ocr(path, pdf_pages.read_pages(path), until)
+    if read.unread:
+        scanned = f"{derived_markdown.SCANNED}: {read.unread}"
+    elif ocr_engine.available():
+        scanned = derived_markdown.SCANNED + ", and OCR read none"
+    else:
+        scanned = f"{derived_markdown.SCANNED} ({ocr_engine.MISSING})"
+    return derived_markdown.from_pdf(read.pages, title, ENGINE, scanned, read.unread)
 
 
 def _by_own_converter(path: str, fmt: str) -> Any:

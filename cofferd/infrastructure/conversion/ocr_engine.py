@@ -28,7 +28,12 @@ MODELS = {
     "Rec": "PP-OCRv6_rec_small.onnx",
     "Cls": "ch_ppocr_mobile_v2.0_cls_mobile.onnx",
 }
-THREADS = 2  # onnxruntime's threads for one page (the converter is one process)
+# Where a page's time goes (docs/benchmarks.md, "OCR (issue 44)"): recognition, ~0.1 CPU-s
+# a line of text; detection at full size another ~2 CPU-s, which DETECT_SIDE takes to ~0.4.
+THREADS = 1  # a second thread saved no CPU and spun against the other process on 2 cores
+DETECT_SIDE = 1280  # px: text is found on the page scaled to this longest side (A4: ~110
+# dpi), and recognized in crops of the page at its own resolution
+REC_BATCH = 1  # lines recognized one by one: a batch pads its lines to the widest, slower
 MIN_SCORE = 0.5  # a line recognized with less confidence is noise (RapidOCR's default)
 
 
@@ -72,6 +77,9 @@ def _engine() -> Any:
             "Global.log_level": "error",
             "Global.use_cls": False,  # pages are upright: the angle model costs, finds none
             "Global.text_score": MIN_SCORE,
+            "Det.limit_type": "max",
+            "Det.limit_side_len": DETECT_SIDE,
+            "Rec.rec_batch_num": REC_BATCH,
             "EngineConfig.onnxruntime.intra_op_num_threads": THREADS,
             "EngineConfig.onnxruntime.inter_op_num_threads": 1,
         }
