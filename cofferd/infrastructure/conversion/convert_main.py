@@ -1,10 +1,11 @@
 """The converter's process: markitdown loaded once, then files converted on request under
 a memory cap (`python -m cofferd.infrastructure.conversion.convert_main <memory MB>`).
 
-Requests are (None, [(path, format, seconds)]), `seconds` the document's time (OCR stops
-within it); each is answered by a Converted, the final
-Markdown kept of the file (its pages marked, its frontmatter written), or ("refused" or
-"failed", why) (infrastructure.conversion.markitdown_run). A document that crashes or exhausts this
+Requests are (None, [(path, format, seconds, text seconds)]): `seconds` the document's
+time (OCR stops within it), `text seconds` what its text may take without OCR. Each is
+answered by a Converted, the final Markdown kept of the file (its pages marked, its
+frontmatter written), or ("refused", "failed" or "slow", why)
+(infrastructure.conversion.markitdown_run). A document that crashes or exhausts this
 process costs the daemon one failed conversion: the pool starts another process.
 """
 
@@ -26,9 +27,9 @@ def main() -> None:
     engine = markitdown_run.load()
     markitdown_run.limit_memory(memory_mb)  # after loading: the cap is for documents
 
-    def handle(_head: Any, item: tuple[str, str, float]) -> Any:
-        path, fmt, seconds = item
-        return markitdown_run.convert(engine, path, fmt, seconds)
+    def handle(_head: Any, item: tuple[str, str, float, float]) -> Any:
+        path, fmt, seconds, text_seconds = item
+        return markitdown_run.convert(engine, path, fmt, seconds, text_seconds)
 
     serve_items(handle)
 

@@ -166,7 +166,7 @@ class ConverterPool:
         timeout = self.timeout_s
         if fmt == "pdf" and await asyncio.to_thread(ocr_engine.available):
             timeout += self.ocr_timeout_s  # its pages without text may need OCR
-        item = (str(path), fmt, timeout)  # (the process stops OCR within it)
+        item = (str(path), fmt, timeout, self.timeout_s)  # (the process keeps to both)
         reply = await self.pool.ask(None, item, interactive=interactive, timeout_s=timeout)
         match reply:
             case Converted():
@@ -175,6 +175,11 @@ class ConverterPool:
                 raise ConversionFailed(_sentence(why))
             case ("failed", str(error)):
                 raise ConversionFailed(_explained(error, fmt))
+            case ("slow", _):  # its text alone took longer than any document may
+                raise ConversionFailed(
+                    f"conversion took longer than {self.timeout_s:g} s and was stopped",
+                    transient=True,
+                )
             case WorkFailed(cause="time"):
                 raise ConversionFailed(
                     f"conversion took longer than {timeout:g} s and was stopped", transient=True

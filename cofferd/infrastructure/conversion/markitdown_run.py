@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import re
 import resource
+import signal
 import time
 import zipfile
+from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -70,13 +72,18 @@ def load() -> Engine:
 
 
 def convert(
-    engine: Engine, path: str, fmt: str, seconds: float | None = None
+    engine: Engine,
+    path: str,
+    fmt: str,
+    seconds: float | None = None,
+    text_seconds: float | None = None,
 ) -> Converted | tuple[str, str]:
     """The Markdown kept of the file (derived_markdown: its pages marked, its frontmatter
     written), or ("refused", why) for a document with nothing to index or too much, or
     ("failed", the library's exception) for one that cannot be read. A PDF is read page
-    by page (pdf_pages), its pages without text by OCR (scanned_pages) within `seconds`,
-    the document's time; an image by OCR (image_text); any other format by markitdown."""
+    by page (pdf_pages) within `text_seconds` (else ("slow", why)), its pages without text
+    by OCR (scanned_pages) within `seconds`, the document's time; an image by OCR
+    (image_text); any other format by markitdown."""
     began = time.monotonic()
     from cofferd.infrastructure.conversion import derived_markdown, image_text
     from cofferd.infrastructure.conversion.format_titles import own_title
@@ -86,7 +93,8 @@ def convert(
     try:
         title = _plain(own_title(Path(path), fmt))
         if fmt == "pdf":
-            return _pdf(Path(path), title, None if seconds is None else began + seconds)
+            ends = None if seconds is None else began + seconds
+            return _pdf(Path(path), title, ends, text_seconds)
         result = _by_own_converter(path, fmt) if fmt in OWN_CONVERTER else None
         if result is None:
             result = engine.markitdown.convert_local(path, file_extension="." + fmt)
@@ -96,21 +104,29 @@ def convert(
         )
     except derived_markdown.Refused as refused:
         return ("refused", str(refused))
+    except TextTooSlow as slow:
+        return ("slow", str(slow))
     except MemoryError:
         return ("refused", TOO_MUCH_MEMORY)
     except Exception as exc:  # noqa: BLE001 - any converter failure is the document's
         return ("failed", f"{type(exc).__name__}: {exc}"[:500])
 
 
-def _pdf(path: Path, title: str | None, ends: float | None) -> Converted:
-    """A PDF's pages, those without text read by OCR before `ends` (time.monotonic(), less
-    scanned_pages.SPARE_S); the pages OCR had no time for are said in its frontmatter
-    (`unread`), or in the reason when no page was read."""
+def _pdf(
+    path: Path, title: str | None, ends: float | None, text_seconds: float | None
+) -> Converted:
+    """A PDF's pages read within `text_seconds` (the time of any document: what OCR may add
+    is for pages without text, not for a PDF whose text never ends), those without text read
+    by OCR before `ends` (time.monotonic(), less scanned_pages.SPARE_S); the pages OCR had
+    no time for are said in its frontmatter (`unread`), or in the reason when no page was
+    read."""
     from cofferd.infrastructure.conversion import derived_markdown, ocr_engine, pdf_pages
     from cofferd.infrastructure.conversion.scanned_pages import SPARE_S, with_ocr
 
     until = None if ends is None else ends - SPARE_S
-    read = with_ocr(path, pdf_pages.read_pages(path), until)
+    with _time_limit(text_seconds):
+        pages = pdf_pages.read_pages(path)
+    read = with_ocr(path, pages, until)
     if read.unread:
         scanned = f"{derived_markdown.SCANNED}: {read.unread}"
     elif ocr_engine.available():
@@ -118,6 +134,31 @@ def _pdf(path: Path, title: str | None, ends: float | None) -> Converted:
     else:
         scanned = f"{derived_markdown.SCANNED} ({ocr_engine.MISSING})"
     return derived_markdown.from_pdf(read.pages, title, ENGINE, scanned, read.unread)
+
+
+class TextTooSlow(BaseException):
+    """A document's text took longer than its time (the OCR it may need aside). Not an
+    Exception, as KeyboardInterrupt is not: no reader's `except Exception` may take it."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise TextTooSlow in this (the converter's, single-threaded) process when the block
+    runs past `seconds`: checked between Python steps, as every page is read in them."""
+    if seconds is None:
+        yield
+        return
+
+    def stop(_signal: int, _frame: object) -> None:
+        raise TextTooSlow(f"{seconds:g}")
+
+    before = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
 
 
 def _by_own_converter(path: str, fmt: str) -> Any:
