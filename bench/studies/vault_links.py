@@ -68,6 +68,9 @@ def main() -> None:
     parser.add_argument("--renames", type=int, default=20, help="of the most-linked notes")
     parser.add_argument("--file-renames", type=int, default=5, help="of the most-linked files")
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument(
+        "--hostile", action="store_true", help="renames to names no wiki link holds, and folders"
+    )
     add_repo_argument(parser)
     parser.add_argument("--extract", type=Path, help="a bare git folder to write the vault from")
     args = parser.parse_args()
@@ -104,7 +107,9 @@ def main() -> None:
         client.notify("initialized", {})
         if not args.whole:
             count_diagnostics(client, vault, paths)
-            check_renames(client, vault, paths, files, outgoing, args.renames, args.file_renames)
+            check_renames(
+                client, vault, paths, files, outgoing, args.renames, args.file_renames, args.hostile
+            )
         measure_completion(client, vault, paths, args.rounds)
         client.end()
     finally:
@@ -268,14 +273,70 @@ def targets(notes: dict[str, str], files: list[str]) -> dict[str, list[str | Non
     except TypeError:  # a checkout where only documents are targets
         index = DocumentIndexOfPaths(notes)
     if "source" in inspect.signature(index.resolve).parameters:  # the note's folder counts
-        return {
-            path: [index.resolve(link, path).path for link in links_of(body, path)]
+        return {  # by line: a wiki link become a Markdown one is read after a line's wiki links
+            path: [
+                f"{link.line}:{_led(index.resolve(link, path))}" for link in links_of(body, path)
+            ]
             for path, body in notes.items()
         }
     return {
         path: [index.resolve(link).path for link in links_of(body, path)]
         for path, body in notes.items()
     }
+
+
+def _led(found: Any) -> str | None:
+    """Where a link leads: a path, `outside:` and its key (out of the vault), None broken."""
+    if found.path is None and getattr(found, "outside", False):
+        return "outside:"
+    return found.path  # type: ignore[no-any-return]
+
+
+HOSTILE = ["a#b ", "x|y ", "q]]z ", "caret^ ", "spaced  out ", "ünï 日本 ", "lit%20eral "]
+
+
+def hostile_plan(linked: list[str], paths: list[str], folders: int) -> list[tuple[str, str]]:
+    """The most-linked notes renamed to names no wiki link can hold (`#`, `|`, `]]`, `^`),
+    spaces, unicode, a literal `%20`; the `folders` folders holding most notes renamed."""
+    plan = [
+        (
+            old,
+            posixpath.join(posixpath.dirname(old), HOSTILE[n % len(HOSTILE)] + old.rsplit("/")[-1]),
+        )
+        for n, old in enumerate(linked)
+    ]
+    held = Counter(posixpath.dirname(p) for p in paths if "/" in p)
+    for n, (folder, _) in enumerate(held.most_common(folders)):
+        plan.append(
+            (folder, posixpath.join(posixpath.dirname(folder), HOSTILE[n].strip() + " dir"))
+        )
+    return plan
+
+
+def moved_to(path: str, old: str, new: str) -> str:
+    """`path` once the file or folder `old` is named `new`."""
+    if path == old:
+        return new
+    return new + path[len(old) :] if path.startswith(old + "/") else path
+
+
+def relined(led: str | None, old: str, new: str) -> str | None:
+    """`line:path` (as `targets` gives it with line numbers) once `old` is named `new`."""
+    if led is None or ":" not in led:
+        return led if led is None else moved_to(led, old, new)
+    line, _, path = led.partition(":")
+    return f"{line}:{moved_to(path, old, new)}"
+
+
+def tally(led: dict[str, list[str | None]]) -> str:
+    found = Counter(
+        "broken" if t.endswith(":None") else "outside" if t.endswith(":outside:") else "resolved"
+        for ts in led.values()
+        for t in map(str, ts)
+    )
+    return (
+        f"{found['resolved']:,} resolved, {found['broken']:,} broken, {found['outside']:,} outside"
+    )
 
 
 def check_renames(
@@ -286,6 +347,7 @@ def check_renames(
     outgoing: dict[str, list[dict[str, Any]]],
     renames: int,
     file_renames: int,
+    hostile: bool = False,
 ) -> None:
     incoming = Counter(
         link["relative_path"]
@@ -310,6 +372,10 @@ def check_renames(
             plan.append((old, posixpath.join(folder, "Core", posixpath.basename(other))))
     for old in images:  # another name in another folder
         plan.append((old, posixpath.join("Pictures", "renamed " + posixpath.basename(old))))
+    if hostile:
+        plan = hostile_plan(linked, paths, file_renames)
+    print(f"before the renames: {tally(before)}")
+    tallies = []
     for old, new in plan:
         files_moved = [{"oldUri": (vault / old).as_uri(), "newUri": (vault / new).as_uri()}]
         started = time.perf_counter()
@@ -324,24 +390,26 @@ def check_renames(
             relpath = Path(unquote(uri.removeprefix("file://"))).relative_to(vault).as_posix()
             after[relpath] = applied(after[relpath], edits)
             total_edits += len(edits)
-        if old in after:
-            after[new] = after.pop(old)
-        now = targets(after, [new if f == old else f for f in files])
+        after = {moved_to(p, old, new): body for p, body in after.items()}
+        now = targets(after, [moved_to(f, old, new) for f in files])
+        tallies.append(tally(now))
         for path, led in before.items():
-            moved = new if path == old else path
-            expected = [new if t == old else t for t in led]
+            moved = moved_to(path, old, new)
+            expected = sorted(map(str, (relined(t, old, new) for t in led)))
             total_links += len(led)
-            if now[moved] == expected:
+            if sorted(map(str, now[moved])) == expected:
                 same += len(led)
             else:
                 wrong.append(f"{old} -> {new}: {path}")
     print(
-        f"renames of the {len(linked)} most-linked notes and {len(images)} most-linked other "
-        f"files: {total_edits} edits; every link of "
+        f"{len(plan)} renames ({len(linked)} most-linked notes, then "
+        f"{'folders' if hostile else 'most-linked other files'}): {total_edits} edits; "
+        "every link of "
         f"the vault after each: {same:,} of {total_links:,} lead where they led; "
         f"willRenameFiles p50 {percentile(took, 50):.0f} ms, max {max(took):.0f} ms",
         flush=True,
     )
+    print(f"after each rename: {' | '.join(sorted(set(tallies)))}")
     for line in wrong[:10]:
         print(f"  DIFFERENT: {line}")
 

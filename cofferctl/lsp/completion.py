@@ -2,9 +2,11 @@
 each alias that matches what was typed as a choice of its own that writes `[[note|alias]]`
 (`[alias](path.md)` where the KB links the Markdown way), a note's headings after
 `[[note#`, its block ids (`^id` at a block's end) after `[[note#^`, its aliases after
-`[[note|`, paths in a Markdown link's `](`, tags with their counts after `#`. Nothing is
-offered in code (fenced, indented or inline), where the daemon reads no link or tag
-either."""
+`[[note|`, paths in a Markdown link's `](`, tags with their counts after `#`; after `![[`
+or `![...](` the vault's attachments first (images, PDFs, any file not a note), written
+the way the vault embeds (`![[pic.png]]`, or `![pic](img/my%20pic.png)` where it links
+the Markdown way). Nothing is offered in code (fenced, indented or inline), where the
+daemon reads no link or tag either."""
 
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ from cofferctl.lsp.daemon import Daemon
 from cofferctl.lsp.workspace import HEADING_READ_BYTES, Note, Workspace, param, uri_param
 
 COMPLETIONS = 100
-COMPLETION_KINDS = {"note": 17, "path": 17, "heading": 15, "alias": 18, "tag": 14, "block": 18}
+COMPLETION_KINDS = {
+    "note": 17, "path": 17, "heading": 15, "alias": 18, "tag": 14, "block": 18, "file": 17,
+}  # fmt: skip
 BLOCK_SHOWN_CHARS = 60  # of the block's line, beside its id
 WORD_SEPARATORS = " -_/."  # what starts a word in a name, as the daemon ranks
 NO_MATCH = 4  # what `_match` says of a name that does not hold what was typed
@@ -30,6 +34,8 @@ NOT_IN_WIKI_ALIAS = "[]|\n"  # an alias holding these cannot be written after `[
 class Completion:
     def __init__(self, workspace: Workspace, daemon: Daemon) -> None:
         self.workspace, self.daemon = workspace, daemon
+        # per KB: (its count of changes, its attachments by path, how many share each name)
+        self._files: dict[str, tuple[int, list[str], dict[str, int]]] = {}
 
     def completion(self, params: dict[str, Any]) -> dict[str, Any] | None:
         uri = uri_param(params)
@@ -66,6 +72,18 @@ class Completion:
                     written.append(text.markdown_link(shown, n["relative_path"], folder))
                 else:
                     written.append(n["link"] + ("" if alias is None else "|" + alias))
+            if start >= 3 and line[start - 3] == "!":  # `![[`: attachments first
+                attached = self._attachments(note.kb, typed.rsplit("/", 1)[-1])
+                names = self._files[note.kb][2] if attached else {}
+                choices[:0] = [(posixpath.basename(f), f, "") for f in attached]
+                kinds[:0] = ["file"] * len(attached)
+                written[:0] = [
+                    _embedded(f, folder, markdown, names[_fold(posixpath.basename(f))] > 1)
+                    for f in attached
+                ]
+                if not markdown and any(w.startswith("[") for w in written[: len(attached)]):
+                    written = [w if w.startswith("[") else "[[" + w + "]]" for w in written]
+                    markdown = True  # some name no wiki link can hold: every choice whole
             if markdown:  # the KB links notes the Markdown way
                 start, closing, typed = start - 2, "", "[[" + typed
                 end += 2 if line.startswith("]]", at) else 0  # the brackets the editor closed
@@ -76,6 +94,10 @@ class Completion:
                 (text.destination(n["relative_path"], folder), n["relative_path"], n["title"])
                 for n in found
             ]
+            if line.rfind("![", 0, start) > line.rfind("]", 0, start - 2):  # `![alt](`
+                attached = self._attachments(note.kb, typed.rsplit("/", 1)[-1])
+                kinds = ["file"] * len(attached) + ["path"] * len(choices)
+                choices[:0] = [(_embed_path(f, folder), f, "") for f in attached]
         elif kind == "tag":
             choices = self._tags(note.kb, typed)
         else:
@@ -102,6 +124,28 @@ class Completion:
             for rank, (label, detail, more) in enumerate(choices[:COMPLETIONS])
         ]
         return {"isIncomplete": True, "items": items}
+
+    def _attachments(self, kb: str, typed: str) -> list[str]:
+        """The KB's files that are not notes (images, PDFs, any other) whose name holds what
+        was typed, best first; the list is read again only when the KB's files changed."""
+        changes = self.workspace.kb_changes.get(kb)
+        held = self._files.get(kb)
+        if held is None or changes is None or held[0] != changes:
+            answer = self.daemon.ask(lambda c: api.paths(c, kb))
+            if not isinstance(answer, dict):
+                return []
+            found = sorted(
+                [p for p in answer["paths"] if not MARKDOWN_SUFFIX.search(p)] + answer["files"]
+            )
+            names: dict[str, int] = {}
+            for path in found:
+                name = _fold(posixpath.basename(path))
+                names[name] = names.get(name, 0) + 1
+            held = (answer["document_changes"], found, names)
+            self._files[kb] = held
+        q = _fold(typed.strip())
+        ranked = [(_match(posixpath.basename(p), q) if q else 0, p) for p in held[1]]
+        return [p for score, p in sorted(ranked) if score < NO_MATCH][:COMPLETIONS]
 
     def _tags(self, kb: str, typed: str) -> list[tuple[str, str, str]]:
         found = self.daemon.ask(lambda c: api.tags(c, kb))
@@ -138,6 +182,24 @@ class Completion:
         found = self.daemon.inspect(note.kb or "", note.relpath or "", f"[[{named}]]")
         links = found["links"] if found else []
         return links[0]["relative_path"] if links else None
+
+
+def _embedded(path: str, folder: str, markdown: bool, shared_name: bool) -> str:
+    """What embedding the file at `path` writes after `![[`: its name (its path when
+    another file shares the name), or `[name](path)` where the vault links the Markdown way
+    or the name cannot be in a wiki link (the `!` typed stays before it)."""
+    name = path if shared_name else posixpath.basename(path)
+    if markdown or any(ch in name for ch in text.WIKI_NAME_REFUSED + text.LINE_BREAKS):
+        label = " ".join(
+            "".join(" " if ch in "[]\\" else ch for ch in posixpath.basename(path)).split()
+        )
+        return f"[{label}]({_embed_path(path, folder)})"
+    return name
+
+
+def _embed_path(path: str, folder: str) -> str:
+    """The path of `path` from a note in `folder`, percent-encoded as a Markdown embed's."""
+    return text.url_fragment(posixpath.relpath(path, folder), spaces=False)
 
 
 def _with_aliases(

@@ -3,9 +3,11 @@ renamed with every link to it (`[[note#heading]]`, `[x](note.md#heading)`), and 
 editor renames notes, every link to each rewritten to its new place.
 
 A rewritten link always names what it meant: each is read back by the grammar before it
-is offered (a Markdown link's path and heading percent-encoded as needed); when a link of
-its kind cannot name the new name (a wiki link and `|`, `#`, `^`, brackets, a line break;
-a heading that is not one line), the rename is refused with an error saying why."""
+is offered (a Markdown link's path and heading percent-encoded as needed). Any name the
+file system allows is written: a wiki link to a note renamed to a name no wiki link can
+hold (`|`, `#`, `^`, brackets, a line break) becomes a Markdown link with the name
+percent-encoded. A folder renamed renames every file under it. A heading that cannot be
+written (not one line; a wiki link and `|`, brackets) is refused with an error saying why."""
 
 from __future__ import annotations
 
@@ -105,7 +107,7 @@ class Renames:
         """Before the editor renames notes: every link that would lead elsewhere once they
         are renamed, in every note (the renamed ones too), rewritten to lead where it led
         (the editor applies the edit; Coffer writes nothing)."""
-        moves: dict[str, dict[str, str]] = {}  # per KB: old path -> new path
+        moves: dict[str, dict[str, str]] = {}  # per KB: old path -> new path (or folder)
         places: dict[str, tuple[Path, Path]] = {}  # per KB: (root as URIs name it, folder)
         for rename in param(params, "files", list):
             if isinstance(rename, dict):
@@ -114,7 +116,7 @@ class Renames:
                 )
                 new_kb, new, _, _ = self.workspace.where(checked_uri(param(rename, "newUri", str)))
                 if old_kb and old_kb == new_kb and old and new and root and folder:
-                    moves.setdefault(old_kb, {})[old] = new
+                    moves.setdefault(old_kb, {})[old.rstrip("/")] = new.rstrip("/")
                     places[old_kb] = (root, folder)
         changes: dict[str, list[dict[str, Any]]] = {}
         for kb, moved in moves.items():
@@ -123,21 +125,26 @@ class Renames:
         return {"changes": changes} if changes else None
 
     def _relinked(
-        self, kb: str, root: Path, folder: Path, moved: dict[str, str]
+        self, kb: str, root: Path, folder: Path, renamed: dict[str, str]
     ) -> dict[str, list[dict[str, Any]]]:
         """The edits that keep every link of the KB leading where it leads once the notes
-        in `moved` (old path -> new path) are renamed: those to a renamed note, those of a
-        renamed note (a Markdown link's path is from its folder), and those the new names
-        would take over (`[[Settings]]` when a note becomes the root's `Settings.md`)."""
+        and folders in `renamed` (old path -> new path) are renamed: those to a renamed
+        note, those of a renamed note (a Markdown link's path is from its folder), and those
+        the new names would take over (`[[Settings]]` when a note becomes the root's
+        `Settings.md`). A renamed folder renames every file under it."""
         answer = self.daemon.ask(lambda c: api.paths(c, kb))
         if not isinstance(answer, dict):
             return {}
         paths: list[str] = answer["paths"]
         others: list[str] = answer.get("files", [])  # images...: links lead to them too
+        moved = files_moved(renamed, [*paths, *others])
+        if not moved:
+            return {}
         after = DocumentIndexOfPaths(
             (moved.get(p, p) for p in paths), (moved.get(f, f) for f in others)
         )
-        sources = {old for old in moved if old in set(paths)}
+        notes = set(paths)
+        sources = {old for old in moved if old in notes}
         new_names = {key_of(new).rsplit("/", 1)[-1] for new in moved.values()}
         rivals = [
             p
@@ -234,6 +241,24 @@ class Renames:
             },
             "newText": new,
         }
+
+
+def files_moved(renamed: dict[str, str], paths: list[str]) -> dict[str, str]:
+    """Where each file of `paths` goes once the files and folders in `renamed` (old path ->
+    new path) are renamed, for those that move: a file renamed itself, or one under a
+    renamed folder (the deepest renamed folder holding it says where)."""
+    moved: dict[str, str] = {}
+    for path in paths:
+        if path in renamed:
+            moved[path] = renamed[path]
+            continue
+        parts = path.split("/")
+        for n in range(len(parts) - 1, 0, -1):
+            old = "/".join(parts[:n])
+            if old in renamed:
+                moved[path] = "/".join([renamed[old], *parts[n:]])
+                break
+    return moved
 
 
 def shortest_name(after: DocumentIndexOfPaths, meant: str, target: str, source: str) -> str:

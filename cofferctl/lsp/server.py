@@ -87,7 +87,7 @@ class CofferLanguageServer:
                 "workspace": {
                     "fileOperations": {
                         "willRename": {
-                            "filters": [{"pattern": {"glob": "**/*", "matches": "file"}}]
+                            "filters": [{"pattern": {"glob": "**/*"}}]  # files and folders
                         }
                     }
                 },

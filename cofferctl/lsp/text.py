@@ -109,9 +109,8 @@ def relinked(
     """The link `written` (as in the note at `source`) made to lead to `moved_to`, its
     heading, alias and form kept: a wiki link names the note as before (its file name,
     or its path when it gave one; `wiki_name` when given), a Markdown link gives the path
-    from its note's folder.
-    Unwritable when no link of its kind can name `moved_to` (a wiki link and a name
-    holding `|`, `#`, `^`, brackets or a line break): the editor is told why."""
+    from its note's folder. A wiki link cannot name a note whose name holds `|`, `#`, `^`,
+    brackets or a line break: it becomes a Markdown link to it (`wiki_as_markdown`)."""
     name = link["target"].split("#", 1)[0].strip()
     if not name:
         return None
@@ -123,12 +122,8 @@ def relinked(
             new_name += moved_to[len(bare) :]
         if wiki_name is not None:
             new_name = wiki_name
-        refused = sorted({ch for ch in new_name if ch in WIKI_NAME_REFUSED + LINE_BREAKS})
-        if refused:
-            raise Unwritable(
-                f"a wiki link cannot name {moved_to!r}: its name holds "
-                f"{', '.join(repr(ch) for ch in refused)} (Obsidian refuses such names too)"
-            )
+        if any(ch in new_name for ch in WIKI_NAME_REFUSED + LINE_BREAKS):
+            return wiki_as_markdown(written, heading, source, moved_to)
         opening = written.index("[[") + 2
         at = written.index(name, opening)
         rewritten = written[:at] + new_name + written[at + len(name) :]
@@ -150,6 +145,30 @@ def relinked(
         else:
             rewritten = written[:start] + inside + written[cut:]
     return checked(rewritten, link["type"], path, heading)
+
+
+def wiki_as_markdown(written: str, heading: str | None, source: str, moved_to: str) -> str:
+    """The wiki link or embed `written` (in the note at `source`) as a Markdown one leading
+    to `moved_to`, a name no wiki link can hold (`|`, `#`, `^`, brackets, a line break): its
+    path from the note's folder and its `#heading` percent-encoded, its alias (else the
+    note's name, as Obsidian shows the link) its text: `[[plan#Budget|money]]` ->
+    `[money](a%23b.md#Budget)`."""
+    inside = written[written.index("[[") + 2 : written.rindex("]]")]
+    _, bar, alias = inside.partition("|")
+    label = alias.strip() if bar else MARKDOWN_SUFFIX.sub("", posixpath.basename(moved_to))
+    if not bar and heading:
+        label += " > " + heading
+    # a line break, a bracket or a backslash (which would escape the `]`) cannot be text
+    label = " ".join("".join(" " if ch in LINE_BREAKS + "[]\\" else ch for ch in label).split())
+    path = posixpath.relpath(moved_to, posixpath.dirname(source) or ".")
+    encoded = url_fragment(path, spaces=False).replace("\\", "%5C")
+    fragment = (
+        ""
+        if heading is None
+        else "#" + "#".join(url_fragment(part, spaces=False) for part in heading.split("#"))
+    )
+    embed = "!" if written.startswith("!") else ""
+    return checked(f"{embed}[{label}]({encoded}{fragment})", "markdown", path, heading)
 
 
 def target_span(written: str, kind: str) -> tuple[int, int]:

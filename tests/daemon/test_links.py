@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
 import uuid
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from cofferctl.client import ApiError
 from cofferd.domain.links import Link, links_of
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
-from tests.support.daemon import Daemon, wait_for
+from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.support.helpers import index_dump, rebuild_dump, write
 from tests.support.mcp_client import call as mcp_call
 from tests.support.mcp_client import error_of
@@ -399,3 +400,49 @@ async def test_a_link_out_of_the_kb_is_listed_as_outside(shared_daemon: Daemon) 
     out = io.StringIO()
     assert cli.main(["--socket", str(d.socket), "links", kb, "docs/index.md"], stdout=out) == 0
     assert "../../CONTRIBUTING.md -> outside the knowledge base" in out.getvalue()
+
+
+def test_an_index_made_before_definitions_were_links_gains_them_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    """Migration 14: links are read when a note is indexed, so a KB indexed before
+    definitions and links out of its folder were links gains them after the upgrade, its
+    notes holding neither left as they are (not prepared, nor embedded, again)."""
+    d = new_daemon(tmp_path).start()
+    try:
+        kb = "old"
+        d.client.post("/api/v1/knowledge_bases", {"name": kb})
+        write(d.docs(kb) / "plan.md", "# Plan\n")
+        write(d.docs(kb) / "hub.md", '# Hub\n\n[[plan]]\n\n[plan]: plan.md "The plan"\n')
+        write(d.docs(kb) / "up.md", "# Up\n\n[c](../../CONTRIBUTING.md) [[plan]]\n")
+        write(d.docs(kb) / "other.md", "# Other\n\n[[plan]] [p](plan.md)\n")
+
+        def types(note: str) -> list[str]:
+            found = d.client.get(d.client.kb(kb, f"/documents/{note}/links"))["outgoing"]
+            return sorted(f"{o['type']}:{o['kind']}" for o in found)
+
+        wait_for(lambda: types("hub.md") == ["definition:document", "wiki:document"])
+        wait_for(lambda: d.settled(kb))
+        d.stop()
+        db = sqlite3.connect(d.home / "coffer.db")  # as an index before issue 45 §1 is
+        db.execute("DELETE FROM links WHERE type = 'definition' OR key LIKE '..%'")
+        db.execute("PRAGMA user_version = 13")
+        db.commit()
+        updated = "SELECT count(*) FROM audit WHERE event = 'kb_document_updated'"
+        assert db.execute(updated).fetchone()[0] == 0
+        db.close()
+        d.start()
+        assert types("hub.md") == ["wiki:document"]  # as the old index held them
+        wait_for(lambda: types("hub.md") == ["definition:document", "wiki:document"])
+        wait_for(lambda: types("up.md") == ["markdown:outside", "wiki:document"])
+        wait_for(lambda: d.settled(kb))
+        db = sqlite3.connect(d.home / "coffer.db")
+        again = db.execute(
+            "SELECT d.path FROM audit a JOIN documents d ON d.id = a.document_id"
+            " WHERE a.event = 'kb_document_updated'"
+        ).fetchall()
+        db.close()
+        assert sorted(path for (path,) in again) == ["hub.md", "up.md"]
+    finally:
+        d.stop()
+        cleanup(d)

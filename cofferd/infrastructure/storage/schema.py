@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cofferd.domain.models import KB_KIND
 from cofferd.infrastructure.storage import fts_index, fts_text, vec_index
 from cofferd.infrastructure.storage.sqlite import Connection, atomic
 
@@ -123,6 +124,23 @@ def _one_byte_cjk_separator(conn: Connection) -> None:
         conn.execute(f"ALTER TABLE {name}_v12 RENAME TO {name}")
 
 
+def _links_read_again(conn: Connection) -> None:
+    """14: link reference definitions (`[label]: target`) and links leading out of the KB's
+    folder (`../`) are links now: each note whose text holds either has its links read
+    again, by the next pass preparing it (its chunking no KB has; nothing else written
+    changes: fragments, anchors and blocks are resolved when asked). Other notes keep their
+    rows and vectors."""
+    for kb, table in conn.execute("SELECT resource_name, table_name FROM fts_tables").fetchall():
+        conn.execute(
+            "UPDATE documents SET chunking = 'links-again' WHERE kind = ?"
+            " AND resource_name = ? AND format = 'md' AND id IN"
+            " (SELECT c.document_id FROM chunks c JOIN " + table + " f ON f.rowid = c.seq"
+            "  WHERE c.kind = ? AND c.resource_name = ?"
+            "  AND (f.text LIKE '%]:%' OR f.text LIKE '%../%'))",
+            (KB_KIND, kb, KB_KIND, kb),
+        )
+
+
 MIGRATIONS: list[Migration] = [
     """
     CREATE TABLE documents (
@@ -233,6 +251,7 @@ MIGRATIONS: list[Migration] = [
     # are chunked again, from the converted text kept (a chunking no KB has makes the next
     # pass prepare them; nothing is converted again)
     "UPDATE documents SET chunking = 'pages-cut' WHERE format IN ('pdf', 'pptx')",
+    _links_read_again,
 ]
 
 

@@ -15,7 +15,7 @@ from pytest_lsp import LanguageClient, make_test_lsp_client
 
 from cofferd.application.reading.note_names import FUZZY_FEW, LinkStyle, NameIndex
 from tests.support.daemon import BIN, Daemon
-from tests.support.helpers import new_vault, wait_for
+from tests.support.helpers import new_vault, wait_for, write
 from tests.support.lsp_client import complete_at, opened
 
 ALIASED = "---\naliases: [File formats, Formats]\n---\n# Accepted file formats\n\ntext\n"
@@ -179,3 +179,43 @@ def test_block_ids_are_offered_as_the_daemon_finds_them() -> None:
 
     content = "First. ^intro\n![[x.png]]^pic\n2^10\nwide\u3000^w-2\n"
     assert [label for label, _, _ in _blocks(content, "Plan", "")] == ["^intro", "^pic", "^w-2"]
+
+
+async def test_attachments_are_offered_after_an_embed_as_the_vault_embeds(
+    shared_daemon: Daemon, lsp: LanguageClient
+) -> None:
+    """Issue 45 §3: after `![[` or `![...](` the vault's files that are not notes (an
+    image, a PDF, any file) come first, written as the vault writes embeds: `![[name]]`
+    (its path when two share the name), or a Markdown embed with its path percent-encoded."""
+    d = shared_daemon
+    wiki = {"today.md": "![[old.png]] [[plan]]\n", "plan.md": "# Plan\n"}
+    kb = new_vault(d, "embedw", wiki)
+    for name in ("img/my pic.png", "a/chart.png", "b/chart.png", "scan.jpg", "data.bin"):
+        write(d.docs(kb) / name, b"\x89PNG\r\n\x1a\n" + b"\0" * 16)
+    wait_for(lambda: len(d.client.get(d.client.kb(kb, "/paths"))["files"]) >= 4)
+    indexed(d, kb, 2)
+    path = d.docs(kb) / "today.md"
+    await opened(lsp, path, "see ![[my\nsee ![[char\nsee ![[\nsee [[pic\n")
+    found = edits(await complete_at(lsp, path, 0, len("see ![[my")))
+    assert found[0] == ("my pic.png", "my pic.png]]")
+    charts = edits(await complete_at(lsp, path, 1, len("see ![[char")))
+    assert charts[:2] == [("chart.png", "a/chart.png]]"), ("chart.png", "b/chart.png]]")]
+    every = [label for label, _ in edits(await complete_at(lsp, path, 2, len("see ![[")))]
+    assert {"scan.jpg", "data.bin", "my pic.png", "plan"} <= set(every)
+    assert every.index("scan.jpg") < every.index("plan")  # attachments first
+    plain = edits(await complete_at(lsp, path, 3, len("see [[pic")))
+    assert all(label != "my pic.png" for label, _ in plain)  # a link, not an embed
+
+    markdown = {"notes/today.md": "[p](plan.md) ![i](../old.png)\n", "notes/plan.md": "# P\n"}
+    kb = new_vault(d, "embedm", markdown)
+    write(d.docs(kb) / "img" / "my pic (1).png", b"\x89PNG\r\n\x1a\n" + b"\0" * 16)
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/paths"))["files"])
+    indexed(d, kb, 2)
+    path = d.docs(kb) / "notes" / "today.md"
+    await opened(lsp, path, "see ![[my pi]] now\nsee ![alt](my\n")
+    item = (await complete_at(lsp, path, 0, len("see ![[my pi"))).items[0]
+    assert item.text_edit.new_text == "[my pic (1).png](../img/my%20pic%20%281%29.png)"
+    edit = item.text_edit.range
+    assert (edit.start.character, edit.end.character) == (5, len("see ![[my pi]]"))
+    found = edits(await complete_at(lsp, path, 1, len("see ![alt](my")))
+    assert found[0] == ("../img/my%20pic%20%281%29.png", "../img/my%20pic%20%281%29.png)")
