@@ -1,0 +1,155 @@
+"""The tables a PDF page draws, as Markdown: only where ruling lines make a grid.
+
+A page is looked at cheaply first, with PDFium's page objects: only a page whose paths
+rule a grid (three rules across, lines or the sides of boxes, each crossing three rules
+down) may hold a table, and only such a page is read by pdfplumber, whose table finder (its "lines"
+strategy: cells bounded by drawn lines) says where each table and cell is. A table of at
+least two rows and two columns becomes a Markdown table whose rows are the drawn rows,
+each cell's text PDFium's text inside the cell; prose, justified or in columns, draws no
+grid and is never a table.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterator
+from typing import Any
+
+from cofferd.infrastructure.conversion.pdf_lines import Box
+
+THIN = 2.5  # points: a path this thin is a rule
+RULE_MIN = 8.0  # points: a shorter one is a mark, not a rule
+GRID_MIN = 3  # distinct edges each way: two rows and two columns
+SAME_EDGE = 2.0  # points: edges closer than this are one (a box's side and its rule)
+OBJECTS_MAX = 5_000  # a page's objects looked at for rules (a hostile page has millions)
+RULES_MAX = 400  # rules compared for a grid
+TABLE_SETTINGS = {"vertical_strategy": "lines", "horizontal_strategy": "lines"}
+CELL_MAX_CHARS = 1_000
+
+
+def may_hold_table(page: Any) -> bool:
+    """Whether the page's own paths (not a figure's) rule a grid: at least GRID_MIN rows'
+    rules each crossing at least GRID_MIN columns' rules (a frame around text has two)."""
+    import pypdfium2.raw as pdfium_c
+
+    across: list[Rule] = []  # (y, x from, x to)
+    down: list[Rule] = []  # (x, y from, y to)
+    for left, bottom, right, top in _paths(page, pdfium_c):
+        width, height = right - left, top - bottom
+        if height <= THIN and width >= RULE_MIN:
+            across.append(((bottom + top) / 2, left, right))
+        elif width <= THIN and height >= RULE_MIN:
+            down.append(((left + right) / 2, bottom, top))
+        elif width >= RULE_MIN and height >= RULE_MIN:  # a box: its four sides
+            across += [(bottom, left, right), (top, left, right)]
+            down += [(left, bottom, top), (right, bottom, top)]
+        if len(across) + len(down) > RULES_MAX:
+            break
+    if len(across) < GRID_MIN or len(down) < GRID_MIN:
+        return False
+    columns = _joined(down)
+    crossing = [
+        where
+        for where, start, end in _joined(across)
+        if _crossed(where, start, end, columns) >= GRID_MIN
+    ]
+    return _distinct(crossing) >= GRID_MIN
+
+
+Rule = tuple[float, float, float]  # where it lies, from, to
+
+
+def _joined(rules: list[Rule]) -> list[Rule]:
+    """Rules on one line that touch made one (a row of cells' sides, one row rule)."""
+    joined: list[Rule] = []
+    for where, start, end in sorted(rules):
+        if joined and where - joined[-1][0] <= SAME_EDGE and start <= joined[-1][2] + SAME_EDGE:
+            joined[-1] = (joined[-1][0], joined[-1][1], max(end, joined[-1][2]))
+        else:
+            joined.append((where, start, end))
+    return joined
+
+
+def _crossed(where: float, start: float, end: float, columns: list[Rule]) -> int:
+    """How many distinct rules down cross (or touch) the rule across at `where`."""
+    return _distinct(
+        [x for x, low, high in columns if _on(x, start, end) and _on(where, low, high)]
+    )
+
+
+def _on(point: float, start: float, end: float) -> bool:
+    return start - SAME_EDGE <= point <= end + SAME_EDGE
+
+
+def _distinct(edges: list[float]) -> int:
+    """How many edges there are, those closer than SAME_EDGE taken as one."""
+    count, last = 0, None
+    for edge in sorted(edges):
+        if last is None or edge - last > SAME_EDGE:
+            count += 1
+        last = edge
+    return count
+
+
+def _paths(page: Any, pdfium_c: Any) -> Iterator[tuple[float, float, float, float]]:
+    raw = page.raw
+    left, bottom, right, top = (ctypes.c_float() for _ in range(4))
+    for n in range(min(OBJECTS_MAX, pdfium_c.FPDFPage_CountObjects(raw))):
+        item = pdfium_c.FPDFPage_GetObject(raw, n)
+        if pdfium_c.FPDFPageObj_GetType(item) != pdfium_c.FPDF_PAGEOBJ_PATH:
+            continue
+        if not pdfium_c.FPDFPageObj_GetBounds(
+            item, ctypes.byref(left), ctypes.byref(bottom), ctypes.byref(right), ctypes.byref(top)
+        ):
+            continue
+        yield left.value, bottom.value, right.value, top.value
+
+
+def drawn_tables(plumber_page: Any, text_page: Any) -> list[tuple[Box, str]]:
+    """Each table pdfplumber finds ruled on the page: its box (PDF points, y up) and its
+    Markdown, rows as drawn, each cell's text read by PDFium (`text_page`)."""
+    height = float(plumber_page.height)
+    found = []
+    for table in plumber_page.find_tables(TABLE_SETTINGS):
+        rows = [
+            split
+            for row in table.rows
+            for split in _lines_as_rows([_cell_text(text_page, c, height) for c in row.cells])
+        ]
+        if len(rows) < 2 or max(len(row) for row in rows) < 2:
+            continue  # a frame around text, a rule under a heading: no table
+        x0, top, x1, bottom = table.bbox
+        found.append(((x0, height - bottom, x1, height - top), _markdown(rows)))
+    return found
+
+
+def _cell_text(
+    text_page: Any, cell: tuple[float, float, float, float] | None, height: float
+) -> list[str]:
+    """The cell's lines (none for a cell merged into its neighbour)."""
+    if cell is None:
+        return []
+    x0, top, x1, bottom = cell
+    text = str(text_page.get_text_bounded(x0, height - bottom, x1, height - top))
+    lines = text.replace("\ufffe", "-")[:CELL_MAX_CHARS].splitlines()
+    return [" ".join(line.split()) for line in lines if line.strip()]
+
+
+def _lines_as_rows(cells: list[list[str]]) -> list[list[str]]:
+    """A drawn row whose filled cells all hold the same number of lines is that many rows
+    (a table ruled only under its header); else one row, each cell's lines joined."""
+    counts = {len(lines) for lines in cells if lines}
+    if len(counts) == 1 and (count := counts.pop()) > 1:
+        return [[lines[n] if lines else "" for lines in cells] for n in range(count)]
+    return [[" ".join(lines) for lines in cells]]
+
+
+def _markdown(rows: list[list[str]]) -> str:
+    columns = max(len(row) for row in rows)
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [cell.replace("|", "\\|") for cell in row] + [""] * (columns - len(row))
+        lines.append("| " + " | ".join(cells) + " |")
+        if n == 0:
+            lines.append("|" + " --- |" * columns)
+    return "\n".join(lines)
