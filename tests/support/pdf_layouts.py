@@ -105,3 +105,33 @@ def lines_as_given(lines: list[str]) -> bytes:
     for n, line in enumerate(lines):
         pdf.text(20, 30 + n * 6, line)
     return bytes(pdf.output())
+
+
+def many_pages(count: int, line: str = "zqmany words on a page") -> bytes:
+    """`count` pages written by hand, all showing one content stream (one line of
+    Helvetica): a PDF of 10,000 pages in a few hundred kilobytes, made at once."""
+    content = f"BT /F1 11 Tf 60 700 Td ({line}) Tj ET".encode("latin-1")
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content),
+    ]
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+    page += b" /Resources << /Font << /F1 3 0 R >> >> >>"
+    objects += [page] * count
+    kids = b" ".join(b"%d 0 R" % n for n in range(5, 5 + count))
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, count)
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (n, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % at for at in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)

@@ -187,33 +187,42 @@ def test_a_drawn_table_is_a_table_and_prose_in_columns_is_not(tmp_path: Path) ->
     assert "|" not in prose.text
 
 
-def test_pdfplumber_reads_only_pages_that_draw_a_grid(
+def test_tables_are_looked_for_only_on_pages_that_draw_a_grid(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """PDFium's page objects say which pages rule a grid; only those go to pdfplumber's
+    table finder, given the paths' edges (pdfplumber never parses the PDF: its reading of
+    one page cost more than PDFium's of a whole book)."""
     import pdfplumber
+    import pdfplumber.table
 
-    opened: list[Any] = []
-    real = pdfplumber.open
+    found: list[Any] = []
+    real = pdfplumber.table.TableFinder
 
-    def counted(path: Any, **kwargs: Any) -> Any:
-        opened.append(path)
-        return real(path, **kwargs)
+    def counted(page: Any, settings: Any = None) -> Any:
+        found.append(page)
+        return real(page, settings)
 
-    monkeypatch.setattr(pdfplumber, "open", counted)
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("pdfplumber parsed the PDF")
+
+    monkeypatch.setattr(pdfplumber.table, "TableFinder", counted)
+    monkeypatch.setattr(pdfplumber, "open", never)
     for path in shapes(tmp_path):
         pdf_pages.read_pages(path)
     columns = pdf_layouts.two_columns(pdf_layouts.prose(150), pdf_layouts.prose(150, 4))
     pdf_pages.read_pages(write(tmp_path / "c.pdf", columns))
-    assert opened == []
+    assert found == []
     rows = [("a", "b"), ("c", "d")]
-    pdf_pages.read_pages(write(tmp_path / "t.pdf", pdf_layouts.drawn_table(rows, "x", "y")))
-    assert len(opened) == 1
+    (page,) = pdf_pages.read_pages(
+        write(tmp_path / "t.pdf", pdf_layouts.drawn_table(rows, "x", "y"))
+    )
+    assert len(found) == 1 and "| a | b |" in page.text
 
 
 def test_ten_thousand_pages_are_read_in_bounded_time(tmp_path: Path) -> None:
     """A hostile page count: PDFium reads page after page, one held at a time."""
-    page = ("0 0 612 792", text_at(60, 700, "zqmany words on a page"))
-    path = write(tmp_path / "many.pdf", raw_pdf([page] * 10_000, b""))
+    path = write(tmp_path / "many.pdf", pdf_layouts.many_pages(10_000))
     started = time.monotonic()
     made = markitdown_run.convert(markitdown_run.Engine(), str(path), "pdf")
     assert time.monotonic() - started < 30  # ~2 s here; the converter stops one at 60 s

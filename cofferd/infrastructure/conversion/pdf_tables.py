@@ -1,12 +1,13 @@
 """The tables a PDF page draws, as Markdown: only where ruling lines make a grid.
 
-A page is looked at cheaply first, with PDFium's page objects: only a page whose paths
-rule a grid (three rules across, lines or the sides of boxes, each crossing three rules
-down) may hold a table, and only such a page is read by pdfplumber, whose table finder (its "lines"
-strategy: cells bounded by drawn lines) says where each table and cell is. A table of at
-least two rows and two columns becomes a Markdown table whose rows are the drawn rows,
-each cell's text PDFium's text inside the cell; prose, justified or in columns, draws no
-grid and is never a table.
+A page is looked at with PDFium's page objects: only a page whose paths rule a grid
+(three rules across, lines or the sides of boxes, each crossing three rules down) may hold
+a table. On such a page pdfplumber's table finder (its "lines" strategy: cells bounded by
+drawn edges) is given those paths' edges, and says where each table and cell is; a table
+of at least two rows and two columns becomes a Markdown table whose rows are the drawn
+rows, each cell's text PDFium's text inside the cell. Prose, justified or in columns,
+draws no grid and is never a table. pdfplumber never parses the PDF itself here (its
+pdfminer reading of a page cost more than PDFium's reading of the whole page).
 """
 
 from __future__ import annotations
@@ -27,14 +28,67 @@ TABLE_SETTINGS = {"vertical_strategy": "lines", "horizontal_strategy": "lines"}
 CELL_MAX_CHARS = 1_000
 
 
-def may_hold_table(page: Any) -> bool:
-    """Whether the page's own paths (not a figure's) rule a grid: at least GRID_MIN rows'
-    rules each crossing at least GRID_MIN columns' rules (a frame around text has two)."""
+def drawn_tables(page: Any, text_page: Any) -> list[tuple[Box, str]]:
+    """Each table ruled on the page (a pypdfium2 page): its box (PDF points, y up) and its
+    Markdown, rows as drawn, each cell's text read by PDFium (`text_page`)."""
     import pypdfium2.raw as pdfium_c
 
+    paths = list(_paths(page, pdfium_c))
+    if not rules_a_grid(paths):
+        return []
+    from pdfplumber.table import TableFinder
+
+    height = float(page.get_height())
+    found = []
+    ruled: Any = _Ruled(paths, height)  # all of a page the finder reads
+    for table in TableFinder(ruled, TABLE_SETTINGS).tables:
+        rows = [
+            split
+            for row in table.rows
+            for split in _lines_as_rows([_cell_text(text_page, c, height) for c in row.cells])
+        ]
+        if len(rows) < 2 or max(len(row) for row in rows) < 2:
+            continue  # a frame around text, a rule under a heading: no table
+        x0, top, x1, bottom = table.bbox
+        found.append(((x0, height - bottom, x1, height - top), _markdown(rows)))
+    return found
+
+
+class _Ruled:
+    """What pdfplumber's table finder reads of a page: the edges of its paths (each path's
+    box, as pdfplumber takes a rectangle), y measured down from `height`."""
+
+    def __init__(self, paths: list[Box], height: float) -> None:
+        from pdfplumber.utils.geometry import obj_to_edges
+
+        self.bbox = (0.0, 0.0, max((p[2] for p in paths), default=0.0), height)
+        self.edges = [
+            edge
+            for left, bottom, right, top in paths
+            for edge in obj_to_edges(
+                {
+                    "object_type": "rect",
+                    "x0": left,
+                    "x1": right,
+                    "y0": bottom,
+                    "y1": top,
+                    "top": height - top,
+                    "bottom": height - bottom,
+                    "doctop": height - top,
+                    "width": right - left,
+                    "height": top - bottom,
+                }
+            )
+        ]
+
+
+def rules_a_grid(paths: list[Box]) -> bool:
+    """Whether these paths (boxes of a page's own paths, not a figure's) rule a grid: at
+    least GRID_MIN rows' rules each crossing at least GRID_MIN columns' rules (a frame
+    around text has two)."""
     across: list[Rule] = []  # (y, x from, x to)
     down: list[Rule] = []  # (x, y from, y to)
-    for left, bottom, right, top in _paths(page, pdfium_c):
+    for left, bottom, right, top in paths:
         width, height = right - left, top - bottom
         if height <= THIN and width >= RULE_MIN:
             across.append(((bottom + top) / 2, left, right))
@@ -103,24 +157,6 @@ def _paths(page: Any, pdfium_c: Any) -> Iterator[tuple[float, float, float, floa
         ):
             continue
         yield left.value, bottom.value, right.value, top.value
-
-
-def drawn_tables(plumber_page: Any, text_page: Any) -> list[tuple[Box, str]]:
-    """Each table pdfplumber finds ruled on the page: its box (PDF points, y up) and its
-    Markdown, rows as drawn, each cell's text read by PDFium (`text_page`)."""
-    height = float(plumber_page.height)
-    found = []
-    for table in plumber_page.find_tables(TABLE_SETTINGS):
-        rows = [
-            split
-            for row in table.rows
-            for split in _lines_as_rows([_cell_text(text_page, c, height) for c in row.cells])
-        ]
-        if len(rows) < 2 or max(len(row) for row in rows) < 2:
-            continue  # a frame around text, a rule under a heading: no table
-        x0, top, x1, bottom = table.bbox
-        found.append(((x0, height - bottom, x1, height - top), _markdown(rows)))
-    return found
 
 
 def _cell_text(
