@@ -25,7 +25,11 @@ The real PDFs (copied to /work/corpora/pdf, never committed):
 - artima_python_super.pdf, artima_scheme_TheAdventuresofaPythonistainSchemeland.pdf,
   pypers_europython17_slides.pdf: github micheles/papers (LaTeX article, book, beamer);
 - yellowpaper_paper.pdf: github 5chdn/yellowpaper, paper.pdf at f595a1a2 (the Ethereum
-  yellow paper: two columns, LaTeX, tables).
+  yellow paper: two columns, LaTeX, tables ruled across only);
+- ieeetran_howto.pdf: github 48302-DiogoJesus/DgJ_MEIC_paper, IEEEtran_HOWTO.pdf at
+  560f17f4 (IEEEtran's manual: two columns, tables ruled as grids on three pages);
+- latexpaper_paper.pdf: github 96ibman/latex-paper, paper.pdf at 23759b98 (a paper, one
+  column, booktabs tables).
 
 With `--old DIR`, both checkouts are measured (each in its own process) and printed side
 by side; `--candidates` adds the raw text of other readers of each page (pypdfium2 as it
@@ -196,9 +200,9 @@ def generated(into: Path) -> tuple[list[Path], dict[str, list[str]]]:
         (f"item {n}", str(n * 7), f"shelf {n % 4}") for n in range(8)
     ]
     pages = [
-        pdf_layouts.drawn_table([], pdf_layouts.prose(250, 2), pdf_layouts.prose(200, 5)),
-        pdf_layouts.drawn_table(rows, pdf_layouts.prose(120, 3), pdf_layouts.prose(120, 8)),
-        pdf_layouts.drawn_table([], pdf_layouts.prose(250, 4), pdf_layouts.prose(200, 6)),
+        pdf_layouts.drawn_table([], sentences_of(250, 2), sentences_of(200, 5)),
+        pdf_layouts.drawn_table(rows, sentences_of(120, 3), sentences_of(120, 8)),
+        pdf_layouts.drawn_table([], sentences_of(250, 4), sentences_of(200, 6)),
     ]
     made.append(into / "generated_drawn_table.pdf")
     made[-1].write_bytes(_joined(pages))

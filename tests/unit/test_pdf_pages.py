@@ -229,3 +229,20 @@ def test_ten_thousand_pages_are_read_in_bounded_time(tmp_path: Path) -> None:
     assert not isinstance(made, tuple), made
     assert made.pages == 10_000 and "## Page 10000\n" in made.markdown
     assert made.markdown.count("zqmany") == 1  # the same line on every page: kept once
+
+
+def test_a_page_of_scattered_words_is_read_in_bounded_time(tmp_path: Path) -> None:
+    """Words placed in a staircase (every gap between them a gutter to try) and a page of
+    more runs than are ordered: each read at once, every word kept."""
+    stairs = "".join(text_at(10 + (n % 120) * 4.5, 780 - n * 0.4, f"w{n}", 4) for n in range(1900))
+    crowd = "".join(
+        text_at(10 + (n % 60) * 9, 780 - (n // 60) * 5, f"c{n}", 4) for n in range(9000)
+    )
+    path = write(
+        tmp_path / "scattered.pdf", raw_pdf([("0 0 612 792", stairs), ("0 0 612 792", crowd)], b"")
+    )
+    started = time.monotonic()
+    pages = pdf_pages.read_pages(path)
+    assert time.monotonic() - started < 10
+    assert len(set(re.findall(r"w\d+", pages[0].text))) == 1900  # overlapping: some run on
+    assert len(set(re.findall(r"c\d+", pages[1].text))) == 9000

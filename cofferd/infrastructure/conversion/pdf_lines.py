@@ -24,6 +24,8 @@ HYPHEN_MARK = "\ufffe"  # PDFium's hyphen at a line's end that cuts a word
 MAX_SEGMENTS = 2_000  # a page with more runs keeps its stream's order (bounded work)
 COLUMN_MIN_SHARE = 0.18  # of the page's text width: a column's lines are at least this wide
 COLUMN_MIN_LINES = 3
+GUTTER_MIN = 4.0  # points: a narrower gap between lines is no gutter
+GUTTERS_TRIED = 8
 GAP_FACTOR = 1.5  # a gap between runs of a line wider than this many line heights splits it
 
 Box = tuple[float, float, float, float]  # left, bottom, right, top (PDF points, y up)
@@ -159,22 +161,22 @@ def _ordered(segments: list[Segment], width: float, line_height: float) -> list[
 
 
 def _columns(region: list[Segment], width: float) -> list[list[Segment]] | None:
-    """The region cut at the widest gutter that has a column of prose on both sides."""
+    """The region cut at the widest gutter that has a column of prose on both sides (of
+    the GUTTERS_TRIED widest gaps: a page of scattered words costs no more)."""
     if len(region) < 2 * COLUMN_MIN_LINES:
         return None
     spans = sorted((s.box[0], s.box[2]) for s in region)
-    best: tuple[float, float] | None = None
+    gaps: list[tuple[float, float]] = []  # (width, where to cut)
     reach = spans[0][1]
     for left, right in spans[1:]:
-        if left > reach and (best is None or left - reach > best[1]):
-            cut = (reach + left) / 2
-            sides = _split_at(region, cut)
-            if all(_is_column(side, width) for side in sides):
-                best = (cut, left - reach)
+        if left - reach >= GUTTER_MIN:
+            gaps.append((left - reach, (reach + left) / 2))
         reach = max(reach, right)
-    if best is None:
-        return None
-    return list(_split_at(region, best[0]))
+    for _, cut in sorted(gaps, reverse=True)[:GUTTERS_TRIED]:
+        sides = _split_at(region, cut)
+        if all(_is_column(side, width) for side in sides):
+            return list(sides)
+    return None
 
 
 def _split_at(region: list[Segment], x: float) -> tuple[list[Segment], list[Segment]]:
