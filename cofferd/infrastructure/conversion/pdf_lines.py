@@ -108,10 +108,10 @@ def _same_row(a: Box, b: Box) -> bool:
 
 
 def _index_at(text_page: Any, box: Box) -> int:
-    """The index of the character at a run's left edge."""
+    """The index of the character at a run's left edge (-1: none found there)."""
     middle = (box[1] + box[3]) / 2
-    found: int = text_page.get_index(box[0] + 0.5, middle, 2.0, (box[3] - box[1]) / 2)
-    return found
+    found = text_page.get_index(box[0] + 0.5, middle, 2.0, (box[3] - box[1]) / 2)
+    return found if isinstance(found, int) else -1
 
 
 def _union(boxes: Sequence[Box]) -> Box:
