@@ -1,8 +1,8 @@
 """The tables a PDF page draws, as Markdown: only where ruling lines make a grid.
 
-A page is looked at with PDFium's page objects: only a page whose paths rule a grid
-(three rules across, lines or the sides of boxes, each crossing three rules down) may hold
-a table. On such a page pdfplumber's table finder (its "lines" strategy: cells bounded by
+A page is looked at with PDFium's page objects: only a page whose paths may rule a grid
+(three rules across, lines or the sides of boxes, each crossing two rules down) may hold a
+table. On such a page pdfplumber's table finder (its "lines" strategy: cells bounded by
 drawn edges) is given those paths' edges, and says where each table and cell is; a table
 of at least two rows and two columns becomes a Markdown table whose rows are the drawn
 rows, each cell's text PDFium's text inside the cell. Prose, justified or in columns,
@@ -19,8 +19,11 @@ from typing import Any
 from cofferd.infrastructure.conversion.pdf_lines import Box
 
 THIN = 2.5  # points: a path this thin is a rule
-RULE_MIN = 8.0  # points: a shorter one is a mark, not a rule
-GRID_MIN = 3  # distinct edges each way: two rows and two columns
+RULE_MIN = 8.0  # points: a box this wide and high (a cell), not a rule
+GRID_MIN = 3  # rules across (two rows) ...
+CROSSED_MIN = 2  # ... each crossing this many rules down (a table open at its sides, as
+# IEEE's are, has two inner ones; a frame's top and bottom cross two too, and the table
+# finder then finds no table of two columns in it: cheap, given paths alone)
 SAME_EDGE = 2.0  # points: edges closer than this are one (a box's side and its rule)
 OBJECTS_MAX = 5_000  # a page's objects looked at for rules (a hostile page has millions)
 RULES_MAX = 400  # rules compared for a grid
@@ -83,16 +86,15 @@ class _Ruled:
 
 
 def rules_a_grid(paths: list[Box]) -> bool:
-    """Whether these paths (boxes of a page's own paths, not a figure's) rule a grid: at
-    least GRID_MIN rows' rules each crossing at least GRID_MIN columns' rules (a frame
-    around text has two)."""
+    """Whether these paths (boxes of a page's own paths, not a figure's) may rule a grid:
+    at least GRID_MIN rules across each crossing at least CROSSED_MIN rules down."""
     across: list[Rule] = []  # (y, x from, x to)
     down: list[Rule] = []  # (x, y from, y to)
     for left, bottom, right, top in paths:
         width, height = right - left, top - bottom
-        if height <= THIN and width >= RULE_MIN:
+        if height <= THIN and width > height:  # short too: a rule drawn in pieces joins
             across.append(((bottom + top) / 2, left, right))
-        elif width <= THIN and height >= RULE_MIN:
+        elif width <= THIN and height > width:
             down.append(((left + right) / 2, bottom, top))
         elif width >= RULE_MIN and height >= RULE_MIN:  # a box: its four sides
             across += [(bottom, left, right), (top, left, right)]
@@ -105,7 +107,7 @@ def rules_a_grid(paths: list[Box]) -> bool:
     crossing = [
         where
         for where, start, end in _joined(across)
-        if _crossed(where, start, end, columns) >= GRID_MIN
+        if _crossed(where, start, end, columns) >= CROSSED_MIN
     ]
     return _distinct(crossing) >= GRID_MIN
 
