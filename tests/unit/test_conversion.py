@@ -32,7 +32,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
     for name, data in {
         "ok.docx": make_docx("healthy document text"),
         "big.pdf": make_pdf("many pages " * 40, pages=60),
-        # read for ~2 s (PDFium reads 60 pages in ~0.05 s: no time to be killed in)
+        # read for ~2 s (PDFium reads 60 pages in ~0.05 s: no time to stop or kill it in)
         "many.pdf": many_pages(10_000),
         "sheet.xlsx": make_xlsx("cell text"),
         "bomb.docx": zip_bomb_docx(200),
@@ -78,7 +78,7 @@ async def test_a_hang_is_stopped_and_the_next_document_converts(files: dict[str,
     converter = ConverterPool(timeout_s=0.05)
     try:
         with pytest.raises(ConversionFailed, match="longer than"):
-            await converter.convert(files["big.pdf"], "pdf")
+            await converter.convert(files["many.pdf"], "pdf")
         converter.timeout_s = 60
         assert "healthy" in (await converter.convert(files["ok.docx"], "docx")).markdown
     finally:
@@ -149,7 +149,7 @@ async def test_a_conversion_stopped_for_its_time_is_listed_at_once(
     """Stopped for its time (or a crash, or a kill): the document is in `skipped` with its
     reason at once, not only after the next full pass (it is tried again a day later)."""
     kb = await coffer.kbs.create("timed", {"index_formats": ["pdf"]})
-    (coffer.locations.docs_dir("timed") / "big.pdf").write_bytes(make_pdf("words " * 50, 200))
+    (coffer.locations.docs_dir("timed") / "big.pdf").write_bytes(many_pages(10_000, "words"))
     coffer.converters.timeout_s = 0.05
     assert await coffer.conversions._convert("timed", "big.pdf")  # settled: listed now
     await coffer.reindexer.sync_paths(kb, ["big.pdf"])
@@ -243,7 +243,7 @@ async def test_closing_answers_the_conversion_in_flight(files: dict[str, Path]) 
     """The daemon stopping answers an upload being converted at once."""
     converter = ConverterPool()
     try:
-        converting = asyncio.ensure_future(converter.interactive.convert(files["big.pdf"], "pdf"))
+        converting = asyncio.ensure_future(converter.interactive.convert(files["many.pdf"], "pdf"))
         for _ in range(200):
             if pids(converter):
                 break
