@@ -20,7 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-HYPHEN_MARK = "\ufffe"  # PDFium's hyphen at a line's end that cuts a word
+HYPHEN_MARK = "\ufffe"  # PDFium's hyphen at a line's end that cuts a word, in its text
+PDFIUM_HYPHEN = 0x02  # the same hyphen, as its character's code
+NO_LETTER = "\x00"  # a character that is no letter (a glyph mapped to no code)
 MAX_SEGMENTS = 2_000  # a page with more runs keeps its stream's order (bounded work)
 COLUMN_MIN_SHARE = 0.18  # of the page's text width: a column's lines are at least this wide
 COLUMN_MIN_LINES = 3
@@ -47,8 +49,6 @@ def page_text(text_page: Any, tables: Sequence[tuple[Box, str]] = ()) -> str:
     if not text.strip():
         return ""
     segments = _segments(text_page, text)
-    if segments is None:  # no boxes to order by: the stream's order
-        return _plain(text)
     if tables:
         segments = _with_tables(segments, tables)
     if len(segments) > MAX_SEGMENTS:
@@ -59,29 +59,43 @@ def page_text(text_page: Any, tables: Sequence[tuple[Box, str]] = ()) -> str:
     return _written(_ordered(segments, width, line_height))
 
 
-def _plain(text: str) -> str:
-    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n"))
-
-
-def _segments(text_page: Any, text: str) -> list[Segment] | None:
-    """Each line of PDFium's text with its box, cut where its runs lie far apart (None
-    when PDFium's text does not map one to one onto its characters: no boxes then)."""
-    if len(text) != text_page.count_chars():
-        return None
+def _segments(text_page: Any, text: str) -> list[Segment]:
+    """Each line of PDFium's text with its box, cut where its runs lie far apart."""
+    count = text_page.count_chars()
+    if len(text) != count:  # characters PDFium's text leaves out (a glyph of no letter)
+        text = _character_by_character(text_page, count)
     segments: list[Segment] = []
     start = 0
     for number, line in enumerate(text.split("\r\n")):
-        if line.strip():
+        if _clean(line):
             segments += _runs(text_page, line, start, number)
         start += len(line) + 2
     return segments
+
+
+def _character_by_character(text_page: Any, count: int) -> str:
+    """The page's text a character for each of PDFium's (its index the text's offset),
+    those of no letter NO_LETTER (taken out of each line once it is cut)."""
+    import pypdfium2.raw as pdfium_c
+
+    raw = text_page.raw
+    chars = []
+    for index in range(count):
+        code = pdfium_c.FPDFText_GetUnicode(raw, index)
+        if code == PDFIUM_HYPHEN:
+            chars.append(HYPHEN_MARK)
+        elif code == 0 or 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+            chars.append(NO_LETTER)
+        else:
+            chars.append(chr(code))
+    return "".join(chars)
 
 
 def _runs(text_page: Any, line: str, start: int, number: int) -> list[Segment]:
     count = text_page.count_rects(start, len(line))
     boxes: list[Box] = [text_page.get_rect(i) for i in range(count)]
     if not boxes:
-        return [Segment(line.strip(), number, (0.0, 0.0, 0.0, 0.0))]
+        return [Segment(_clean(line), number, (0.0, 0.0, 0.0, 0.0))]
     height = max(b[3] - b[1] for b in boxes)
     groups: list[list[Box]] = [[boxes[0]]]
     for box in boxes[1:]:
@@ -91,16 +105,20 @@ def _runs(text_page: Any, line: str, start: int, number: int) -> list[Segment]:
         else:
             groups[-1].append(box)
     if len(groups) == 1:
-        return [Segment(line.strip(), number, _union(boxes))]
+        return [Segment(_clean(line), number, _union(boxes))]
     bounds = [0, *(_index_at(text_page, group[0]) - start for group in groups[1:]), len(line)]
     if any(a >= b for a, b in itertools.pairwise(bounds)):
-        return [Segment(line.strip(), number, _union(boxes))]  # cannot say where: whole
+        return [Segment(_clean(line), number, _union(boxes))]  # cannot say where: whole
     parts = [line[a:b] for a, b in itertools.pairwise(bounds)]
     return [
-        Segment(part.strip(), number, _union(group))
+        Segment(_clean(part), number, _union(group))
         for part, group in zip(parts, groups, strict=True)
-        if part.strip()
+        if _clean(part)
     ]
+
+
+def _clean(text: str) -> str:
+    return text.replace(NO_LETTER, "").strip()
 
 
 def _same_row(a: Box, b: Box) -> bool:
