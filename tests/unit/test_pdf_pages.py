@@ -246,3 +246,24 @@ def test_a_page_of_scattered_words_is_read_in_bounded_time(tmp_path: Path) -> No
     assert time.monotonic() - started < 10
     assert len(set(re.findall(r"w\d+", pages[0].text))) == 1900  # overlapping: some run on
     assert len(set(re.findall(r"c\d+", pages[1].text))) == 9000
+
+
+def test_a_pages_text_made_character_by_character_is_pdfiums_own(tmp_path: Path) -> None:
+    """What a page whose PDFium text leaves characters out is cut from (one character for
+    each of PDFium's): the same text as PDFium's where nothing is left out."""
+    import pypdfium2 as pdfium
+
+    from cofferd.infrastructure.conversion import pdf_lines
+
+    lines = ["a first line that ends in a cut word: exam-", "ple, and more words"] * 3
+    paths = [*shapes(tmp_path), write(tmp_path / "cut.pdf", pdf_layouts.lines_as_given(lines))]
+    for path in paths:
+        document = pdfium.PdfDocument(path)
+        for number in range(len(document)):
+            page = document[number]
+            text_page = page.get_textpage()
+            made = pdf_lines._character_by_character(text_page, text_page.count_chars())
+            assert made == text_page.get_text_range(), (path.name, number)
+            text_page.close()
+            page.close()
+        document.close()
