@@ -25,6 +25,7 @@ from cofferd.domain.pages import page_starts
 from cofferd.surfaces.http.error_envelope import status_of
 from tests.support.daemon import Daemon, wait_for
 from tests.support.helpers import found_in, new_kb, search, skipped, write
+from tests.support.pdf_layouts import many_pages
 from tests.support.samples import MAKERS, make_docx, make_pdf
 from tests.support.timing import fastest
 
@@ -297,8 +298,8 @@ def test_show_grep_filters_and_edits_of_a_converted_document(shared_daemon: Daem
 def test_a_note_is_searchable_at_once_while_a_backlog_converts(daemon: Daemon) -> None:
     d = daemon
     kb = new_kb(d, ["pdf"])
-    for n in range(40):
-        write(d.docs(kb) / f"pdfs/{n}.pdf", make_pdf(f"zqbulk{n} " + "filler words " * 300, 8))
+    for n in range(40):  # ~0.3 s each to read (8 pages took ~0.4 s before PDFium: ~0.02 s now)
+        write(d.docs(kb) / f"pdfs/{n}.pdf", many_pages(1500, f"zqbulk{n} filler words"))
     wait_for(lambda: kb_status(d, kb)["converting"] > 10, 60)
     started = time.monotonic()
     write(d.docs(kb) / "note.md", "# Note\n\nzqsavedtoken\n")

@@ -56,6 +56,13 @@ ENCRYPTED_OFFICE = (
     "encrypted: a password-protected Office file (or an old .doc/.xls/.ppt named as the new format)"
 )
 ENCRYPTED_PDF = "encrypted: the PDF cannot be read without its password"
+# pdfminer's, and PDFium's (pypdfium2's PdfiumError), which reads PDFs since issue 44
+PDF_PASSWORD_ERRORS = (
+    "PDFPasswordIncorrect",
+    "PDFEncryption",
+    "Incorrect password",
+    "Unsupported security scheme",
+)
 ENCRYPTED_EPUB = "encrypted: an e-book with DRM"
 
 
@@ -100,7 +107,7 @@ def is_zip(path: Path) -> bool:
 
 def _explained(error: str, fmt: str) -> str:
     """What a converter's exception means to the person whose file it is, as a sentence."""
-    if fmt == "pdf" and ("PDFPasswordIncorrect" in error or "PDFEncryption" in error):
+    if fmt == "pdf" and any(said in error for said in PDF_PASSWORD_ERRORS):
         return ENCRYPTED_PDF
     said = _sentence(error)
     if "memory" in said:

@@ -48,7 +48,7 @@ def spelled_out(text: str) -> str:
 
 
 def clean_pdf_pages(pages: Sequence[str]) -> list[str]:
-    """A PDF's page texts (pdfminer's) as searchable as typed text: running headers and
+    """A PDF's page texts (PDFium's) as searchable as typed text: running headers and
     footers dropped, ligatures spelled out, words cut at a line's end joined (where the
     document spells them whole elsewhere), runs of
     spaces between words (justified lines) made one."""
