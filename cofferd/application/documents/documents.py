@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coffer_kernel.bounds import LIST_LIMIT_MAX
 from coffer_kernel.locations import normalize_relpath
 from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIXES
 from cofferd.application.documents import references
@@ -32,7 +33,6 @@ from cofferd.domain.formats import (
 from cofferd.domain.models import Document
 from cofferd.domain.ports import DerivedTextStore, DocsTree, DocumentCatalog
 
-LIST_LIMIT_MAX = 500
 AMBIGUOUS_SHOWN = 10  # documents named when a reference fits several
 ID_PREFIX_MIN_CHARS = 4  # a shorter start of an id (a document's, a trash entry's) names none
 

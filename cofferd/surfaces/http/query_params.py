@@ -13,11 +13,11 @@ from typing import Annotated, Any, Literal, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from cofferd.application.documents.documents import LIST_LIMIT_MAX
+from coffer_kernel.bounds import AUDIT_LIMIT_MAX, LIST_LIMIT_MAX, NAMES_LIMIT_MAX, OFFSET_MAX
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.validation import shown, validation_failed
 
-INT_MAX = 2**31 - 1
+INT_MAX = OFFSET_MAX
 _WHOLE = re.compile(r"-?[0-9]{1,18}")  # what a query integer looks like (ASCII digits only)
 
 
@@ -66,7 +66,7 @@ class BacklinksQuery(Query):
 
 class NamesQuery(Query):
     q: str = Field(default="", max_length=200)  # what was typed after `[[`
-    limit: QueryInt = Field(default=50, ge=1, le=200)
+    limit: QueryInt = Field(default=50, ge=1, le=NAMES_LIMIT_MAX)
 
 
 class DocumentQuery(Query):
@@ -79,11 +79,11 @@ class AddQuery(Query):
 
 class AuditQuery(Query):
     kb: str | None = None
-    limit: QueryInt = Field(default=50, ge=1, le=1000)
+    limit: QueryInt = Field(default=50, ge=1, le=AUDIT_LIMIT_MAX)
 
 
 class InvocationsQuery(Query):
-    limit: QueryInt = Field(default=50, ge=1, le=1000)
+    limit: QueryInt = Field(default=50, ge=1, le=AUDIT_LIMIT_MAX)
 
 
 class ResourcesQuery(Query):
