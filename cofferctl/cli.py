@@ -182,6 +182,15 @@ def _docs(c: Commands) -> None:
     _bounded(sp, "--offset", Bounded(0, OFFSET_MAX), 0, "skip this many first")
 
 
+def _conflicts(c: Commands) -> None:
+    sp = c.add(
+        "conflicts", "documents.cmd_conflicts", "sync conflict copies and files with merge markers"
+    )
+    _kb(sp)
+    _bounded(sp, "--limit", Bounded(1, LIST_LIMIT_MAX), 50, "at most this many")
+    _bounded(sp, "--offset", Bounded(0, OFFSET_MAX), 0, "skip this many first")
+
+
 def _show(c: Commands) -> None:
     sp = c.add("show", "documents.cmd_show", "print a document's file as it is")
     _kb(sp)
@@ -360,9 +369,7 @@ COMMANDS: dict[str, Callable[[Commands], None]] = {
     "tags": _kb_command(
         "tags", "documents.cmd_tags", "the tags of a knowledge base and how often each is used"
     ),
-    "conflicts": _kb_command(
-        "conflicts", "documents.cmd_conflicts", "sync conflict copies and files with merge markers"
-    ),
+    "conflicts": _conflicts,
     "add": _add,
     "check-sources": _kb_command(
         "check-sources", "adding.cmd_check_sources", "compare tracked originals with their files"

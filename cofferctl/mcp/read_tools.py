@@ -376,10 +376,20 @@ def list_tags(client: Client, args: JSON) -> JSON:
     "List conflicts",
     "Conflicts to resolve in a knowledge base: copies sync tools left when two devices "
     "changed a file at once (with the document each conflicts with), and documents holding "
-    "git merge markers.",
-    arguments({"kb": kb()}, ["kb"]),
+    "git merge markers; paged by limit and offset (`total` counts them all).",
+    arguments(
+        {
+            "kb": kb(),
+            "limit": integer("conflicts per page", minimum=1, maximum=LIST_LIMIT_MAX, default=50),
+            "offset": integer("conflicts to skip", minimum=0, default=0),
+        },
+        ["kb"],
+    ),
     obj(
         {
+            "total": INT,
+            "limit": INT,
+            "offset": INT,
             "conflicts": items(
                 obj(
                     {
@@ -391,13 +401,20 @@ def list_tags(client: Client, args: JSON) -> JSON:
                         "document_id": OPT_STR,
                     }
                 )
-            )
+            ),
         }
     ),
     READS,
 )
 def list_conflicts(client: Client, args: JSON) -> JSON:
-    return {"conflicts": api.conflicts(client, args["kb"])["conflicts"]}
+    limit, offset = args.get("limit", 50), args.get("offset", 0)
+    body = api.conflicts(client, args["kb"], limit=limit, offset=offset)
+    return {
+        "conflicts": body["conflicts"],
+        "total": body["total"],
+        "limit": limit,
+        "offset": offset,
+    }
 
 
 @READ.tool(

@@ -74,10 +74,7 @@ class Documents:
         self, kb: str, *, q: str | None = None, limit: int = 50, offset: int = 0
     ) -> tuple[list[DocumentView], int]:
         self.kbs.get(kb)
-        if not 1 <= limit <= LIST_LIMIT_MAX:
-            raise ValidationFailed(f"limit must be between 1 and {LIST_LIMIT_MAX}", field="limit")
-        if offset < 0:
-            raise ValidationFailed("offset must not be negative", field="offset")
+        _check_page(limit, offset)
         docs, total = await self.store.list_documents(kb, q=q or None, limit=limit, offset=offset)
         return await self._views(docs), total
 
@@ -234,12 +231,19 @@ class Documents:
     async def conflict_count(self, kb: str) -> int:
         return len(self.reindexer.conflicts(kb)) + len(await self.store.merge_conflicts(kb))
 
-    async def conflicts(self, kb: str) -> Sequence[dict[str, Any]]:
-        """Sync tools' conflict copies (never indexed) with the document each copies, and
-        documents that hold git's merge markers."""
+    async def conflicts(
+        self, kb: str, *, limit: int = LIST_LIMIT_MAX, offset: int = 0
+    ) -> tuple[Sequence[dict[str, Any]], int]:
+        """A page of the sync tools' conflict copies (never indexed) with the document each
+        copies, then of the documents that hold git's merge markers; and how many there are
+        in all. Only the page's are looked up (a badly synced vault has thousands)."""
         self.kbs.get(kb)
-        copies = sorted(self.reindexer.conflicts(kb).items())
-        merged = await self.store.merge_conflicts(kb)
+        _check_page(limit, offset)
+        every = sorted(self.reindexer.conflicts(kb).items())
+        merged_all = await self.store.merge_conflicts(kb)
+        total = len(every) + len(merged_all)
+        copies = every[offset : offset + limit]
+        merged = merged_all[max(0, offset - len(every)) : max(0, offset + limit - len(every))]
         where = await places(self.tree, kb, [p for p, _ in copies] + [d.path for d in merged])
         found = []
         for relpath, copy in copies:
@@ -254,7 +258,14 @@ class Documents:
                 {"kind": "merge_markers", "tool": "git", **place(where, doc.path),
                  "conflicts_with": doc.path, "document_id": doc.id}
             )  # fmt: skip
-        return found
+        return found, total
+
+
+def _check_page(limit: int, offset: int) -> None:
+    if not 1 <= limit <= LIST_LIMIT_MAX:
+        raise ValidationFailed(f"limit must be between 1 and {LIST_LIMIT_MAX}", field="limit")
+    if offset < 0:
+        raise ValidationFailed("offset must not be negative", field="offset")
 
 
 async def places(tree: DocsTree, kb: str, relpaths: Sequence[str]) -> dict[str, str]:

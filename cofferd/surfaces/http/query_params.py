@@ -59,6 +59,13 @@ class DocumentsQuery(Query):
     offset: QueryInt = Field(default=0, ge=0, le=INT_MAX)
 
 
+class PageQuery(Query):
+    """A page of a list: the same parameters as the documents' (`total` in the answer)."""
+
+    limit: QueryInt = Field(default=50, ge=1, le=LIST_LIMIT_MAX)
+    offset: QueryInt = Field(default=0, ge=0, le=INT_MAX)
+
+
 class BacklinksQuery(Query):
     # a file's path in the KB; percent-encoded, 600 characters stay within the URL's bound
     file: str = Field(min_length=1, max_length=600)
