@@ -15,6 +15,8 @@ import mmap
 import re
 from dataclasses import dataclass
 
+from coffer_kernel.markdown_grammar import headings
+
 KIND_OF_FORMAT = {  # formats.PAGED_FORMATS (an image is one page)
     "pdf": "page", "pptx": "slide", "xlsx": "sheet", "png": "page", "jpg": "page", "webp": "page",
 }  # fmt: skip
@@ -61,6 +63,15 @@ def label(raw: object, ordinal: int) -> str:
 def is_mark_heading(level: int, text: str) -> bool:
     """Whether a heading (its level, its text) is a mark."""
     return level == 2 and MARKS.fullmatch(f"## {text}") is not None
+
+
+def first_heading(text: str) -> str | None:
+    """The first heading of a converted text that is no page, slide or sheet mark: a deck's
+    first slide's title, a document's first heading."""
+    for _, level, name in headings(text):
+        if not is_mark_heading(level, name):
+            return name
+    return None
 
 
 def mark(kind: str, page_label: str) -> str:
