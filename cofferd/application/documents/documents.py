@@ -13,6 +13,10 @@ from coffer_kernel.bounds import LIST_LIMIT_MAX
 from coffer_kernel.locations import normalize_relpath
 from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIXES
 from cofferd.application.documents import references
+from cofferd.application.documents.title_convention import (
+    uses_frontmatter_titles,
+    without_doubled_title,
+)
 from cofferd.application.indexing.knowledge_bases import KnowledgeBases
 from cofferd.application.indexing.reindexer import Reindexer
 from cofferd.application.reading import markdown
@@ -221,12 +225,18 @@ class Documents:
                     "the document changed since it was read; read it again and redo the edit",
                     id=doc.id,
                 )
-            await asyncio.to_thread(self._write_edited, kb_name, doc.path, current.data, body)
+            frontmatter_titles = await uses_frontmatter_titles(self.store, self.tree, kb_name)
+            await asyncio.to_thread(
+                self._write_edited, kb_name, doc.path, current.data, body, frontmatter_titles
+            )
             await self.reindexer.sync_paths_locked(kb, [doc.path], actor=actor)
         return await self.get(kb_name, doc.id)
 
-    def _write_edited(self, kb: str, relpath: str, current: bytes, body: str) -> None:
-        self.tree.write(kb, relpath, _edited_text(current, body).encode())
+    def _write_edited(
+        self, kb: str, relpath: str, current: bytes, body: str, frontmatter_titles: bool
+    ) -> None:
+        text = without_doubled_title(_edited_text(current, body), frontmatter_titles)
+        self.tree.write(kb, relpath, text.encode())
 
     async def conflict_count(self, kb: str) -> int:
         return len(self.reindexer.conflicts(kb)) + len(await self.store.merge_conflicts(kb))
