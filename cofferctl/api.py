@@ -130,8 +130,8 @@ def skipped(client: Client, kb: str) -> JSON:
     return _get(client, kb_path(kb, "/skipped"))
 
 
-def conflicts(client: Client, kb: str) -> JSON:
-    return _get(client, kb_path(kb, "/conflicts"))
+def conflicts(client: Client, kb: str, limit: int | None = None, offset: int | None = None) -> JSON:
+    return _get(client, kb_path(kb, "/conflicts"), limit=limit, offset=offset)
 
 
 def tags(client: Client, kb: str) -> JSON:

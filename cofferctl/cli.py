@@ -22,6 +22,13 @@ import sys
 from collections.abc import Callable, Sequence
 
 from coffer_kernel import __version__
+from coffer_kernel.bounds import (
+    AUDIT_LIMIT_MAX,
+    LIST_LIMIT_MAX,
+    MAX_MATCHES_MAX,
+    OFFSET_MAX,
+    TOP_K_MAX,
+)
 from coffer_kernel.locations import socket_from_env
 from cofferctl.client import ApiError, Client, DaemonUnreachable, ProtocolError
 from cofferctl.command import (
@@ -40,6 +47,7 @@ from cofferctl.parser_help import (
     COMPLETE_DIR,
     COMPLETE_FILE,
     COMPLETE_KB,
+    Bounded,
     Parser,
     completes,
     free_text,
@@ -158,12 +166,29 @@ def _kbs(commands: Commands) -> None:
         _kb(kb.add(verb, f"kbs.cmd_kb_{verb}", f"{verb} a knowledge base"), "name")
 
 
+def _bounded(
+    sp: argparse.ArgumentParser, name: str, bounds: Bounded, default: int, text: str, *more: str
+) -> None:
+    """A whole-number option whose help states its range and default."""
+    help_text = f"{text}: {bounds.stated()} (default {default})"
+    sp.add_argument(name, *more, type=bounds, default=default, help=help_text)
+
+
 def _docs(c: Commands) -> None:
     sp = c.add("docs", "documents.cmd_docs", "list the documents of a knowledge base")
     _kb(sp)
     sp.add_argument("-q", "--q", help="only titles containing this text")
-    sp.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
-    sp.add_argument("--offset", type=int, default=0, help="skip this many first")
+    _bounded(sp, "--limit", Bounded(1, LIST_LIMIT_MAX), 50, "at most this many")
+    _bounded(sp, "--offset", Bounded(0, OFFSET_MAX), 0, "skip this many first")
+
+
+def _conflicts(c: Commands) -> None:
+    sp = c.add(
+        "conflicts", "documents.cmd_conflicts", "sync conflict copies and files with merge markers"
+    )
+    _kb(sp)
+    _bounded(sp, "--limit", Bounded(1, LIST_LIMIT_MAX), 50, "at most this many")
+    _bounded(sp, "--offset", Bounded(0, OFFSET_MAX), 0, "skip this many first")
 
 
 def _show(c: Commands) -> None:
@@ -250,9 +275,7 @@ def _search(c: Commands) -> None:
         ),
         COMPLETE_KB,
     )  # fmt: skip
-    sp.add_argument(
-        "-k", "--top-k", "--limit", type=int, default=10, help="this many passages (default 10)"
-    )
+    _bounded(sp, "-k", Bounded(1, TOP_K_MAX), 10, "this many passages", "--top-k", "--limit")
     sp.add_argument("--folder", help="only documents in this folder of docs/ (or below it)")
     sp.add_argument(
         "--tag", dest="tags", action="append", default=[], metavar="TAG",
@@ -282,7 +305,7 @@ def _grep(c: Commands) -> None:
             "pattern", help="a regular expression (ripgrep's syntax; one starting with - after --)"
         )
     )
-    sp.add_argument("-m", "--max-matches", type=int, default=100, help="at most this many lines")
+    _bounded(sp, "-m", Bounded(1, MAX_MATCHES_MAX), 100, "at most this many lines", "--max-matches")
     sp.add_argument("-i", "--ignore-case", action="store_true", help="match upper and lower case")
 
 
@@ -310,7 +333,7 @@ def _service(commands: Commands) -> None:
 def _log(c: Commands) -> None:
     sp = c.add("log", "status.cmd_log", "show the audit trail and the MCP tool calls")
     completes(sp.add_argument("--kb", help="only this knowledge base"), COMPLETE_KB)
-    sp.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    _bounded(sp, "--limit", Bounded(1, AUDIT_LIMIT_MAX), 50, "at most this many")
 
 
 def _completion(c: Commands) -> None:
@@ -346,9 +369,7 @@ COMMANDS: dict[str, Callable[[Commands], None]] = {
     "tags": _kb_command(
         "tags", "documents.cmd_tags", "the tags of a knowledge base and how often each is used"
     ),
-    "conflicts": _kb_command(
-        "conflicts", "documents.cmd_conflicts", "sync conflict copies and files with merge markers"
-    ),
+    "conflicts": _conflicts,
     "add": _add,
     "check-sources": _kb_command(
         "check-sources", "adding.cmd_check_sources", "compare tracked originals with their files"

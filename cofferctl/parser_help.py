@@ -17,6 +17,10 @@ COMPLETE_KB, COMPLETE_FILE, COMPLETE_DIR = "kb", "file", "dir"
 UNRECOGNIZED = "unrecognized arguments: "
 
 
+class _Refused(Exception):
+    """A command line tried for a hint does not parse."""
+
+
 class Formatter(argparse.HelpFormatter):
     """argparse's, measuring the terminal as shutil.get_terminal_size() does without
     importing shutil: argparse makes a formatter for every argument it adds, and shutil
@@ -41,6 +45,7 @@ def _terminal_columns() -> int:
 
 class Parser(argparse.ArgumentParser):
     _intermixing = False
+    _trying = False  # parsing a hint's command line: an error refuses it, printing nothing
     _words: Sequence[str] | None = None  # what a command's parser was given
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -77,7 +82,20 @@ class Parser(argparse.ArgumentParser):
         raise argparse.ArgumentError(action, f"unknown {what} {value!r}; {hint}")
 
     def error(self, message: str) -> NoReturn:
+        if self._trying:
+            raise _Refused(message)
         super().error("; ".join([message, *self._hints(message)]))
+
+    def _runs(self, words: Sequence[str]) -> bool:
+        """Whether a hint's command line parses: a hint is printed only if it runs."""
+        saved, self._trying = self._words, True
+        try:
+            self.parse_known_args(words)
+        except (_Refused, argparse.ArgumentError):
+            return False
+        finally:
+            self._words, self._trying = saved, False
+        return True
 
     def _hints(self, message: str) -> list[str]:
         """For each word that looks like an option and is none: the option it may mean, or
@@ -100,18 +118,23 @@ class Parser(argparse.ArgumentParser):
                 import shlex
 
                 fixed = [close[0] + equals + value if w == word else w for w in self._words]
-                hints.append(
-                    f"{word}: did you mean {close[0]}? as in: {self.prog} {shlex.join(fixed)}"
-                )
+                if self._runs(fixed):  # `-filter` is no `--folder` with nothing after it
+                    hints.append(
+                        f"{word}: did you mean {close[0]}? as in: {self.prog} {shlex.join(fixed)}"
+                    )
+                if not self._runs(fixed) or not word.startswith("--"):
+                    text.append(word)  # `-word` may be text: a search's excluded word
             elif close:
                 hints.append(f"{word}: did you mean {close[0]}?")
             else:
                 text.append(word)
         if text and self._words is not None and _takes_text(self):
-            hints.append(
-                f"{' '.join(text)}: not an option; text that starts with - goes after --, "
-                f"as in: {self.prog} {_text_after_dashes(self._words, text)}"
-            )
+            as_text = _text_after_dashes(self._words, text)
+            if self._runs(_split(as_text)):
+                hints.append(
+                    f"{' '.join(text)}: not an option; text that starts with - goes after --, "
+                    f"as in: {self.prog} {as_text}"
+                )
         return hints
 
     def _knows(self, word: str) -> bool:
@@ -144,6 +167,12 @@ def _text_after_dashes(words: Sequence[str], text: Sequence[str]) -> str:
     return shlex.join([*kept[:at], "--", *text, *kept[at + 1 :]])
 
 
+def _split(line: str) -> list[str]:
+    import shlex
+
+    return shlex.split(line)
+
+
 def _subcommands(parser: argparse.ArgumentParser) -> bool:
     return any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
 
@@ -159,6 +188,27 @@ def _options(parser: argparse.ArgumentParser) -> Iterator[str]:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 yield from _options(sub)
+
+
+class Bounded:
+    """An option's whole number within the API's bounds: checked before asking, and stated
+    in the option's help (`stated`), so that no range is refused that the help left out."""
+
+    def __init__(self, low: int, high: int | None = None) -> None:
+        self.low, self.high = low, high
+        self.__name__ = "whole number"  # argparse's "invalid whole number value: 'x'"
+
+    def __call__(self, text: str) -> int:
+        value = int(text)
+        if value < self.low or (self.high is not None and value > self.high):
+            raise argparse.ArgumentTypeError(f"{value} is not {self.stated()}")
+        return value
+
+    def stated(self) -> str:
+        """As the help says it: `1 to 500`, `0 or more`."""
+        if self.high is None:
+            return f"{self.low} or more"
+        return f"{self.low} to {self.high}"
 
 
 def completes(action: argparse.Action, kind: str) -> argparse.Action:

@@ -147,7 +147,7 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
 
 
 def cmd_conflicts(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = api.conflicts(c, a.kb)
+    data = api.conflicts(c, a.kb, limit=a.limit, offset=a.offset)
     if out.as_json:
         return data
     for item in data["conflicts"]:
@@ -156,7 +156,8 @@ def cmd_conflicts(c: Client, a: argparse.Namespace, out: Output) -> Any:
             out.line(f"{where}: holds git merge markers  {item['document_id']}")
         else:
             out.line(f"{where}: {item['tool']} copy of {item['conflicts_with']}")
-    out.line(f"{len(data['conflicts'])} conflicts")
+    shown, first = len(data["conflicts"]), data["offset"]
+    out.line(f"{first + 1 if shown else 0}-{first + shown} of {data['total']} conflicts")
     return None
 
 

@@ -7,6 +7,7 @@ shape, and their descriptions read best side by side.
 
 from __future__ import annotations
 
+from coffer_kernel.bounds import LIST_LIMIT_MAX, MAX_MATCHES_MAX
 from cofferctl import api
 from cofferctl.client import Client
 from cofferctl.mcp.schema import JSON, arguments, array, boolean, integer, kb, string
@@ -144,7 +145,10 @@ def search_all(client: Client, args: JSON) -> JSON:
                 "a regular expression (ripgrep syntax)", min_length=1, max_length=2000
             ),
             "max_matches": integer(
-                "stop after this many matching lines", minimum=1, maximum=10000, default=50
+                "stop after this many matching lines",
+                minimum=1,
+                maximum=MAX_MATCHES_MAX,
+                default=50,
             ),
             "ignore_case": boolean("match regardless of case", default=False),
         },
@@ -243,7 +247,7 @@ def list_knowledge_bases(client: Client, args: JSON) -> JSON:
             "title_filter": string(
                 "only titles containing this (any case)", max_length=500, nullable=True
             ),
-            "limit": integer("documents per page", minimum=1, maximum=500, default=50),
+            "limit": integer("documents per page", minimum=1, maximum=LIST_LIMIT_MAX, default=50),
             "offset": integer("documents to skip", minimum=0, default=0),
         },
         ["kb"],
@@ -372,10 +376,20 @@ def list_tags(client: Client, args: JSON) -> JSON:
     "List conflicts",
     "Conflicts to resolve in a knowledge base: copies sync tools left when two devices "
     "changed a file at once (with the document each conflicts with), and documents holding "
-    "git merge markers.",
-    arguments({"kb": kb()}, ["kb"]),
+    "git merge markers; paged by limit and offset (`total` counts them all).",
+    arguments(
+        {
+            "kb": kb(),
+            "limit": integer("conflicts per page", minimum=1, maximum=LIST_LIMIT_MAX, default=50),
+            "offset": integer("conflicts to skip", minimum=0, default=0),
+        },
+        ["kb"],
+    ),
     obj(
         {
+            "total": INT,
+            "limit": INT,
+            "offset": INT,
             "conflicts": items(
                 obj(
                     {
@@ -387,13 +401,20 @@ def list_tags(client: Client, args: JSON) -> JSON:
                         "document_id": OPT_STR,
                     }
                 )
-            )
+            ),
         }
     ),
     READS,
 )
 def list_conflicts(client: Client, args: JSON) -> JSON:
-    return {"conflicts": api.conflicts(client, args["kb"])["conflicts"]}
+    limit, offset = args.get("limit", 50), args.get("offset", 0)
+    body = api.conflicts(client, args["kb"], limit=limit, offset=offset)
+    return {
+        "conflicts": body["conflicts"],
+        "total": body["total"],
+        "limit": limit,
+        "offset": offset,
+    }
 
 
 @READ.tool(

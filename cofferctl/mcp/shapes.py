@@ -4,6 +4,7 @@ the API paths of a call's knowledge base and document."""
 
 from __future__ import annotations
 
+from coffer_kernel.bounds import TOP_K_MAX
 from cofferctl.mcp.schema import JSON, array, integer, string
 from cofferctl.mcp.uri import document_uri
 
@@ -162,7 +163,7 @@ FILTERS: dict[str, JSON] = {
 QUERY = string(
     'what to look for, in words; "exact phrase" and -excluded work', min_length=1, max_length=2000
 )
-TOP_K = integer("how many passages to return", minimum=1, maximum=100, default=10)
+TOP_K = integer("how many passages to return", minimum=1, maximum=TOP_K_MAX, default=10)
 
 
 def search_request(args: JSON) -> JSON:

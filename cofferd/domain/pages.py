@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import mmap
 import re
-from collections import deque
 from dataclasses import dataclass
+
+from coffer_kernel.markdown_grammar import headings
 
 KIND_OF_FORMAT = {  # formats.PAGED_FORMATS (an image is one page)
     "pdf": "page", "pptx": "slide", "xlsx": "sheet", "png": "page", "jpg": "page", "webp": "page",
@@ -64,6 +65,15 @@ def is_mark_heading(level: int, text: str) -> bool:
     return level == 2 and MARKS.fullmatch(f"## {text}") is not None
 
 
+def first_heading(text: str) -> str | None:
+    """The first heading of a converted text that is no page, slide or sheet mark: a deck's
+    first slide's title, a document's first heading."""
+    for _, level, name in headings(text):
+        if not is_mark_heading(level, name):
+            return name
+    return None
+
+
 def mark(kind: str, page_label: str) -> str:
     """The line that starts a page of this kind (`page`, `slide`, `sheet`)."""
     return f"## {kind.capitalize()} {page_label}"
@@ -107,19 +117,29 @@ def page_in_passage(
 ) -> PageStart | None:
     """The page (slide, sheet) of the character at `offset` of a passage that holds lines
     `line_start`-`line_end` of its converted text (`starts`: the text's page_starts): the
-    last mark in the passage before `offset`, else the page its first line is on. A
-    passage flows across pages, and may open with the tail of the passage before it, so
-    a mark is known by its label (the last page of that label within the passage's lines),
-    not by counting."""
-    last = deque(MARKS.finditer(text, 0, max(0, offset)), maxlen=1)
-    if last:
-        kind, page_label, old = last[0].groups()
-        kind, page_label = (kind or "slide").lower(), page_label or old
-        named = [s for s in starts if s.label == page_label and s.kind == kind]
-        within = [s for s in named if s.line <= line_end]
-        if within:
-            return within[-1]
+    page of the last mark in the passage at or before `offset`; with none there, the page
+    before the passage's first mark (the match is in the text that leads to it), else the
+    page its first line is on. A passage flows across pages, and may open with the tail of
+    the passage before it (lines before `line_start`), so a mark is known by its label (the
+    last page of that label within the passage's lines), not by counting."""
+    marks = list(MARKS.finditer(text))
+    before = [m for m in marks if m.start() <= offset]
+    if before:
+        found = _page_of_mark(starts, before[-1], line_end)
+        if found is not None:
+            return found
+    elif marks:
+        after = _page_of_mark(starts, marks[0], line_end)
+        if after is not None:
+            return starts[after.ordinal - 2] if after.ordinal > 1 else None
     return page_of(starts, line_start)
+
+
+def _page_of_mark(starts: list[PageStart], found: re.Match[str], line_end: int) -> PageStart | None:
+    kind, page_label, old = found.groups()
+    kind, page_label = (kind or "slide").lower(), page_label or old
+    named = [s for s in starts if s.label == page_label and s.kind == kind and s.line <= line_end]
+    return named[-1] if named else None
 
 
 def line_in_page(start: PageStart, line: int) -> int:

@@ -36,7 +36,7 @@ from cofferd.application.documents.trash import RETENTION_DAYS
 from cofferd.domain.budgets import DEFAULT as DEFAULT_BUDGET
 from cofferd.surfaces.core import Tuning, default_workers
 from cofferd.surfaces.daemon import AlreadyRunning, run
-from cofferd.surfaces.http.unix_socket import SocketInUse
+from cofferd.surfaces.http.unix_socket import SocketInUse, UnsafeSocketFolder
 from cofferd.surfaces.progress_bar import BarAwareHandler
 
 # syslog priorities: under systemd, journald reads a `<N>` prefix as the line's level.
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         asyncio.run(run(locations, tuning))
-    except (AlreadyRunning, SocketInUse) as exc:
+    except (AlreadyRunning, SocketInUse, UnsafeSocketFolder) as exc:
         print(f"cofferd: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

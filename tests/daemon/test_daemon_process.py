@@ -61,6 +61,37 @@ def test_stale_socket_is_replaced(tmp_path: Path) -> None:
         assert d.stop() == 0
 
 
+def test_a_socket_folder_it_did_not_make_keeps_its_mode_and_a_too_open_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    """`--socket ./cofferd.sock` in a shared project folder: its mode is the user's, never
+    closed to 0700; a folder others may write in (no sticky bit) is refused with the reason."""
+    d = new_daemon(tmp_path)
+    shared = d.socket.parent
+    shared.chmod(0o755)  # the user's project folder, readable by the group and others
+    d.start()
+    try:
+        assert d.healthy()
+        assert stat.S_IMODE(shared.stat().st_mode) == 0o755
+    finally:
+        assert d.stop() == 0
+    shared.chmod(0o775)  # writable by the group: anyone in it could swap the socket
+    proc = subprocess.run(
+        [str(BIN / "cofferd")], env=d.env(), capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 1
+    assert f"{shared} is writable by its group (mode 775)" in proc.stderr
+    assert "--socket" in proc.stderr and "chmod go-w" in proc.stderr
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o775 and not d.socket.exists()
+    made = shared / "made" / "cofferd.sock"  # a folder cofferd makes itself is private
+    d.socket = made
+    d.start()
+    try:
+        assert stat.S_IMODE(made.parent.stat().st_mode) == 0o700
+    finally:
+        assert d.stop() == 0
+
+
 def test_a_file_that_is_not_a_socket_is_never_removed(tmp_path: Path) -> None:
     d = new_daemon(tmp_path)
     d.socket.write_text("precious")

@@ -150,6 +150,33 @@ def test_words_on_two_pages_are_found_in_one_passage_that_says_the_matchs_page(
     ]
 
 
+def test_a_match_in_the_tail_a_passage_repeats_says_the_page_of_that_tail(
+    shared_daemon: Daemon,
+) -> None:
+    """A passage that starts where a page starts opens with the tail of the passage before
+    it (the last words of the page before): a match in that tail is on the page before,
+    not on the page of the passage's first own line. Pages of different lengths, so that
+    some passages start where a page does."""
+    d = shared_daemon
+    kb = f"pages-{uuid.uuid4().hex[:8]}"
+    config = {"index_formats": ["pdf"], "chunk_size": 64, "chunk_overlap": 16}
+    d.client.post("/api/v1/knowledge_bases", {"name": kb, "config": config})
+    texts = ["filler words " * (10 + 4 * n) + f"zqtail{n} ends here" for n in range(12)]
+    write(d.docs(kb) / "tail.pdf", paged_pdf([*texts, "zqlastpage " * 30]))
+    wait_for(lambda: where(d, kb, "zqlastpage"), 60)
+    in_a_tail = 0
+    for n in range(12):
+        found = d.client.post(d.client.kb(kb, "/search"), {"query": f"zqtail{n}"})["passages"]
+        mark = f"## Page {n + 2}"
+        in_a_tail += any(
+            p["text"].index(mark) > p["text"].index(f"zqtail{n}")
+            for p in found
+            if mark in p["text"] and not p["text"].split(mark)[0].count("## Page")
+        )
+        assert {(p["page"], p["location"]) for p in found} == {(n + 1, f"page {n + 1}")}, n
+    assert in_a_tail  # the case this is about was met
+
+
 def test_text_that_looks_like_a_mark_is_no_page(shared_daemon: Daemon) -> None:
     """A PDF whose own text holds `## Page 9` is not cut there: the mark is escaped."""
     d = shared_daemon

@@ -58,7 +58,8 @@ async def test_copies_are_listed_not_indexed(coffer: Coffer, kb: KnowledgeBase, 
     grepped = await coffer.retrieval.grep("notes", "narwhal")
     assert sorted({h.path for h in grepped.hits}) == ["merged.md", "plan.md"]
     plan = await coffer.documents.find("notes", "plan.md")
-    conflicts = await coffer.documents.conflicts("notes")
+    conflicts, total = await coffer.documents.conflicts("notes")
+    assert total == 3
     assert [(c["kind"], c["tool"], c["relative_path"], c["conflicts_with"], c["document_id"])
             for c in conflicts] == [
         ("sync_copy", "syncthing", "plan.sync-conflict-20261130-101500-ABCDEFG.md", "plan.md",
@@ -70,7 +71,9 @@ async def test_copies_are_listed_not_indexed(coffer: Coffer, kb: KnowledgeBase, 
     ]  # fmt: skip
     (docs / "plan.sync-conflict-20261130-101500-ABCDEFG.md").unlink()  # merged by hand
     await coffer.reindexer.reconcile(kb)
-    assert len(await coffer.documents.conflicts("notes")) == 2
+    assert (await coffer.documents.conflicts("notes"))[1] == 2
+    page, total = await coffer.documents.conflicts("notes", limit=1, offset=1)
+    assert total == 2 and [c["kind"] for c in page] == ["merge_markers"]
 
 
 # -- two machines, one folder ------------------------------------------------------------
@@ -209,3 +212,34 @@ async def test_two_machines_share_a_folder_through_sync(
     async with McpClient(mcp_params(one.socket)) as agent:
         listed = await mcp_call(agent, "list_conflicts", kb="shared")
     assert [c["conflicts_with"] for c in listed["conflicts"]] == ["index.md"]
+
+
+async def test_thousands_of_conflict_copies_are_listed_a_page_at_a_time(
+    shared_daemon: Daemon, tmp_path: Path
+) -> None:
+    """A vault synced badly: 1,500 conflict copies. The list pages as the documents do
+    (limit, offset; total), through the API, the CLI and MCP."""
+    d = shared_daemon
+    vault = tmp_path / "synced"
+    write(vault / "plan.md", "# Plan\n\nthe plan\n")
+    for n in range(1500):
+        write(vault / f"plan.sync-conflict-20261130-{n:06d}-ABCDEFG.md", "# Plan\n\ncopy\n")
+    kb = "synced-" + tmp_path.name[-6:].lower().replace("_", "-")
+    d.client.post("/api/v1/knowledge_bases", {"name": kb, "path": str(vault)})
+    wait_for(lambda: d.client.get(d.client.kb(kb, "/conflicts"))["total"] == 1500, 60)
+    first = d.client.get(d.client.kb(kb, "/conflicts"))
+    assert (len(first["conflicts"]), first["limit"], first["offset"]) == (50, 50, 0)
+    seen = []
+    for offset in range(0, 1500, 500):
+        page = d.client.get(d.client.kb(kb, f"/conflicts?limit=500&offset={offset}"))
+        seen += [c["relative_path"] for c in page["conflicts"]]
+    assert len(seen) == len(set(seen)) == 1500 and seen == sorted(seen)
+    out = io.StringIO()
+    argv = ["--socket", str(d.socket), "conflicts", kb, "--limit", "2", "--offset", "1498"]
+    assert cli.main(argv, stdout=out) == 0
+    assert out.getvalue().count("syncthing copy of plan.md") == 2
+    assert "1499-1500 of 1500 conflicts" in out.getvalue()
+    async with McpClient(mcp_params(d.socket)) as agent:
+        listed = await mcp_call(agent, "list_conflicts", kb=kb, limit=3, offset=10)
+    assert (listed["total"], len(listed["conflicts"])) == (1500, 3)
+    assert [c["relative_path"] for c in listed["conflicts"]] == seen[10:13]

@@ -5,13 +5,18 @@ levels; finding a note by name looks at its file name, title and aliases."""
 
 from __future__ import annotations
 
+import io
+import uuid
+from pathlib import Path
+
+import pptx
 import pytest
 
 from cofferd.application.reading import markdown
 from cofferd.application.reading.chunker import chunk_markdown
 from tests.support.cli import run
-from tests.support.daemon import Daemon
-from tests.support.helpers import new_vault
+from tests.support.daemon import Daemon, wait_for
+from tests.support.helpers import new_vault, write
 
 
 @pytest.mark.parametrize(
@@ -71,3 +76,54 @@ def test_a_note_is_found_by_file_name_title_or_alias(shared_daemon: Daemon) -> N
         assert [doc["relative_path"] for doc in got] == [found], query
     code, out = run(d, "docs", kb, "-q", "headless")
     assert code == 0 and "Headless Sync.md" in out
+
+
+def _deck(own_title: str, first: tuple[str, str], second: str) -> bytes:
+    made = pptx.Presentation()
+    made.core_properties.title = own_title  # what the file's properties say (docProps)
+    cover = made.slides.add_slide(made.slide_layouts[0])
+    cover.shapes.title.text, cover.placeholders[1].text = first
+    slide = made.slides.add_slide(made.slide_layouts[1])
+    slide.shapes.title.text, slide.placeholders[1].text = second, f"about {second}"
+    out = io.BytesIO()
+    made.save(out)
+    return out.getvalue()
+
+
+def test_a_templates_leftover_title_gives_way_to_the_first_slide(
+    shared_daemon: Daemon, tmp_path: Path
+) -> None:
+    """Two decks both titled "Lecture 11" (one copied from the other's template, its first
+    slide "Lecture 13 / Introduction to Databases"): each is titled as its first slide says
+    when its title property names the same lecture by another number, so `show "Lecture 11"`
+    names one deck. An author's own title that says something else is kept."""
+    d = shared_daemon
+    kb = f"papers-{uuid.uuid4().hex[:6]}"
+    d.client.post("/api/v1/knowledge_bases", {"name": kb, "config": {"index_formats": ["pptx"]}})
+    decks = {
+        "l11.pptx": _deck("Lecture 11", ("Lecture 11", "Transactions"), "Isolation"),
+        "l13.pptx": _deck("Lecture 11", ("Lecture 13", "Introduction to Databases"), "Tables"),
+        "course.pptx": _deck("Databases course", ("Welcome", "to the course"), "Plan"),
+    }
+    for name, data in decks.items():
+        write(d.docs(kb) / name, data)
+    listed = lambda: {  # noqa: E731
+        doc["relative_path"]: doc["title"]
+        for doc in d.client.get(d.client.kb(kb, "/documents"))["documents"]
+    }
+    wait_for(lambda: len(listed()) == 3, 60)
+    assert listed() == {
+        "l11.pptx": "Lecture 11",
+        "l13.pptx": "Lecture 13",
+        "course.pptx": "Databases course",
+    }
+    code, out = run(d, "show", "--header", kb, "Lecture 11")
+    assert code == 0 and "l11.pptx" in out and "Transactions" in out
+    code, out = run(d, "show", "--header", kb, "Lecture 13")
+    assert code == 0 and "l13.pptx" in out
+    added = f"{kb}-added"
+    d.client.post("/api/v1/knowledge_bases", {"name": added})
+    path = write(tmp_path / "deck.pptx", decks["l13.pptx"])
+    assert run(d, "add", added, str(path))[0] == 0  # added as a note: the same title
+    (doc,) = d.client.get(d.client.kb(added, "/documents"))["documents"]
+    assert doc["title"] == "Lecture 13"

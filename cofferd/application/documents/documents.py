@@ -9,9 +9,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coffer_kernel.bounds import LIST_LIMIT_MAX
 from coffer_kernel.locations import normalize_relpath
 from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIXES
 from cofferd.application.documents import references
+from cofferd.application.documents.title_convention import (
+    uses_frontmatter_titles,
+    without_doubled_title,
+)
 from cofferd.application.indexing.knowledge_bases import KnowledgeBases
 from cofferd.application.indexing.reindexer import Reindexer
 from cofferd.application.reading import markdown
@@ -32,7 +37,6 @@ from cofferd.domain.formats import (
 from cofferd.domain.models import Document
 from cofferd.domain.ports import DerivedTextStore, DocsTree, DocumentCatalog
 
-LIST_LIMIT_MAX = 500
 AMBIGUOUS_SHOWN = 10  # documents named when a reference fits several
 ID_PREFIX_MIN_CHARS = 4  # a shorter start of an id (a document's, a trash entry's) names none
 
@@ -74,10 +78,7 @@ class Documents:
         self, kb: str, *, q: str | None = None, limit: int = 50, offset: int = 0
     ) -> tuple[list[DocumentView], int]:
         self.kbs.get(kb)
-        if not 1 <= limit <= LIST_LIMIT_MAX:
-            raise ValidationFailed(f"limit must be between 1 and {LIST_LIMIT_MAX}", field="limit")
-        if offset < 0:
-            raise ValidationFailed("offset must not be negative", field="offset")
+        _check_page(limit, offset)
         docs, total = await self.store.list_documents(kb, q=q or None, limit=limit, offset=offset)
         return await self._views(docs), total
 
@@ -224,22 +225,35 @@ class Documents:
                     "the document changed since it was read; read it again and redo the edit",
                     id=doc.id,
                 )
-            await asyncio.to_thread(self._write_edited, kb_name, doc.path, current.data, body)
+            frontmatter_titles = await uses_frontmatter_titles(self.store, self.tree, kb_name)
+            await asyncio.to_thread(
+                self._write_edited, kb_name, doc.path, current.data, body, frontmatter_titles
+            )
             await self.reindexer.sync_paths_locked(kb, [doc.path], actor=actor)
         return await self.get(kb_name, doc.id)
 
-    def _write_edited(self, kb: str, relpath: str, current: bytes, body: str) -> None:
-        self.tree.write(kb, relpath, _edited_text(current, body).encode())
+    def _write_edited(
+        self, kb: str, relpath: str, current: bytes, body: str, frontmatter_titles: bool
+    ) -> None:
+        text = without_doubled_title(_edited_text(current, body), frontmatter_titles)
+        self.tree.write(kb, relpath, text.encode())
 
     async def conflict_count(self, kb: str) -> int:
         return len(self.reindexer.conflicts(kb)) + len(await self.store.merge_conflicts(kb))
 
-    async def conflicts(self, kb: str) -> Sequence[dict[str, Any]]:
-        """Sync tools' conflict copies (never indexed) with the document each copies, and
-        documents that hold git's merge markers."""
+    async def conflicts(
+        self, kb: str, *, limit: int = LIST_LIMIT_MAX, offset: int = 0
+    ) -> tuple[Sequence[dict[str, Any]], int]:
+        """A page of the sync tools' conflict copies (never indexed) with the document each
+        copies, then of the documents that hold git's merge markers; and how many there are
+        in all. Only the page's are looked up (a badly synced vault has thousands)."""
         self.kbs.get(kb)
-        copies = sorted(self.reindexer.conflicts(kb).items())
-        merged = await self.store.merge_conflicts(kb)
+        _check_page(limit, offset)
+        every = sorted(self.reindexer.conflicts(kb).items())
+        merged_all = await self.store.merge_conflicts(kb)
+        total = len(every) + len(merged_all)
+        copies = every[offset : offset + limit]
+        merged = merged_all[max(0, offset - len(every)) : max(0, offset + limit - len(every))]
         where = await places(self.tree, kb, [p for p, _ in copies] + [d.path for d in merged])
         found = []
         for relpath, copy in copies:
@@ -254,7 +268,14 @@ class Documents:
                 {"kind": "merge_markers", "tool": "git", **place(where, doc.path),
                  "conflicts_with": doc.path, "document_id": doc.id}
             )  # fmt: skip
-        return found
+        return found, total
+
+
+def _check_page(limit: int, offset: int) -> None:
+    if not 1 <= limit <= LIST_LIMIT_MAX:
+        raise ValidationFailed(f"limit must be between 1 and {LIST_LIMIT_MAX}", field="limit")
+    if offset < 0:
+        raise ValidationFailed("offset must not be negative", field="offset")
 
 
 async def places(tree: DocsTree, kb: str, relpaths: Sequence[str]) -> dict[str, str]:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from coffer_kernel.markdown_grammar import first_heading
 from cofferd.application.documents.documents import Documents, DocumentView, remove_files
 from cofferd.application.documents.source_paths import check_source
+from cofferd.application.documents.title_convention import titled, uses_frontmatter_titles
 from cofferd.application.indexing.knowledge_bases import KnowledgeBases
 from cofferd.application.indexing.reindexer import Reindexer
 from cofferd.application.reading import markdown
@@ -227,7 +228,9 @@ class Ingest:
             raise IngestRejected("empty", "the document is empty")
         if len(content.encode()) > kb.config.max_document_bytes:
             raise IngestRejected("too_large", "the document is larger than max_document_bytes")
-        text, name = await asyncio.to_thread(_titled, content, title)  # YAML: off the loop
+        frontmatter_titles = await uses_frontmatter_titles(self.store, self.tree, kb.name)
+        text, name = await asyncio.to_thread(titled, content, title, frontmatter_titles)
+        name = name or UNTITLED
         async with self.kbs.registry.lock(kb.name):
             relpath = await self._create(kb, into, name, text)
             doc_id = await self._id_of(kb, relpath)
@@ -374,17 +377,6 @@ class Ingest:
 
 
 # What follows parses or writes YAML and Markdown of any size: it runs in threads.
-
-
-def _titled(content: str, title: str | None) -> tuple[str, str]:
-    """Markdown given directly, with `title` (when given) first in its frontmatter; and the
-    title to name its file after (the frontmatter's, else its first heading's)."""
-    frontmatter, body, _ = markdown.split_frontmatter(content)
-    if title:
-        frontmatter = {"title": title, **{k: v for k, v in frontmatter.items() if k != "title"}}
-    text = markdown.compose(frontmatter, body) if frontmatter else body
-    name = frontmatter.get("title") or first_heading(body) or UNTITLED
-    return text, str(name)
 
 
 def _with_provenance(frontmatter: dict[str, Any], body: str) -> str:

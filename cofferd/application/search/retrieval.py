@@ -21,6 +21,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
+from coffer_kernel.bounds import MAX_MATCHES_MAX, TOP_K_MAX
 from cofferd.application.documents.documents import places
 from cofferd.application.indexing.conversion_queue import Pages
 from cofferd.application.indexing.embeddings import Embeddings
@@ -37,10 +38,8 @@ from cofferd.domain.query_syntax import Query, parse_query
 log = logging.getLogger(__name__)
 
 TOP_K_DEFAULT = 10
-TOP_K_MAX = 100
 QUERY_MAX_CHARS = 2000
 MAX_MATCHES_DEFAULT = 100
-MAX_MATCHES_MAX = 10_000
 RRF_K = 60  # merging several KBs' answers
 LATIN_END = 0x24F  # letters above Latin Extended-B are another script...
 GREEK = range(0x370, 0x400)  # ...except Greek, which science writes in English (TNF-alpha)

@@ -15,7 +15,7 @@ from cofferd.domain import pages
 from cofferd.domain.index_records import Converted
 from cofferd.domain.models import utc_now
 from cofferd.infrastructure.conversion import text_cleanup
-from cofferd.infrastructure.conversion.format_titles import usable_title
+from cofferd.infrastructure.conversion.format_titles import renumbered, usable_title
 from cofferd.infrastructure.conversion.pdf_pages import PdfPage
 
 MiB = 1024 * 1024
@@ -108,6 +108,9 @@ def _made(
     parts += [f"{pages.mark(kind, name)}\n\n{pages.escaped(text.strip())}" for name, text in marked]
     body = "\n\n".join(parts).strip() + "\n"
     title = usable_title(own_title)  # never "untitled", "(anonymous)"...
+    heading = pages.first_heading(body)
+    if title and heading and renumbered(title, heading):
+        title = None  # a template's leftover: the first heading (slide) says what it is
     head: dict[str, str] = {"title": title} if title else {}
     head.update(source_format=fmt, converter=engine, converted_at=utc_now())
     if unread:

@@ -44,6 +44,24 @@ FILE_NAME = re.compile(
 )
 
 
+_WORDS = re.compile(r"\w+")
+
+
+def renumbered(own: str, heading: str) -> bool:
+    """Whether a document's title property names what its first heading (a deck's first
+    slide) names, with other numbers: a template's leftover ("Lecture 11" on a deck whose
+    first slide says "Lecture 13 Introduction to Databases"). Then the heading is the
+    title; a title property that says something else ("Annual report" over "Summary") is
+    the author's, and kept."""
+    mine, theirs = _WORDS.findall(own.casefold()), _WORDS.findall(heading.casefold())
+    if not mine or len(mine) > len(theirs) or not any(w.isdigit() for w in mine):
+        return False
+    pairs = list(zip(mine, theirs, strict=False))
+    if any(a != b and not (a.isdigit() and b.isdigit()) for a, b in pairs):
+        return False
+    return any(a != b for a, b in pairs)
+
+
 def usable_title(raw: str | None) -> str | None:
     """`raw` made tidy, or None when it is empty, a placeholder or only a file's name."""
     if not raw:

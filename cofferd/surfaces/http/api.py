@@ -57,6 +57,7 @@ from cofferd.surfaces.http.query_params import (
     DocumentsQuery,
     InvocationsQuery,
     NamesQuery,
+    PageQuery,
     ResourcesQuery,
     query_middleware,
     with_query,
@@ -298,9 +299,14 @@ async def complete_names(request: web.Request, query: NamesQuery) -> web.Respons
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/conflicts")
-async def conflicts(request: web.Request) -> web.Response:
-    found = await request.app[COFFER].documents.conflicts(request.match_info["name"])
-    return json_response({"conflicts": found})
+@with_query(PageQuery)
+async def conflicts(request: web.Request, query: PageQuery) -> web.Response:
+    found, total = await request.app[COFFER].documents.conflicts(
+        request.match_info["name"], limit=query.limit, offset=query.offset
+    )
+    return json_response(
+        {"conflicts": found, "total": total, "limit": query.limit, "offset": query.offset}
+    )
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/tags")

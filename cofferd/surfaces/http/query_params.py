@@ -13,11 +13,11 @@ from typing import Annotated, Any, Literal, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from cofferd.application.documents.documents import LIST_LIMIT_MAX
+from coffer_kernel.bounds import AUDIT_LIMIT_MAX, LIST_LIMIT_MAX, NAMES_LIMIT_MAX, OFFSET_MAX
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.validation import shown, validation_failed
 
-INT_MAX = 2**31 - 1
+INT_MAX = OFFSET_MAX
 _WHOLE = re.compile(r"-?[0-9]{1,18}")  # what a query integer looks like (ASCII digits only)
 
 
@@ -59,6 +59,13 @@ class DocumentsQuery(Query):
     offset: QueryInt = Field(default=0, ge=0, le=INT_MAX)
 
 
+class PageQuery(Query):
+    """A page of a list: the same parameters as the documents' (`total` in the answer)."""
+
+    limit: QueryInt = Field(default=50, ge=1, le=LIST_LIMIT_MAX)
+    offset: QueryInt = Field(default=0, ge=0, le=INT_MAX)
+
+
 class BacklinksQuery(Query):
     # a file's path in the KB; percent-encoded, 600 characters stay within the URL's bound
     file: str = Field(min_length=1, max_length=600)
@@ -66,7 +73,7 @@ class BacklinksQuery(Query):
 
 class NamesQuery(Query):
     q: str = Field(default="", max_length=200)  # what was typed after `[[`
-    limit: QueryInt = Field(default=50, ge=1, le=200)
+    limit: QueryInt = Field(default=50, ge=1, le=NAMES_LIMIT_MAX)
 
 
 class DocumentQuery(Query):
@@ -79,11 +86,11 @@ class AddQuery(Query):
 
 class AuditQuery(Query):
     kb: str | None = None
-    limit: QueryInt = Field(default=50, ge=1, le=1000)
+    limit: QueryInt = Field(default=50, ge=1, le=AUDIT_LIMIT_MAX)
 
 
 class InvocationsQuery(Query):
-    limit: QueryInt = Field(default=50, ge=1, le=1000)
+    limit: QueryInt = Field(default=50, ge=1, le=AUDIT_LIMIT_MAX)
 
 
 class ResourcesQuery(Query):

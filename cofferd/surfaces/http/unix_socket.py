@@ -1,5 +1,6 @@
-"""Binding the daemon's Unix socket safely: 0700 folder, 0600 socket, stale sockets replaced
-only when they are ours and nobody answers on them."""
+"""Binding the daemon's Unix socket safely: a folder made 0700 when cofferd makes it, a folder
+it did not make left as it is but refused when others could replace the socket in it, a 0600
+socket, stale sockets replaced only when they are ours and nobody answers on them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,29 @@ from pathlib import Path
 
 class SocketInUse(RuntimeError):
     pass
+
+
+class UnsafeSocketFolder(RuntimeError):
+    """The socket's folder lets someone else swap the socket: refused, never chmod-ed."""
+
+
+def check_folder(folder: Path) -> None:
+    """Refuse a folder another user owns (root aside) or may write in without the sticky bit
+    (as /tmp has): there, anyone could remove the socket and answer in the daemon's place."""
+    st = folder.stat()
+    hint = "choose another folder with --socket (or COFFER_SOCKET)"
+    if st.st_uid not in (os.getuid(), 0):
+        raise UnsafeSocketFolder(
+            f"the socket's folder {folder} belongs to another user (uid {st.st_uid}), who could"
+            f" replace the socket; {hint}"
+        )
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        who = "others" if st.st_mode & 0o002 else "its group"
+        raise UnsafeSocketFolder(
+            f"the socket's folder {folder} is writable by {who} (mode"
+            f" {stat.S_IMODE(st.st_mode):o}), who could replace the socket; cofferd does not"
+            f" change a folder it did not make: {hint}, or run `chmod go-w {folder}`"
+        )
 
 
 def is_live(path: Path) -> bool:
@@ -47,9 +71,7 @@ def bind(path: Path) -> BoundSocket:
     folder = path.parent
     if not folder.exists():
         folder.mkdir(mode=0o700, parents=True)
-    st = folder.stat()
-    if st.st_uid == os.getuid() and st.st_mode & 0o077 and not st.st_mode & stat.S_ISVTX:
-        os.chmod(folder, 0o700)  # our own folder, too open: close it (never /tmp-like ones)
+    check_folder(folder)
     if path.exists() or path.is_symlink():
         st = path.lstat()
         if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():

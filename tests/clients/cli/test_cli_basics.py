@@ -18,6 +18,7 @@ import pytest
 from coffer_kernel import __version__
 from cofferctl import cli
 from cofferctl.client import ApiError
+from cofferctl.parser_help import Bounded
 from tests.support.cli import ctl, ctl_env, run
 from tests.support.daemon import BIN, Daemon, wait_for
 from tests.support.helpers import write
@@ -107,6 +108,30 @@ def test_every_argument_and_option_has_help() -> None:
         if not isinstance(action, argparse._SubParsersAction) and not action.help
     ]
     assert missing == []
+
+
+def test_every_bounded_option_states_its_range_in_its_help() -> None:
+    """`docs --limit 1000` was refused with a range the help did not state: every option
+    that takes a number takes it within bounds (the API's, coffer_kernel.bounds) that its
+    help states, and is refused before asking the daemon with those same words."""
+    unstated = []
+    for path, parser in _parsers(cli.build_parser()):
+        for action in parser._actions:
+            if action.type in (int, float):
+                unstated.append(f"{path} {action.option_strings}: no bounds")
+            elif isinstance(action.type, Bounded) and action.type.stated() not in str(action.help):
+                unstated.append(f"{path} {action.option_strings}: {action.help}")
+    assert unstated == []
+    refused = subprocess.run(
+        [sys.executable, "-m", "cofferctl", "docs", "notes", "--limit", "1000"],
+        capture_output=True, text=True, env=ctl_env(), timeout=60, check=False,
+    )  # fmt: skip
+    shown = subprocess.run(
+        [sys.executable, "-m", "cofferctl", "docs", "--help"],
+        capture_output=True, text=True, env=ctl_env(), timeout=60, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "1000 is not 1 to 500" in refused.stderr
+    assert "at most this many: 1 to 500 (default 50)" in " ".join(shown.stdout.split())
 
 
 @pytest.fixture
@@ -273,6 +298,29 @@ def test_text_that_starts_with_a_dash_says_how_to_write_it(
     typo = ctl(d, "search", fresh_kb, "plan", "--tagg", "x")
     assert typo.returncode == 2 and "--tagg: did you mean --tag?" in typo.stderr
     assert "Traceback" not in dashed.stderr + arrow.stderr + typo.stderr
+
+
+def test_every_hint_runs_as_printed(shared_daemon: Daemon, fresh_kb: str) -> None:
+    """`search foam graph -filter`: `--folder` with nothing after it would not run; the
+    excluded word goes after `--`, and that hint runs and excludes it."""
+    d = shared_daemon
+    assert run(d, "kb", "create", fresh_kb)[0] == 0
+    write(d.docs(fresh_kb) / "graph.md", "# Graph\n\nthe foam graph view\n")
+    write(d.docs(fresh_kb) / "filter.md", "# Filter\n\nthe foam graph filter\n")
+    wait_for(lambda: d.client.get(d.client.kb(fresh_kb, "/documents"))["total"] == 2)
+    for words in (["foam", "graph", "-filter"], ["foam", "--limt", "2", "graph"]):
+        typo = ctl(d, "search", fresh_kb, *words)
+        assert typo.returncode == 2
+        printed = re.findall(r"as in: (cofferctl [^;\n]*)", typo.stderr)
+        assert printed, typo.stderr
+        for hint in printed:
+            again = ctl(d, *shlex.split(hint)[1:])
+            assert again.returncode == 0, (hint, again.stderr)
+    hint = ctl(d, "search", fresh_kb, "foam", "graph", "-filter").stderr
+    assert "--folder" not in hint.split("error:")[1]
+    assert f"cofferctl search {fresh_kb} foam graph -- -filter" in hint
+    code, out = run(d, "search", fresh_kb, "foam", "graph", "--", "-filter")
+    assert code == 0 and "graph.md" in out and "filter.md" not in out
 
 
 def test_a_command_loads_only_what_it_runs() -> None:

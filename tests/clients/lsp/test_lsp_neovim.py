@@ -85,3 +85,51 @@ def test_neovim_jumps_to_an_image_a_link_embeds(shared_daemon: Daemon) -> None:
     assert [("nowhere" in x["message"]) for x in diagnostics] == [True]  # not the image
     (definition,) = [x["definition"] for x in said if "definition" in x]
     assert definition == {"uri": image.as_uri(), "line": 0}
+
+
+README = Path(__file__).parents[3] / "README.md"
+CHECK = Path(__file__).parent / "editors" / "nvim_readme_check.lua"
+SETUP_SAYS = "Neovim, every version from 0.7"
+
+
+def readme_setup(cofferctl: Path) -> str:
+    """The README's Neovim setup as it is printed there, with this venv's cofferctl."""
+    text = README.read_text()
+    after = text[text.index(SETUP_SAYS) :]
+    snippet = after[after.index("```lua\n") + len("```lua\n") : after.index("\n```\n")]
+    assert "/absolute/path/to/.venv/bin/cofferctl" in snippet
+    return snippet.replace("/absolute/path/to/.venv/bin/cofferctl", str(cofferctl)) + "\n"
+
+
+@pytest.mark.skipif(NVIM is None, reason="Neovim is not installed: apt install neovim")
+def test_the_readmes_neovim_setup_runs_with_a_root_for_an_attached_sub_folder(
+    shared_daemon: Daemon, tmp_path: Path
+) -> None:
+    """The README's snippet, taken from it, on the Neovim installed (Debian's 0.7.2 where
+    `make test` installs it): a note of an attached sub-folder of a git repository gets the
+    repository as its root, a note with no marker above it its own folder; both get the
+    server's diagnostics."""
+    d = shared_daemon
+    init = write(tmp_path / "init.lua", readme_setup(BIN / "cofferctl"))
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "notes").mkdir()
+    kb = "nvim-" + uuid.uuid4().hex[:8]
+    d.client.post("/api/v1/knowledge_bases", {"name": kb, "path": str(repo / "notes")})
+    inside = write(repo / "notes" / "sub" / "today.md", "# Today\n\nsee [[nowhere]]\n")
+    bare = "nvim-" + uuid.uuid4().hex[:8]
+    d.client.post("/api/v1/knowledge_bases", {"name": bare})
+    alone = write(d.docs(bare) / "deep" / "plan.md", "# Plan\n\nsee [[elsewhere]]\n")
+    for note, root, missing in ((inside, repo, "nowhere"), (alone, alone.parent, "elsewhere")):
+        done = subprocess.run(
+            [str(NVIM), "--headless", "--clean", "-u", str(init), "-c", f"luafile {CHECK}"],
+            env=d.env(LSP_NOTE=str(note)),
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=60,
+        )
+        said = [json.loads(x) for x in done.stdout.decode().splitlines() if x.startswith("{")]
+        assert done.returncode == 0, (said, done.stderr.decode()[-2000:])
+        (found,) = said
+        assert found["roots"] == [str(root)]
+        assert any(missing in message for message in found["diagnostics"]), found

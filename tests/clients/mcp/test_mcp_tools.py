@@ -191,3 +191,41 @@ async def test_documents_indexed_where_they_lie_through_mcp(shared_daemon: Daemo
         )
         assert "DOCUMENT_READ_ONLY" in refused
     assert d.docs(kb).joinpath("papers", "study.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+async def test_an_agents_note_says_its_title_as_the_vaults_notes_do(
+    shared_daemon: Daemon, tmp_path: Path
+) -> None:
+    """In a vault whose notes say their titles by `# Heading` (no frontmatter), an agent's
+    note is written so too: content that starts with `# Title` as it is, content without
+    one under `# Title`; an edit of a note an older Coffer wrote (a frontmatter title over
+    the same heading) drops the doubled title. A vault whose notes hold frontmatter titles
+    gets one."""
+    d = shared_daemon
+    plain, fronted = tmp_path / "plain", tmp_path / "fronted"
+    for n in range(3):
+        (plain / f"note{n}.md").parent.mkdir(parents=True, exist_ok=True)
+        (plain / f"note{n}.md").write_text(f"# Note {n}\n\nplain note {n}\n")
+        (fronted / f"note{n}.md").parent.mkdir(parents=True, exist_ok=True)
+        (fronted / f"note{n}.md").write_text(f"---\ntitle: Note {n}\n---\nfronted note {n}\n")
+    (plain / "old.md").write_text("---\ntitle: Old finding\n---\n# Old finding\n\nfirst\n")
+    kb, other = f"{new_kb(d)}-plain", f"{new_kb(d)}-fronted"
+    d.client.post("/api/v1/knowledge_bases", {"name": kb, "path": str(plain)})
+    d.client.post("/api/v1/knowledge_bases", {"name": other, "path": str(fronted)})
+    for name, count in ((kb, 4), (other, 3)):
+        wait_for(lambda n=name, c=count: d.client.get(d.client.kb(n, "/documents"))["total"] == c)
+    async with Client(params(d.socket), client_info=AGENT) as client:
+        content = "# Heron sightings\n\nTwo herons by the pond.\n"
+        added = await call(client, "add_document", kb=kb, title="Heron sightings", content=content)
+        assert Path(added["document"]["path"]).read_text() == content
+        added = await call(client, "add_document", kb=kb, title="Egrets", content="Two egrets.\n")
+        assert Path(added["document"]["path"]).read_text() == "# Egrets\n\nTwo egrets.\n"
+        assert added["document"]["title"] == "Egrets"
+        old = await call(client, "get_document", kb=kb, document_id="old.md")
+        await call(
+            client, "edit_document", kb=kb, document_id="old.md",
+            content="# Old finding\n\nsecond\n", expected_sha256=old["content_sha256"],
+        )  # fmt: skip
+        assert (plain / "old.md").read_text() == "# Old finding\n\nsecond\n"
+        added = await call(client, "add_document", kb=other, title="Ibis", content="An ibis.\n")
+        assert Path(added["document"]["path"]).read_text() == "---\ntitle: Ibis\n---\nAn ibis.\n"
