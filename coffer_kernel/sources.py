@@ -12,6 +12,9 @@ A path is resolved to the file it really is, then refused when:
   `~/.docker`, `~/.config`, `.env`, ...): credentials live there, documents rarely do;
 * the caller is an agent and the file is not under one of the folders the user opened to
   agents (`--agent-root`, none by default).
+
+Images are read by OCR, and only in a KB whose `index_formats` lists them: a folder added
+whole leaves them out otherwise (IMAGE_FORMATS, with their other names).
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
+
+IMAGE_FORMATS = ("png", "jpg", "webp")
+IMAGE_SUFFIXES = (*IMAGE_FORMATS, "jpeg")
 
 SYSTEM_FOLDERS = ("/etc", "/proc", "/sys", "/dev", "/boot", "/run", "/var/lib", "/private/etc")
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coffer_kernel.sources import SourceRefused, checked_source
+from coffer_kernel.sources import IMAGE_FORMATS, IMAGE_SUFFIXES, SourceRefused, checked_source
 from cofferctl import api
 from cofferctl.client import ApiError, Client
 from cofferctl.command import RESULT_FAILED, Command, UsageError
@@ -16,11 +16,12 @@ from cofferctl.output import Output
 
 
 def expand_paths(
-    patterns: Sequence[str], formats: set[str]
+    patterns: Sequence[str], formats: set[str], images_off: str | None = None
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """Files named, matched by a glob, or found under a directory; and the files under a
-    directory that are not sent, each with why (hidden, or a type Coffer cannot read).
-    A glob that matches nothing is a usage error naming it."""
+    directory that are not sent, each with why (hidden, a type Coffer cannot read, or an
+    image where `images_off` says why the KB reads none). A glob that matches nothing is a
+    usage error naming it."""
     import glob
 
     files: list[str] = []
@@ -41,6 +42,8 @@ def expand_paths(
                     extension = name.rpartition(".")[2].lower() if "." in name else ""
                     if name.startswith("."):
                         ignored.append((path, "hidden file"))
+                    elif images_off and extension in IMAGE_SUFFIXES:
+                        ignored.append((path, images_off))
                     elif extension in formats:
                         files.append(path)
                     else:
@@ -51,7 +54,7 @@ def expand_paths(
 def cmd_add(c: Client, a: argparse.Namespace, out: Output) -> Any:
     status = api.status(c)
     formats = set(status.get("extensions") or status["formats"])
-    files, ignored = expand_paths(a.paths, formats)
+    files, ignored = expand_paths(a.paths, formats, _images_off(c, a.kb))
     if not files:
         raise UsageError("no files to add" + (": every file found was ignored" if ignored else ""))
     progress = out.progress("adding")
@@ -75,6 +78,19 @@ def cmd_add(c: Client, a: argparse.Namespace, out: Output) -> Any:
     else:
         _report(out, results, ignored, counts)
     return RESULT_FAILED if counts["rejected"] else None
+
+
+def _images_off(c: Client, kb: str) -> str | None:
+    """Why a folder's images are left out, when the KB reads none (its index_formats),
+    with the command that turns them on."""
+    import shlex
+
+    listed = list(api.knowledge_base(c, kb)["config"].get("index_formats") or ())
+    if set(listed) & set(IMAGE_SUFFIXES):
+        return None
+    formats = ",".join([*listed, *IMAGE_FORMATS])
+    turn_on = f"cofferctl kb set {shlex.quote(kb)} index_formats={formats}"
+    return f"an image: this KB reads images only when it lists them ({turn_on})"
 
 
 def _add_one(c: Client, a: argparse.Namespace, path: str, data_home: Path) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import PurePosixPath
 
 from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIXES
+from coffer_kernel.sources import IMAGE_FORMATS as IMAGE_FORMATS
 
 MARKDOWN = "md"
 ALIASES = {
@@ -21,8 +22,7 @@ ALIASES = {
     "jpeg": "jpg",
 }  # other names of a format
 TEXT_FORMATS = ("txt",)  # read as text, without conversion
-# read by OCR (the `ocr` extra), as one page each: never indexed unless a KB lists them
-IMAGE_FORMATS = ("png", "jpg", "webp")
+# IMAGE_FORMATS: read by OCR (the `ocr` extra), one page each, never unless a KB lists them
 CONVERTED_FORMATS = (
     "pdf", "docx", "pptx", "xlsx", "html", "epub", "csv", "json", "xml", *IMAGE_FORMATS,
 )  # fmt: skip

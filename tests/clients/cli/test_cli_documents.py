@@ -96,7 +96,7 @@ def test_add_reports_documents_ignored_files_and_names(
     added = added or d.client.get(d.client.kb(kb, "/documents"))["documents"]
     doc = next(x for x in added if x["source_mode"] == "converted")
     assert f"added {doc['title']}  {doc['id']}" in out and doc["path"] in out
-    assert f"ignored {folder / 'photo.jpg'}: not a supported format (.jpg)" in out
+    assert f"ignored {folder / 'photo.jpg'}: an image: this KB reads images only when" in out
 
     nothing = ctl(d, "add", kb, str(tmp_path / "*.pdf"))
     assert nothing.returncode == 2 and f"no files match '{tmp_path / '*.pdf'}'" in nothing.stderr

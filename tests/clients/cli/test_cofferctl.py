@@ -9,6 +9,7 @@ import io
 import itertools
 import json
 import re
+import shlex
 import subprocess
 import sys
 import uuid
@@ -273,7 +274,12 @@ def test_add_files_folders_and_globs(shared_daemon: Daemon, tmp_path: Path) -> N
     code, out = run(d, "add", kb, str(folder), str(tmp_path / "*.html"))
     assert code == 0
     assert "3 added, 0 updated, 0 unchanged, 0 rejected; 2 files ignored" in out
-    assert f"ignored {folder / 'picture.png'}: not a supported format (.png)" in out
+    images_off = f"ignored {folder / 'picture.png'}: an image: this KB reads images only when "
+    images_off += "it lists them ("
+    assert images_off in out
+    turn_on = out.split(images_off, 1)[1].split(")\n", 1)[0]  # the hint runs as printed
+    assert run(d, *shlex.split(turn_on)[1:])[0] == 0
+    assert "png" in json.loads(run(d, "kb", "show", kb, "--json")[1])["config"]["index_formats"]
     assert f"ignored {folder / '.hidden.html'}: hidden file" in out
     for word in ("swallow", "sparrow", "finch"):
         assert word in run(d, "search", kb, word)[1]
