@@ -6,8 +6,8 @@ one (pdf_tables: pdfplumber's table finder, only for a page whose paths rule a g
 PDFium finds cut by a hyphen at a line's end comes out as `cut-` / `word` on two lines,
 as printed, for text_cleanup to join where the document spells it whole elsewhere (which
 also drops the running headers and footers but once). A page with no text layer (a scan)
-is read by `text_without_layer`, empty until OCR reads it. Runs in the converter's
-process only, one page held at a time.
+is empty here: scanned_pages reads it by OCR. Runs in the converter's process only, one
+page held at a time.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def read_pages(path: Path) -> list[PdfPage]:
         for number in range(len(document)):
             page = document[number]
             try:
-                text = _text_of(page, number)
+                text = _text_of(page)
             finally:
                 page.close()
             pages.append(PdfPage(document.get_page_label(number), text))
@@ -44,19 +44,10 @@ def read_pages(path: Path) -> list[PdfPage]:
         document.close()
 
 
-def _text_of(page: Any, number: int) -> str:
+def _text_of(page: Any) -> str:
     text_page = page.get_textpage()
     try:
         text = pdf_lines.page_text(text_page, pdf_tables.drawn_tables(page, text_page))
     finally:
         text_page.close()
-    if not text.strip():
-        return text_without_layer(page, number)
     return text.replace(pdf_lines.HYPHEN_MARK, "-\n")
-
-
-def text_without_layer(page: Any, number: int) -> str:
-    """The text of a page that has none to read (a scanned page, a picture of one): none
-    for now; OCR, where it is on, reads the page (a pypdfium2 page) here."""
-    del page, number
-    return ""
