@@ -29,8 +29,9 @@ from cofferd.surfaces.http.server import CofferApplication
 from cofferd.surfaces.http.web_access import Access, add_headers, guard_middleware
 
 STATIC = resources.files("cofferd.surfaces.http") / "web_static"
-ASSETS = frozenset({"search.js", "page.css"})
+ASSETS = frozenset({"search.js", "page.css", "icon.svg"})
 MAX_BODY_BYTES = 64 * 1024  # a search or a grep
+CACHED = {"Cache-Control": "private, max-age=300"}  # the page's own files, not notes
 ORIGINAL_TYPES = {"pdf": "application/pdf"}  # shown by the browser's own viewer
 
 # The API's routes the page calls: reads only (a search is a POST, but changes nothing).
@@ -60,7 +61,7 @@ def _page(title: str, body: str, *, script: bool = False) -> web.Response:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)} · Coffer</title>"
         '<link rel="stylesheet" href="/static/page.css">'
-        f'<link rel="icon" href="data:,">{scripts}</head>'
+        f'<link rel="icon" href="/static/icon.svg">{scripts}</head>'
         f"<body>{body}</body></html>"
     )
     return web.Response(text=text, content_type="text/html")
@@ -142,7 +143,7 @@ async def asset(request: web.Request) -> web.StreamResponse:
         raise web.HTTPNotFound()
     data = (STATIC / name).read_bytes()
     kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
-    return web.Response(body=data, content_type=kind, charset="utf-8")
+    return web.Response(body=data, content_type=kind, charset="utf-8", headers=CACHED)
 
 
 # -- the application -----------------------------------------------------------------------
