@@ -3,7 +3,7 @@
 "use strict";
 
 (function () {
-  const DEBOUNCE_MS = 120;
+  const DEBOUNCE_MS = 40; // a search takes milliseconds: the one in flight is aborted anyway
   const TOP_K = 20;
   const MAX_GREP = 100;
   const $ = (id) => document.getElementById(id);
