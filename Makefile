@@ -19,12 +19,16 @@ $(VENV)/.run: pyproject.toml cofferd/infrastructure/storage/native/cjk_tokens.c 
 	touch $@
 
 # What the suite needs on top: test, lint and type tools, document writers for fixtures, OCR,
-# and Neovim (Debian's, where we may install it) to drive `cofferctl lsp` from an editor.
+# Neovim (Debian's, where we may install it) to drive `cofferctl lsp` from an editor, and
+# Chromium (Debian's) for Playwright to drive the web page in a real browser.
 $(VENV)/.test: $(VENV)/.run
 	$(PIP) -e '.[local,dev,ocr]'
 	command -v nvim >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
 		$(APT) neovim || (apt-get update -qq && $(APT) neovim) || \
 		echo "Neovim could not be installed: its editor test is skipped" >&2
+	command -v chromium >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+		$(APT) chromium || (apt-get update -qq && $(APT) chromium) || \
+		echo "Chromium could not be installed: the web page's browser tests are skipped" >&2
 	touch $@
 
 run: $(VENV)/.run

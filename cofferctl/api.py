@@ -77,6 +77,15 @@ def record_mcp_invocation(client: Client, record: JSON) -> JSON:
     return _post(client, f"{PREFIX}/mcp_invocations", record)
 
 
+def open_web(client: Client, body: JSON) -> JSON:
+    """Start the web page if it is off; its URL with a new one-time key."""
+    return _post(client, f"{PREFIX}/web", body)
+
+
+def close_web(client: Client) -> JSON:
+    return _send(client, "DELETE", f"{PREFIX}/web")
+
+
 def search_all(client: Client, body: JSON) -> JSON:
     """A search of several knowledge bases (all of them, or those `body` names)."""
     return _post(client, f"{PREFIX}/search", body)

@@ -319,6 +319,22 @@ def _lsp(c: Commands) -> None:
     c.add("lsp", "services.cmd_lsp", "serve the Language Server Protocol on stdio: editors")
 
 
+def _web(c: Commands) -> None:
+    sp = c.add(
+        "web", "services.cmd_web",
+        "open the web page in the browser: search as you type (served on 127.0.0.1 only)",
+    )  # fmt: skip
+    completes(
+        sp.add_argument("kb", nargs="?", metavar="KB", help="the knowledge base it starts on"),
+        COMPLETE_KB,
+    )
+    sp.add_argument(
+        "--port", type=int, help="on this port (default: the one it is on, or a free one)"
+    )
+    sp.add_argument("--no-open", action="store_true", help="print the URL, open no browser")
+    sp.add_argument("--stop", action="store_true", help="stop serving the page")
+
+
 def _service(commands: Commands) -> None:
     service = commands.group("service", "start cofferd with the OS", "action")
     for action, text in (
@@ -383,6 +399,7 @@ COMMANDS: dict[str, Callable[[Commands], None]] = {
         "skipped", "status.cmd_skipped", "the files a knowledge base skips, and why"
     ),
     "metrics": _kb_command("metrics", "status.cmd_metrics", "counts and sizes of a knowledge base"),
+    "web": _web,
     "mcp": _mcp,
     "lsp": _lsp,
     "service": _service,

@@ -21,6 +21,10 @@ def cmd_status(c: Client, a: argparse.Namespace, out: Output) -> Any:
     out.line(f"data home  {s['data_home']}")
     out.line(f"socket     {s['socket']}")
     out.line(f"database   {s['database']} (SQLite {s['sqlite_version']})")
+    web = s.get("web") or {}
+    out.line(
+        f"web page   {web['address'] + ' (cofferctl web opens it)' if web.get('on') else 'off'}"
+    )
     health = "healthy" if w["healthy"] else "NOT RUNNING"
     out.line(
         f"watcher    {health}, {w['restarts']} restarts, queue {w['queue_depth']}, "

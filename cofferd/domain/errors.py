@@ -19,7 +19,8 @@
     │   ├── DocumentReadOnly      DOCUMENT_READ_ONLY
     │   ├── ReconversionBlocked   RECONVERSION_BLOCKED
     │   ├── SourceMissing         SOURCE_MISSING
-    │   └── PathOccupied          PATH_OCCUPIED
+    │   ├── PathOccupied          PATH_OCCUPIED
+    │   └── PortUnavailable       PORT_UNAVAILABLE
     ├── IngestRejected            INGEST_REJECTED
     ├── EngineUnavailable         ENGINE_UNAVAILABLE
     ├── IndexRebuilding           INDEX_REBUILDING (details: retry_after_s)
@@ -183,6 +184,12 @@ class PathOccupied(Conflict):
     """A file sits where a document would be put back; it is never overwritten."""
 
     code = "PATH_OCCUPIED"
+
+
+class PortUnavailable(Conflict):
+    """The port asked for the web page is taken (or not ours to take)."""
+
+    code = "PORT_UNAVAILABLE"
 
 
 class IngestRejected(CofferError):

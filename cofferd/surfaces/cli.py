@@ -15,6 +15,8 @@ the API on a Unix socket. Settings come from flags, else from the environment:
   trash before it is purged (default 30; 0 purges at the next look).
 * ``COFFER_WORKERS``: worker processes that prepare documents for the index (default: one
   per core, at a lower CPU priority; one more, kept for saves, serves interactive work only).
+* ``COFFER_WEB_PORT``: keep the web page (``cofferctl web``) on from the start, on this
+  port of 127.0.0.1; off by default.
 * ``COFFER_PREPARE_TIMEOUT``: seconds one document may take to prepare (default 30); a
   worker over it is replaced and the document skipped with its reason.
 * ``NOTIFY_SOCKET``, ``LISTEN_FDS``/``LISTEN_PID``: set by systemd for readiness and
@@ -132,6 +134,14 @@ def parser() -> argparse.ArgumentParser:
         help="time one document may take to prepare (env COFFER_PREPARE_TIMEOUT; "
         f"default {DEFAULT_BUDGET.prepare_s:g})",
     )
+    p.add_argument(
+        "--web-port",
+        type=int,
+        default=int(os.environ["COFFER_WEB_PORT"]) if os.environ.get("COFFER_WEB_PORT") else None,
+        metavar="PORT",
+        help="keep the web page on from the start, on this port of 127.0.0.1 "
+        "(env COFFER_WEB_PORT; default: off until `cofferctl web`)",
+    )
     return p
 
 
@@ -153,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1 or args.prepare_timeout <= 0:
         print("cofferd: --workers and --prepare-timeout must be positive", file=sys.stderr)
         return 2
+    if args.web_port is not None and not 1 <= args.web_port <= 65535:
+        print("cofferd: --web-port must be between 1 and 65535", file=sys.stderr)
+        return 2
     tuning = Tuning(
         reconcile_interval_s=args.reconcile_interval,
         activity_keep=args.activity_keep,
@@ -160,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         trash_retention_days=args.trash_retention_days,
         workers=args.workers,
         prepare_timeout_s=args.prepare_timeout,
+        web_port=args.web_port,
     )
     try:
         asyncio.run(run(locations, tuning))

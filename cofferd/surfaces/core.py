@@ -89,6 +89,7 @@ class Tuning:
     trash_retention_days: int = RETENTION_DAYS
     workers: int = field(default_factory=default_workers)  # preparing documents
     prepare_timeout_s: float = DEFAULT_BUDGET.prepare_s  # one document, in a worker
+    web_port: int | None = None  # the web page kept on from the start, on this port
 
 
 @dataclass(frozen=True)

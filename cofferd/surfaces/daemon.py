@@ -15,6 +15,7 @@ from typing import IO, Any
 from coffer_kernel import __version__
 from coffer_kernel.locations import Locations
 from cofferd.application.indexing.knowledge_bases import DEFAULT_KB
+from cofferd.domain.errors import PortUnavailable
 from cofferd.domain.models import KnowledgeBase
 from cofferd.infrastructure.files.confinement import home_folder, home_problems
 from cofferd.infrastructure.files.probe import FsProbe
@@ -91,6 +92,8 @@ class Daemon:
 
             from cofferd.surfaces.http.api import create_app
             from cofferd.surfaces.http.uploads import UPLOAD_PREFIX
+            from cofferd.surfaces.http.web_listener import WebListener
+            from cofferd.surfaces.http.web_page import create_web_app
 
             clear_uploads(self.locations, UPLOAD_PREFIX)
             if not coffer.kbs.list():
@@ -107,14 +110,18 @@ class Daemon:
             if inherited:
                 self.socket_path = str(inherited.getsockname()) or "(inherited, unnamed)"
             stack.callback(bound.remove)
+            self.web = WebListener(lambda access: create_web_app(coffer, self.status, access))
             runner = web.AppRunner(
-                create_app(coffer, self.status),
+                create_app(coffer, self.status, self.web),
                 access_log=None,
                 handle_signals=False,
             )  # the parser's limits are the application's (http.server)
             await runner.setup()
             stack.push_async_callback(runner.cleanup)  # first out: stop accepting requests
             await web.SockSite(runner, bound.sock, shutdown_timeout=SHUTDOWN_S).start()
+            stack.push_async_callback(self.web.close)  # before the API's runner: LIFO
+            if self.tuning.web_port is not None:
+                await self._open_web(self.tuning.web_port)
             watcher.start()  # its first watch, once set up, asks for the start-up reconcile
             coffer.indexing.start(full_reconcile=False)
             checking = asyncio.create_task(coffer.check_index(), name="quick-check")
@@ -135,6 +142,14 @@ class Daemon:
             await coffer.converter.interrupt()  # in-flight uploads are answered, not dropped
             await coffer.conversions.converter.interrupt()
         log.info("stopped")
+
+    async def _open_web(self, port: int) -> None:
+        """--web-port: the page on from the start; a port taken is said, and the daemon
+        serves without it (`cofferctl web` opens it on a free port)."""
+        try:
+            await self.web.open(port)
+        except PortUnavailable as exc:
+            log.warning("the web page is off: %s", exc.message)
 
     async def _kb_status(
         self, kb: KnowledgeBase, folder: tuple[str | None, str] | None
@@ -251,6 +266,7 @@ class Daemon:
                 "last_error": watcher["last_error"] or indexing["last_error"],
             },
             "queue_depth": indexing["queue_depth"],
+            "web": self.web.state(),
             "workers": coffer.preparer.status(),
             "conversions": coffer.conversions.status(),
             "startup_reconcile_done": startup_done,

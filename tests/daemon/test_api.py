@@ -159,6 +159,7 @@ BODIES: dict[tuple[str, str], type[BaseModel]] = {
     ("post", "/api/v1/knowledge_bases/{name}/grep"): json_shapes.GrepRequest,
     ("post", "/api/v1/knowledge_bases/{name}/inspect"): json_shapes.InspectNote,
     ("post", "/api/v1/mcp_invocations"): json_shapes.Invocation,
+    ("post", "/api/v1/web"): json_shapes.OpenWeb,
 }
 
 

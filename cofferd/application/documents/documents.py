@@ -163,6 +163,14 @@ class Documents:
         derived = is_converted(doc.path)
         return DocumentView(doc, path, posixpath.dirname(path), body, frontmatter, text, derived)
 
+    async def original_file(self, kb: str, doc: Document) -> bytes:
+        """The bytes of a document's own file (a PDF, for a viewer), read through the KB's
+        boundary as every read is."""
+        content = await asyncio.to_thread(self.tree.read, kb, doc.path)
+        if content is None:
+            raise DocumentNotFound(kb, doc.id)
+        return content.data
+
     def _read(
         self, kb: str, doc: Document, file_text: bool
     ) -> tuple[str, str, dict[str, Any], str | None] | None:

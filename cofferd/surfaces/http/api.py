@@ -14,7 +14,7 @@ import re
 import shlex
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
@@ -36,6 +36,7 @@ from cofferd.surfaces.http.json_shapes import (
     GrepRequest,
     InspectNote,
     Invocation,
+    OpenWeb,
     SearchAllRequest,
     SearchRequest,
     UpdateKB,
@@ -72,6 +73,17 @@ ACTOR_HEADER = "X-Coffer-Actor"
 
 COFFER: web.AppKey[Coffer] = web.AppKey("coffer", Coffer)
 STATUS: web.AppKey[Callable[[], Awaitable[dict[str, Any]]]] = web.AppKey("status")
+
+
+class WebSwitch(Protocol):
+    """The web page's listener (web_listener), as the API turns it on and off."""
+
+    async def open(self, port: int | None = None, kb: str | None = None) -> dict[str, Any]: ...
+
+    async def close(self) -> bool: ...
+
+
+WEB: web.AppKey[WebSwitch] = web.AppKey("web", WebSwitch)
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -546,6 +558,21 @@ async def list_invocations(request: web.Request, query: InvocationsQuery) -> web
     return json_response({"invocations": invocations})
 
 
+@routes.post("/api/v1/web")
+async def open_web(request: web.Request) -> web.Response:
+    """Start the web page (on loopback; a free port unless one is given) if it is off, and
+    answer its URL with a new one-time key."""
+    body = await _json(request, OpenWeb)
+    if body.kb is not None:
+        request.app[COFFER].kbs.get(body.kb)
+    return json_response(await request.app[WEB].open(body.port, body.kb))
+
+
+@routes.delete("/api/v1/web")
+async def close_web(request: web.Request) -> web.Response:
+    return json_response({"stopped": await request.app[WEB].close()})
+
+
 # -- kind-agnostic resources (seed) --------------------------------------------------------
 
 
@@ -608,7 +635,7 @@ def peer_check_middleware(uid: int) -> Any:
 
 
 def create_app(
-    coffer: Coffer, status_fn: Callable[[], Awaitable[dict[str, Any]]]
+    coffer: Coffer, status_fn: Callable[[], Awaitable[dict[str, Any]]], web_switch: WebSwitch
 ) -> web.Application:
     app = CofferApplication(
         client_max_size=MAX_BODY_BYTES,
@@ -616,5 +643,6 @@ def create_app(
     )
     app[COFFER] = coffer
     app[STATUS] = status_fn
+    app[WEB] = web_switch
     app.add_routes(routes)
     return app

@@ -87,6 +87,14 @@ class GrepRequest(_Body):
     ignore_case: bool = False
 
 
+class OpenWeb(_Body):
+    """What `cofferctl web` asks: the port (else the one it is on, or a free one) and the
+    knowledge base the page starts on."""
+
+    port: Omittable[int] = Field(default=None, ge=1, le=65535)
+    kb: Omittable[str] = Field(default=None, min_length=1, max_length=64)
+
+
 class EditDocument(_Body):
     content: str
     # refuse if the file changed since it was read

@@ -1,0 +1,167 @@
+"""The web page (issue 46): a second aiohttp application, served on loopback beside the API.
+
+Its JSON calls are the API's own routes (the same handlers, at the same paths: no second
+search, no logic in the page), only those that read; its pages are HTML rendered here with
+every value escaped, and a small script (web_static/) that paints results with DOM calls.
+Who may use it is web_access's concern.
+"""
+
+from __future__ import annotations
+
+import html
+import mimetypes
+import urllib.parse
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+from pydantic import Field
+
+from coffer_kernel.locations import InvalidTreePath, check_relpath, normalize_relpath
+from cofferd.domain.errors import PathRefused
+from cofferd.domain.formats import format_of
+from cofferd.surfaces.core import Coffer
+from cofferd.surfaces.http import api
+from cofferd.surfaces.http.error_envelope import error_middleware
+from cofferd.surfaces.http.query_params import Query, query_middleware, with_query
+from cofferd.surfaces.http.server import CofferApplication
+from cofferd.surfaces.http.web_access import Access, add_headers, guard_middleware
+
+STATIC = resources.files("cofferd.surfaces.http") / "web_static"
+ASSETS = frozenset({"search.js", "page.css", "icon.svg"})
+MAX_BODY_BYTES = 64 * 1024  # a search or a grep
+CACHED = {"Cache-Control": "private, max-age=300"}  # the page's own files, not notes
+ORIGINAL_TYPES = {"pdf": "application/pdf"}  # shown by the browser's own viewer
+
+# The API's routes the page calls: reads only (a search is a POST, but changes nothing).
+READ_ROUTES = (
+    ("GET", "/api/v1/health", api.health),
+    ("GET", "/api/v1/status", api.status),
+    ("GET", "/api/v1/knowledge_bases", api.list_kbs),
+    ("GET", "/api/v1/knowledge_bases/{name}/tags", api.tags),
+    ("POST", "/api/v1/knowledge_bases/{name}/search", api.search),
+    ("POST", "/api/v1/search", api.search_all),
+    ("POST", "/api/v1/knowledge_bases/{name}/grep", api.grep),
+)
+
+
+class PageQuery(Query):
+    kb: str | None = Field(default=None, max_length=64)  # the knowledge base chosen at first
+
+
+# -- pages ---------------------------------------------------------------------------------
+
+
+def _page(title: str, body: str, *, script: bool = False) -> web.Response:
+    scripts = '<script src="/static/search.js" defer></script>' if script else ""
+    text = (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)} · Coffer</title>"
+        '<link rel="stylesheet" href="/static/page.css">'
+        f'<link rel="icon" href="/static/icon.svg">{scripts}</head>'
+        f"<body>{body}</body></html>"
+    )
+    return web.Response(text=text, content_type="text/html")
+
+
+def _options(values: list[tuple[str, str]], chosen: str) -> str:
+    return "".join(
+        f'<option value="{html.escape(value)}"{" selected" if value == chosen else ""}>'
+        f"{html.escape(label)}</option>"
+        for value, label in values
+    )
+
+
+async def search_page(request: web.Request, query: PageQuery) -> web.Response:
+    coffer = request.app[api.COFFER]
+    kbs = [kb.name for kb in coffer.kbs.list() if kb.enabled]
+    chosen = query.kb if query.kb in kbs else ("" if len(kbs) != 1 else kbs[0])
+    kb_options = _options([("", "every knowledge base"), *((k, k) for k in kbs)], chosen)
+    modes = _options([("search", "search"), ("grep", "grep")], "search")
+    body = f"""
+<header><h1>Coffer</h1><nav><a href="/">search</a></nav></header>
+<main>
+<form id="search" role="search" autocomplete="off">
+  <input id="q" name="q" type="search" placeholder="search your notes" autofocus
+    aria-label="what to look for" maxlength="2000">
+  <select id="kb" name="kb" aria-label="knowledge base">{kb_options}</select>
+  <select id="mode" name="mode" aria-label="how">{modes}</select>
+  <details id="filters"><summary>filters</summary>
+    <label>folder <input id="folder" name="folder" placeholder="projects/coffer"></label>
+    <label>tags <input id="tags" name="tags" placeholder="project, urgent"></label>
+    <label>formats <input id="formats" name="formats" placeholder="md, pdf"></label>
+    <label>since <input id="since" name="since" type="date"></label>
+    <label>until <input id="until" name="until" type="date"></label>
+  </details>
+</form>
+<p id="said" role="status" aria-live="polite"></p>
+<ol id="results"></ol>
+</main>"""
+    return _page("search", body, script=True)
+
+
+async def note_page(request: web.Request) -> web.StreamResponse:
+    """A note as plain escaped text (the rich view is a later step), or a PDF's original
+    file for the browser's viewer; found by its exact path among the KB's documents and
+    read through the KB's boundary, as every read is."""
+    coffer = request.app[api.COFFER]
+    kb, relpath = request.match_info["kb"], _relpath(request.match_info["path"])
+    doc = await coffer.documents.exact(kb, relpath)
+    if format_of(doc.path) in ORIGINAL_TYPES:
+        content = await coffer.documents.original_file(kb, doc)
+        return web.Response(
+            body=content,
+            content_type=ORIGINAL_TYPES[format_of(doc.path)],
+            headers={"Content-Disposition": "inline"},
+        )
+    view = await coffer.documents.get(kb, doc.id, file_text=True)
+    text = view.file_text if view.file_text is not None and not view.derived else view.body
+    search = f"/?kb={urllib.parse.quote(kb, safe='')}"
+    body = (
+        f'<header><h1>Coffer</h1><nav><a href="{html.escape(search)}">search</a></nav></header>'
+        f"<main><article><h2>{html.escape(doc.title)}</h2>"
+        f'<p class="where">{html.escape(kb)} · {html.escape(doc.path)}'
+        f"{' · converted text' if view.derived else ''}</p>"
+        f'<pre class="note">{html.escape(text or "")}</pre></article></main>'
+    )
+    return _page(doc.title or doc.path, body)
+
+
+def _relpath(given: str) -> str:
+    try:
+        return normalize_relpath(check_relpath(given))
+    except InvalidTreePath as exc:
+        raise PathRefused(f"not a path inside the knowledge base: {exc}") from None
+
+
+async def asset(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    if name not in ASSETS:
+        raise web.HTTPNotFound()
+    data = (STATIC / name).read_bytes()
+    kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return web.Response(body=data, content_type=kind, charset="utf-8", headers=CACHED)
+
+
+# -- the application -----------------------------------------------------------------------
+
+
+def create_web_app(
+    coffer: Coffer, status_fn: Callable[[], Awaitable[dict[str, Any]]], access: Access
+) -> web.Application:
+    app = CofferApplication(
+        client_max_size=MAX_BODY_BYTES,
+        middlewares=[error_middleware, guard_middleware(access), query_middleware],
+    )
+    app[api.COFFER] = coffer
+    app[api.STATUS] = status_fn
+    app.on_response_prepare.append(add_headers)
+    app.router.add_get("/", with_query(PageQuery)(search_page))
+    app.router.add_get("/note/{kb}/{path:.+}", note_page)
+    app.router.add_get("/static/{name}", asset)
+    for method, path, handler in READ_ROUTES:
+        app.router.add_route(method, path, handler)
+    return app

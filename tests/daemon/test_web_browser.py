@@ -1,0 +1,118 @@
+"""The web page in a real browser (issue 46): Debian's Chromium driven by Playwright, against a
+real daemon. Typing paints results with the words marked, a result opens its note, and no
+script a note holds ever runs; the page logs no error."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
+from tests.support.helpers import write
+from tests.support.web_session import open_web
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+HOSTILE_NAME = "<img src=x onerror=window.pwned=1>.md"
+HOSTILE_TEXT = (
+    "# rhubarb <script>window.pwned = 2</script>\n\n"
+    "rhubarb tart <img src=x onerror=window.pwned=3> [go](javascript:window.pwned=4)\n"
+)
+
+playwright = pytest.importorskip(
+    "playwright.sync_api", reason="Playwright for Python is not installed (the dev extra)"
+)
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(),
+    reason="no Chromium at /usr/bin/chromium (`make test` installs Debian's where it may)",
+)
+
+
+@pytest.fixture(scope="module")
+def daemon_with_notes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    d = new_daemon(tmp_path_factory.mktemp("browser"))
+    try:
+        d.start()
+        d.client.post("/api/v1/knowledge_bases", {"name": "garden", "config": {}})
+        docs = d.docs("garden")
+        write(docs / "plain.md", "# Rhubarb\n\nrhubarb grows in spring, in deep soil\n")
+        write(docs / HOSTILE_NAME, HOSTILE_TEXT)
+        wait_for(lambda: d.client.get(d.client.kb("garden", "/documents"))["total"] == 2)
+        yield d
+    finally:
+        cleanup(d)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright.sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def test_typing_paints_marked_results_and_a_click_opens_the_note(
+    daemon_with_notes: Daemon, browser: Any
+) -> None:
+    url = open_web(daemon_with_notes, kb="garden")["url"]
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    assert "key=" not in page.url and page.url.endswith("/?kb=garden")
+    page.locator("#q").press_sequentially("rhubarb", delay=20)
+    page.wait_for_selector("body[data-state=painted]")
+    results = page.locator("#results li")
+    assert results.count() == 2
+    assert {m.lower() for m in page.locator("#results mark").all_inner_texts()} == {"rhubarb"}
+    titles = page.locator("#results .title").all_inner_texts()
+    assert "Rhubarb" in titles
+    assert page.locator("#results img, #results script").count() == 0  # note text is text
+    assert page.evaluate("window.pwned") is None
+
+    page.get_by_role("link", name="Rhubarb", exact=True).click()
+    page.wait_for_url("**/note/garden/plain.md")
+    assert "rhubarb grows in spring" in page.locator("pre.note").inner_text()
+
+    page.go_back()
+    page.wait_for_selector("#q")
+    page.locator("#q").fill("tart")
+    page.wait_for_selector("#results li")
+    page.locator("#results a.title").first.click()
+    page.wait_for_selector("pre.note")
+    assert "<script>window.pwned = 2</script>" in page.locator("pre.note").inner_text()
+    assert page.locator("main img, main script").count() == 0
+    assert page.evaluate("window.pwned") is None
+    assert errors == []
+    page.close()
+
+
+def test_grep_marks_the_pattern_and_a_missing_cookie_shows_no_page(
+    daemon_with_notes: Daemon, browser: Any
+) -> None:
+    url = open_web(daemon_with_notes, kb="garden")["url"]
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(url)
+    page.select_option("#mode", "grep")
+    page.locator("#q").fill("deep s.il")
+    page.wait_for_selector("body[data-state=painted]")
+    assert page.locator("#results mark").all_inner_texts() == ["deep soil"]
+    other = browser.new_context()  # another profile: the spent key lets nobody in
+    refused = other.new_page().goto(url)
+    assert refused is not None and refused.status == 403
+    other.close()
+    context.close()
