@@ -169,5 +169,6 @@ def cmd_tags(c: Client, a: argparse.Namespace, out: Output) -> Any:
     if out.as_json:
         return data
     out.table(["tag", "documents"], [[f"#{t['tag']}", t["count"]] for t in data["tags"]])
-    out.line(page_line(data, len(data["tags"]), "tags", ["tags", a.kb], a.limit))
+    if data["offset"] or len(data["tags"]) < data["total"]:  # a page of them: which
+        out.line(page_line(data, len(data["tags"]), "tags", ["tags", a.kb], a.limit))
     return None
