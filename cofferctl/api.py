@@ -4,12 +4,15 @@ commands, the MCP tools and resources and the language server call these functio
 (tests/test_cofferctl.py holds every path they produce to a route of the daemon and an
 operation of docs/openapi.yaml). Each answer is the daemon's JSON object as it came.
 
-Standard library only and cheap to import: every command imports it.
+Standard library only and cheap to import: every command imports it. A paged list asked for
+without a `limit` is read whole, page after page (`_every`): what the language server needs.
 """
 
 from __future__ import annotations
 
 import urllib.parse
+
+from coffer_kernel.bounds import LIST_LIMIT_MAX, PATHS_LIMIT_MAX
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: ~3 ms of each start
 if TYPE_CHECKING:
@@ -41,6 +44,35 @@ def document_path(kb: str, ref: str, rest: str = "") -> str:
 def _get(client: Client, path: str, **query: Any) -> JSON:
     answer: JSON = client.get(path, **query)
     return answer
+
+
+def _page_or_every(
+    client: Client, path: str, lists: tuple[str, ...], limit: int | None, offset: int | None,
+    most: int = LIST_LIMIT_MAX, **query: Any,
+) -> JSON:  # fmt: skip
+    if limit is None and offset is None:
+        return _every(client, path, lists, most, **query)
+    return _get(client, path, limit=limit, offset=offset, **query)
+
+
+def _every(client: Client, path: str, lists: tuple[str, ...], most: int, **query: Any) -> JSON:
+    """Every page of a paged list as one answer (the first page's, its `lists` whole and
+    `limit` its `total`). When the KB's `document_changes` moves between two pages, the list
+    is read again from the start (three times at most: then as it was read)."""
+    for _ in range(3):
+        whole = dict(_get(client, path, limit=most, offset=0, **query))
+        offset, moved = most, False
+        while offset < whole.get("total", 0) and not moved:  # a daemon before paging: whole
+            page = _get(client, path, limit=most, offset=offset, **query)
+            moved = page.get("document_changes") != whole.get("document_changes")
+            for key in lists:
+                whole[key] = whole[key] + page[key]
+            offset += most
+        if not moved:
+            break
+    if "total" in whole:
+        whole["limit"] = max(1, whole["total"])
+    return whole
 
 
 def _post(client: Client, path: str, body: JSON | None = None) -> JSON:
@@ -135,21 +167,22 @@ def metrics(client: Client, kb: str) -> JSON:
     return _get(client, kb_path(kb, "/metrics"))
 
 
-def skipped(client: Client, kb: str) -> JSON:
-    return _get(client, kb_path(kb, "/skipped"))
+def skipped(client: Client, kb: str, limit: int | None = None, offset: int | None = None) -> JSON:
+    return _page_or_every(client, kb_path(kb, "/skipped"), ("items",), limit, offset)
 
 
 def conflicts(client: Client, kb: str, limit: int | None = None, offset: int | None = None) -> JSON:
     return _get(client, kb_path(kb, "/conflicts"), limit=limit, offset=offset)
 
 
-def tags(client: Client, kb: str) -> JSON:
-    return _get(client, kb_path(kb, "/tags"))
+def tags(client: Client, kb: str, limit: int | None = None, offset: int | None = None) -> JSON:
+    return _page_or_every(client, kb_path(kb, "/tags"), ("tags",), limit, offset)
 
 
-def paths(client: Client, kb: str) -> JSON:
+def paths(client: Client, kb: str, limit: int | None = None, offset: int | None = None) -> JSON:
     """The paths of a knowledge base's documents, and of its other files."""
-    return _get(client, kb_path(kb, "/paths"))
+    where = kb_path(kb, "/paths")
+    return _page_or_every(client, where, ("paths", "files"), limit, offset, PATHS_LIMIT_MAX)
 
 
 def note_names(client: Client, kb: str, typed: str) -> JSON:
@@ -157,13 +190,18 @@ def note_names(client: Client, kb: str, typed: str) -> JSON:
     return _get(client, kb_path(kb, "/names"), q=typed)
 
 
-def backlinks(client: Client, kb: str, file: str) -> JSON:
+def backlinks(
+    client: Client, kb: str, file: str, limit: int | None = None, offset: int | None = None
+) -> JSON:
     """The notes linking to the file at `file` (a note, an image: any file)."""
-    return _get(client, kb_path(kb, "/backlinks"), file=file)
+    where = kb_path(kb, "/backlinks")
+    return _page_or_every(client, where, ("backlinks",), limit, offset, file=file)
 
 
-def broken_links(client: Client, kb: str) -> JSON:
-    return _get(client, kb_path(kb, "/links/broken"))
+def broken_links(
+    client: Client, kb: str, limit: int | None = None, offset: int | None = None
+) -> JSON:
+    return _page_or_every(client, kb_path(kb, "/links/broken"), ("links",), limit, offset)
 
 
 def inspect(client: Client, kb: str, body: JSON) -> JSON:
@@ -179,8 +217,8 @@ def grep(client: Client, kb: str, body: JSON) -> JSON:
     return _post(client, kb_path(kb, "/grep"), body)
 
 
-def trash(client: Client, kb: str) -> JSON:
-    return _get(client, kb_path(kb, "/trash"))
+def trash(client: Client, kb: str, limit: int | None = None, offset: int | None = None) -> JSON:
+    return _page_or_every(client, kb_path(kb, "/trash"), ("items",), limit, offset)
 
 
 def restore(client: Client, kb: str, trash_id: str) -> JSON:
@@ -224,9 +262,12 @@ def delete_document(client: Client, kb: str, ref: str) -> JSON:
     return _send(client, "DELETE", document_path(kb, ref))
 
 
-def document_links(client: Client, kb: str, ref: str) -> JSON:
-    """A document's links out and the links to it."""
-    return _get(client, document_path(kb, ref, "/links"))
+def document_links(
+    client: Client, kb: str, ref: str, limit: int | None = None, offset: int | None = None
+) -> JSON:
+    """A document's links out and the links to it (those paged by `limit` and `offset`)."""
+    where = document_path(kb, ref, "/links")
+    return _page_or_every(client, where, ("backlinks",), limit, offset)
 
 
 def reconvert(client: Client, kb: str, ref: str) -> JSON:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from coffer_kernel import __version__
 from coffer_kernel.bounds import (
     AUDIT_LIMIT_MAX,
+    LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
     MAX_MATCHES_MAX,
     OFFSET_MAX,
@@ -182,13 +183,30 @@ def _docs(c: Commands) -> None:
     _bounded(sp, "--offset", Bounded(0, OFFSET_MAX), 0, "skip this many first")
 
 
+def _page(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """--limit and --offset of a paged list."""
+    _bounded(sp, "--limit", Bounded(1, LIST_LIMIT_MAX), LIST_LIMIT_DEFAULT, "at most this many")
+    _bounded(sp, "--offset", Bounded(0, OFFSET_MAX), 0, "skip this many first")
+    return sp
+
+
+def _paged_kb_command(name: str, run: str, help: str) -> Callable[[Commands], None]:
+    """A command that takes a knowledge base and a page of its list."""
+
+    def add(c: Commands) -> None:
+        sp = c.add(name, run, help)
+        _kb(sp)
+        _page(sp)
+
+    return add
+
+
 def _conflicts(c: Commands) -> None:
     sp = c.add(
         "conflicts", "documents.cmd_conflicts", "sync conflict copies and files with merge markers"
     )
     _kb(sp)
-    _bounded(sp, "--limit", Bounded(1, LIST_LIMIT_MAX), 50, "at most this many")
-    _bounded(sp, "--offset", Bounded(0, OFFSET_MAX), 0, "skip this many first")
+    _page(sp)
 
 
 def _show(c: Commands) -> None:
@@ -228,6 +246,7 @@ def _links(c: Commands) -> None:
     _kb(sp)
     _doc(sp, "?")
     sp.add_argument("--broken", action="store_true", help="every link that leads nowhere")
+    _page(sp)  # the broken links, or the document's backlinks
 
 
 def _kb_command(name: str, run: str, help: str) -> Callable[[Commands], None]:
@@ -377,12 +396,12 @@ COMMANDS: dict[str, Callable[[Commands], None]] = {
     "update-source": _document_command(
         "update-source", "adding.cmd_update_source", "ingest a tracked source file again"
     ),
-    "trash": _kb_command(
+    "trash": _paged_kb_command(
         "trash", "trash.cmd_trash", "list the deleted documents kept in the trash"
     ),
     "restore": _restore,
     "links": _links,
-    "tags": _kb_command(
+    "tags": _paged_kb_command(
         "tags", "documents.cmd_tags", "the tags of a knowledge base and how often each is used"
     ),
     "conflicts": _conflicts,
@@ -395,7 +414,7 @@ COMMANDS: dict[str, Callable[[Commands], None]] = {
     "reindex": _kb_command(
         "reindex", "indexing.cmd_reindex", "rescan a knowledge base's files now"
     ),
-    "skipped": _kb_command(
+    "skipped": _paged_kb_command(
         "skipped", "status.cmd_skipped", "the files a knowledge base skips, and why"
     ),
     "metrics": _kb_command("metrics", "status.cmd_metrics", "counts and sizes of a knowledge base"),

@@ -11,6 +11,7 @@ from cofferctl import api
 from cofferctl.client import Client
 from cofferctl.command import CommandFailed, UsageError, ask
 from cofferctl.output import Output
+from cofferctl.paging import page_line
 
 
 def cmd_docs(c: Client, a: argparse.Namespace, out: Output) -> Any:
@@ -111,14 +112,15 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
     if a.broken == (a.doc is not None):
         raise UsageError("give a document, or --broken for every broken link")
     if a.broken:
-        data = api.broken_links(c, a.kb)
+        data = api.broken_links(c, a.kb, limit=a.limit, offset=a.offset)
         if out.as_json:
             return data
         for link in data["links"]:
             why = "broken" if link.get("problem", "missing-file") == "missing-file" else None
             said = why or link["message"]
             out.line(f"{link['relative_path']}:{link['line']}: {link['target']}  ({said})")
-        out.line(f"{len(data['links'])} broken links")
+        words = ["links", a.kb, "--broken"]
+        out.line(page_line(data, len(data["links"]), "broken links", words, a.limit))
         if data.get("fragments_unchecked"):
             out.line(f"{data['fragments_unchecked']} links to headings or blocks not checked")
         if data.get("files_not_held"):
@@ -127,7 +129,7 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
                 "targets: links to them are counted broken"
             )
         return None
-    data = api.document_links(c, a.kb, a.doc)
+    data = api.document_links(c, a.kb, a.doc, limit=a.limit, offset=a.offset)
     if out.as_json:
         return data
     out.line(out.style(f"links from {a.doc}", "1"))
@@ -143,6 +145,8 @@ def cmd_links(c: Client, a: argparse.Namespace, out: Output) -> Any:
     for link in data["backlinks"]:
         where = out.link(f"{link['relative_path']}:{link['line']}", link["path"])
         out.line(f"  {where}  {link['document_id']}")
+    words = ["links", a.kb, a.doc]
+    out.line(page_line(data, len(data["backlinks"]), "backlinks", words, a.limit))
     return None
 
 
@@ -156,14 +160,15 @@ def cmd_conflicts(c: Client, a: argparse.Namespace, out: Output) -> Any:
             out.line(f"{where}: holds git merge markers  {item['document_id']}")
         else:
             out.line(f"{where}: {item['tool']} copy of {item['conflicts_with']}")
-    shown, first = len(data["conflicts"]), data["offset"]
-    out.line(f"{first + 1 if shown else 0}-{first + shown} of {data['total']} conflicts")
+    out.line(page_line(data, len(data["conflicts"]), "conflicts", ["conflicts", a.kb], a.limit))
     return None
 
 
 def cmd_tags(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = api.tags(c, a.kb)
+    data = api.tags(c, a.kb, limit=a.limit, offset=a.offset)
     if out.as_json:
         return data
     out.table(["tag", "documents"], [[f"#{t['tag']}", t["count"]] for t in data["tags"]])
+    if data["offset"] or len(data["tags"]) < data["total"]:  # a page of them: which
+        out.line(page_line(data, len(data["tags"]), "tags", ["tags", a.kb], a.limit))
     return None

@@ -10,6 +10,7 @@ from cofferctl import api
 from cofferctl.client import Client
 from cofferctl.commands.kbs import model_choice_line
 from cofferctl.output import Output
+from cofferctl.paging import page_line
 
 
 def cmd_status(c: Client, a: argparse.Namespace, out: Output) -> Any:
@@ -97,7 +98,7 @@ def _vectors(state: dict[str, Any] | None) -> str:
 
 
 def cmd_skipped(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = api.skipped(c, a.kb)
+    data = api.skipped(c, a.kb, limit=a.limit, offset=a.offset)
     if out.as_json:
         return data
     degraded = [item for item in data["items"] if item.get("degraded")]
@@ -107,6 +108,8 @@ def cmd_skipped(c: Client, a: argparse.Namespace, out: Output) -> Any:
     out.line(f"{len(data['items']) - len(degraded)} files skipped")
     if degraded:
         out.line(f"{len(degraded)} documents indexed in a bounded form")
+    if data["offset"] or len(data["items"]) < data["total"]:  # a page of them
+        out.line(page_line(data, len(data["items"]), "listed", ["skipped", a.kb], a.limit))
     return None
 
 

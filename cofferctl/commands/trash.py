@@ -8,10 +8,11 @@ from typing import Any
 from cofferctl import api
 from cofferctl.client import Client
 from cofferctl.output import Output
+from cofferctl.paging import page_line
 
 
 def cmd_trash(c: Client, a: argparse.Namespace, out: Output) -> Any:
-    data = api.trash(c, a.kb)
+    data = api.trash(c, a.kb, limit=a.limit, offset=a.offset)
     if out.as_json:
         return data
     out.table(
@@ -20,8 +21,9 @@ def cmd_trash(c: Client, a: argparse.Namespace, out: Output) -> Any:
           i["title"][:40] + (" (+ original)" if i.get("has_original") else "")]
          for i in data["items"]],
     )  # fmt: skip
+    out.line(page_line(data, len(data["items"]), "in the trash", ["trash", a.kb], a.limit))
     out.line(
-        f"{len(data['items'])} in the trash, each kept {data['retention_days']} days; "
+        f"each kept {data['retention_days']} days; "
         f"cofferctl restore {a.kb} TRASH_ID brings one back"
     )
     return None

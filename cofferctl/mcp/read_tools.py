@@ -20,6 +20,7 @@ from cofferctl.mcp.shapes import (
     FILTERS,
     INT,
     OPT_STR,
+    PAGE,
     PASSAGE,
     QUERY,
     STR,
@@ -27,11 +28,27 @@ from cofferctl.mcp.shapes import (
     TOP_K,
     items,
     obj,
+    paged,
     passage,
     search_request,
     summary,
 )
 from cofferctl.mcp.tool_model import Catalog, Hints
+
+PAGED = "; a page at a time by limit and offset (`remaining`: how many come after it)."
+
+
+def page_arguments(noun: str) -> JSON:
+    """The limit and offset a paged tool takes."""
+    return {
+        "limit": integer(f"{noun} per page", minimum=1, maximum=LIST_LIMIT_MAX, default=50),
+        "offset": integer(f"{noun} to skip", minimum=0, default=0),
+    }
+
+
+def page_of(args: JSON) -> tuple[int, int]:
+    return args.get("limit", 50), args.get("offset", 0)
+
 
 READS = Hints(read_only=True, destructive=False, idempotent=True, open_world=False)
 READ = Catalog()
@@ -285,8 +302,11 @@ def get_document(client: Client, args: JSON) -> JSON:
     "A document's links: what it links to (`outgoing`: any file of the KB, a document or "
     "another file such as an image (`kind`); relative_path null for a broken link, and for one "
     'leading out of the KB\'s folder (`kind` "outside")) and '
-    "which documents link to it (`backlinks`, with the line).",
-    arguments({"kb": kb(), "document_id": DOCUMENT_REF}, ["kb", "document_id"]),
+    "which documents link to it (`backlinks`, with the line)" + PAGED,
+    arguments(
+        {"kb": kb(), "document_id": DOCUMENT_REF, **page_arguments("backlinks")},
+        ["kb", "document_id"],
+    ),
     obj(
         {
             "document_id": STR,
@@ -314,13 +334,16 @@ def get_document(client: Client, args: JSON) -> JSON:
                     }
                 )
             ),
+            **PAGE,
         }
     ),
     READS,
 )
 def get_links(client: Client, args: JSON) -> JSON:
-    body = api.document_links(client, args["kb"], args["document_id"])
-    return {k: body[k] for k in ("document_id", "outgoing", "backlinks")}
+    limit, offset = page_of(args)
+    body = api.document_links(client, args["kb"], args["document_id"], limit, offset)
+    found = {k: body[k] for k in ("document_id", "outgoing", "backlinks")}
+    return {**found, **paged(body, len(body["backlinks"]))}
 
 
 @READ.tool(
@@ -328,8 +351,8 @@ def get_links(client: Client, args: JSON) -> JSON:
     "Broken links",
     "Every link of a knowledge base that leads nowhere: to no file (`missing-file`; images, "
     "PDFs and other files are targets too), or to a note without the heading or block it "
-    "names (`missing-heading` with the nearest heading as `suggestion`, `missing-block`).",
-    arguments({"kb": kb()}, ["kb"]),
+    "names (`missing-heading` with the nearest heading as `suggestion`, `missing-block`)" + PAGED,
+    arguments({"kb": kb(), **page_arguments("broken links")}, ["kb"]),
     obj(
         {
             "links": items(
@@ -345,16 +368,20 @@ def get_links(client: Client, args: JSON) -> JSON:
                     }
                 )
             ),
+            **PAGE,
         }
     ),
     READS,
 )
 def get_broken_links(client: Client, args: JSON) -> JSON:
-    found = api.broken_links(client, args["kb"])["links"]
+    limit, offset = page_of(args)
+    body = api.broken_links(client, args["kb"], limit, offset)
+    found = body["links"]
     fields = ("relative_path", "line", "target", "type", "problem", "message")
     return {
         "links": [{**{f: link[f] for f in fields}, "suggestion": link.get("suggestion")}
-                  for link in found]
+                  for link in found],
+        **paged(body, len(found)),
     }  # fmt: skip
 
 
@@ -362,13 +389,14 @@ def get_broken_links(client: Client, args: JSON) -> JSON:
     "list_tags",
     "List tags",
     "The tags used in a knowledge base (frontmatter and inline #tags), most used first, "
-    "with how many documents carry each. Filter a search by tags with search's `tags`.",
-    arguments({"kb": kb()}, ["kb"]),
-    obj({"tags": items(obj({"tag": STR, "count": INT}))}),
+    "with how many documents carry each. Filter a search by tags with search's `tags`" + PAGED,
+    arguments({"kb": kb(), **page_arguments("tags")}, ["kb"]),
+    obj({"tags": items(obj({"tag": STR, "count": INT})), **PAGE}),
     READS,
 )
 def list_tags(client: Client, args: JSON) -> JSON:
-    return {"tags": api.tags(client, args["kb"])["tags"]}
+    body = api.tags(client, args["kb"], *page_of(args))
+    return {"tags": body["tags"], **paged(body, len(body["tags"]))}
 
 
 @READ.tool(
@@ -387,9 +415,7 @@ def list_tags(client: Client, args: JSON) -> JSON:
     ),
     obj(
         {
-            "total": INT,
-            "limit": INT,
-            "offset": INT,
+            **PAGE,
             "conflicts": items(
                 obj(
                     {
@@ -407,27 +433,22 @@ def list_tags(client: Client, args: JSON) -> JSON:
     READS,
 )
 def list_conflicts(client: Client, args: JSON) -> JSON:
-    limit, offset = args.get("limit", 50), args.get("offset", 0)
-    body = api.conflicts(client, args["kb"], limit=limit, offset=offset)
-    return {
-        "conflicts": body["conflicts"],
-        "total": body["total"],
-        "limit": limit,
-        "offset": offset,
-    }
+    body = api.conflicts(client, args["kb"], *page_of(args))
+    return {"conflicts": body["conflicts"], **paged(body, len(body["conflicts"]))}
 
 
 @READ.tool(
     "list_skipped",
     "List skipped files",
     "Files in a knowledge base's folder that are not indexed, and why (too large, not "
-    "UTF-8, unreadable, ...), sorted by path.",
-    arguments({"kb": kb()}, ["kb"]),
-    obj({"items": items(obj({"relative_path": STR, "path": STR, "reason": STR}))}),
+    "UTF-8, unreadable, ...), sorted by path" + PAGED,
+    arguments({"kb": kb(), **page_arguments("files")}, ["kb"]),
+    obj({"items": items(obj({"relative_path": STR, "path": STR, "reason": STR})), **PAGE}),
     READS,
 )
 def list_skipped(client: Client, args: JSON) -> JSON:
-    return {"items": api.skipped(client, args["kb"])["items"]}
+    body = api.skipped(client, args["kb"], *page_of(args))
+    return {"items": body["items"], **paged(body, len(body["items"]))}
 
 
 @READ.tool(
@@ -480,8 +501,8 @@ def metrics(client: Client, args: JSON) -> JSON:
     "list_trash",
     "List the trash",
     "Documents deleted from a knowledge base, newest first, each restorable with "
-    "restore_document (by its trash `id`) until `expires_at`.",
-    arguments({"kb": kb()}, ["kb"]),
+    "restore_document (by its trash `id`) until `expires_at`" + PAGED,
+    arguments({"kb": kb(), **page_arguments("entries")}, ["kb"]),
     obj(
         {
             "retention_days": INT,
@@ -498,10 +519,12 @@ def metrics(client: Client, args: JSON) -> JSON:
                     }
                 )
             ),
+            **PAGE,
         }
     ),
     READS,
 )
 def list_trash(client: Client, args: JSON) -> JSON:
-    body = api.trash(client, args["kb"])
-    return {"retention_days": body["retention_days"], "items": body["items"]}
+    body = api.trash(client, args["kb"], *page_of(args))
+    found = {"retention_days": body["retention_days"], "items": body["items"]}
+    return {**found, **paged(body, len(body["items"]))}

@@ -22,6 +22,17 @@ BOOL: JSON = {"type": "boolean"}
 OPT_STR: JSON = {"type": ["string", "null"]}
 ANY_OBJ: JSON = {"type": "object"}
 STRS: JSON = {"type": "array", "items": STR}
+PAGE: dict[str, JSON] = {  # a paged list's answer: `remaining` after this page
+    "total": INT, "limit": INT, "offset": INT, "remaining": INT,
+}  # fmt: skip
+
+
+def paged(body: JSON, shown: int) -> JSON:
+    """A page's total, limit and offset, and how many remain after it (ask again with
+    `offset` + `limit` for the next)."""
+    remaining = max(0, body["total"] - body["offset"] - shown)
+    return {"total": body["total"], "limit": body["limit"], "offset": body["offset"],
+            "remaining": remaining}  # fmt: skip
 
 
 def items(schema: JSON) -> JSON:

@@ -189,7 +189,7 @@ async def test_links_both_ways_renames_and_the_rebuild(
     assert {b["relative_path"] for b in budget["backlinks"]} == {"hub.md", "projects/plan.md"}
     broken = (await coffer.graph.broken("notes"))["links"]
     assert [(b["relative_path"], b["target"]) for b in broken] == [("hub.md", "Missing")]
-    assert await coffer.graph.tags("notes") == [
+    assert (await coffer.graph.tags("notes"))["tags"] == [
         {"tag": "money", "count": 1},
         {"tag": "q3", "count": 1},
     ]

@@ -200,7 +200,13 @@ def test_expired_entries_are_purged(tmp_path: Path) -> None:
 
         d.start(COFFER_TRASH_RETENTION_DAYS="0")  # a restart purges what has expired
         wait_for(lambda: not list(entries.iterdir()))
-        assert trash(d, kb) == {"retention_days": 0, "items": []}
+        assert trash(d, kb) == {
+            "retention_days": 0,
+            "items": [],
+            "total": 0,
+            "limit": 50,
+            "offset": 0,
+        }
 
         # an entry that expires at once is never listed nor restorable
         path = write(d.docs(kb) / "brief.md", "# Brief\n\nA brief serval.\n")

@@ -88,11 +88,13 @@ class Trash:
         )
         return doc, self._trashed(entry)
 
-    async def list(self, kb: str) -> list[Trashed]:
-        """The KB's trash, newest first (what has expired is purged first)."""
+    async def list(self, kb: str, limit: int, offset: int) -> tuple[list[Trashed], int]:
+        """A page of the KB's trash, newest first (what has expired is purged first), and
+        how many entries it holds."""
         self.kbs.get(kb)
         await self.purge_expired(kb)
-        return [self._trashed(e) for e in await asyncio.to_thread(self.bin.entries, kb)]
+        entries, total = await asyncio.to_thread(self.bin.page, kb, limit, offset)
+        return [self._trashed(e) for e in entries], total
 
     async def restore(self, kb_name: str, trash_id: str, *, actor: str) -> DocumentView:
         """Put the files back where they were and index the document at once."""

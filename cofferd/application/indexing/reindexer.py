@@ -180,19 +180,20 @@ class Reindexer:
     def skipped_count(self, kb: str) -> int:
         return sum(1 for name, _ in self._skipped if name == kb)
 
-    async def skipped(self, kb: str) -> list[dict[str, Any]]:
-        """The files of `kb` that are not indexed, and why, by relative path; with those
-        indexed in a bounded form (`degraded`: over a budget, and which)."""
-        bounded = {path: "; ".join(why) for path, why in await self.store.degraded(kb)}
-        reasons = {
-            **bounded,
-            **{p: why for (name, p), (_, why) in self._skipped.items() if name == kb},
-        }
-        listed = await asyncio.to_thread(self._described, kb, reasons.items())
+    async def skipped(self, kb: str, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
+        """A page of the files of `kb` that are not indexed, and why, by relative path; with
+        those indexed in a bounded form (`degraded`: over a budget, and which); and how many
+        there are. The bounded ones are read from the index up to the page's end only."""
+        mine = {p: why for (name, p), (_, why) in self._skipped.items() if name == kb}
+        end = offset + limit
+        rows, count, shared = await self.store.degraded(kb, end, sorted(mine))
+        bounded = {path: "; ".join(why) for path, why in rows}
+        reasons = sorted({**bounded, **mine}.items())[offset:end]
+        listed = await asyncio.to_thread(self._described, kb, reasons)
         for entry in listed:
             if bounded.get(entry["relative_path"]) == entry["reason"]:
                 entry["degraded"] = True
-        return listed
+        return listed, count - shared + len(mine)
 
     def _described(self, kb: str, skipped: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
         ordered = sorted(skipped)

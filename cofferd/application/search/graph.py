@@ -20,6 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Generic, TypeVar
 
+from coffer_kernel.bounds import OFFSET_MAX
 from coffer_kernel.link_targets import (
     DocumentIndexOfPaths,
     Resolution,
@@ -41,6 +42,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 LINK_STYLE_SAMPLE = 2000  # links read to learn how a KB writes them
 FRAGMENT_NOTES = 5000  # notes read by one `broken` to check the headings and blocks named
+ALL = OFFSET_MAX  # a list's whole, when the daemon asks
 
 
 class Graph:
@@ -67,14 +69,19 @@ class Graph:
         """What links of `kb` resolve against: its documents at `paths`, its other files."""
         return DocumentIndexOfPaths(paths, self.other_files.of(kb).paths)
 
-    async def links(self, kb: str, ref: str) -> dict[str, Any]:
-        """What a document links to (resolved, or None when broken) and what links to it."""
+    async def links(self, kb: str, ref: str, limit: int = ALL, offset: int = 0) -> dict[str, Any]:
+        """What a document links to (resolved, or None when broken: all of them, a
+        document's links are within its budget) and a page of what links to it (`total`
+        counts them all)."""
         doc = await self.documents.find(kb, ref)
         ids = await self.store.document_paths(kb)
         outgoing = await self.store.links_from(kb, doc.id)
         incoming = await self.store.links_named(kb, key_of(doc.path).rsplit("/", 1)[-1])
         # resolving is CPU work over every path of the KB: off the serving loop
-        return await asyncio.to_thread(self._links, kb, doc.id, doc.path, ids, outgoing, incoming)
+        found = await asyncio.to_thread(self._links, kb, doc.id, doc.path, ids, outgoing, incoming)
+        back = found.pop("backlinks")
+        where = await asyncio.to_thread(_places_of, self.tree, kb, back[offset : offset + limit])
+        return {**found, "backlinks": where, "total": len(back), "limit": limit, "offset": offset}
 
     def _links(
         self,
@@ -100,24 +107,15 @@ class Graph:
                     "ambiguous": found.ambiguous,
                 }
             )
-        backlinks = self._backlinks(kb, index, doc_path, incoming)
+        backlinks = _backlinks(index, doc_path, incoming)
         return {"document_id": doc_id, "outgoing": links, "backlinks": backlinks}
 
-    def _backlinks(
-        self, kb: str, index: DocumentIndexOfPaths, relpath: str, incoming: list[LinkRow]
-    ) -> list[dict[str, Any]]:
-        """The links among `incoming` that lead to the file at `relpath`."""
-        back = [row for row in incoming if index.resolve(row[2], row[1]).path == relpath]
-        where = self.tree.places(kb, [path for _, path, _ in back])
-        return [
-            {"document_id": source_id, **place(where, source_path), "line": link.line,
-             "target": link.target}
-            for source_id, source_path, link in back
-        ]  # fmt: skip
-
-    async def backlinks(self, kb: str, relpath: str) -> dict[str, Any]:
-        """The links to the file at `relpath`, a document or any other (an image): what an
-        editor rewrites when it renames the file."""
+    async def backlinks(
+        self, kb: str, relpath: str, limit: int = ALL, offset: int = 0
+    ) -> dict[str, Any]:
+        """A page of the links to the file at `relpath`, a document or any other (an
+        image): what an editor rewrites when it renames the file; `total` counts them all.
+        Only links whose name fits are read (by the index); only the page's are placed."""
         self.kbs.get(kb)
         ids = await self.store.document_paths(kb)
         held = self.other_files.of(kb).paths
@@ -125,22 +123,28 @@ class Graph:
             raise DocumentNotFound(kb, relpath)
         incoming = await self.store.links_named(kb, key_of(relpath).rsplit("/", 1)[-1])
 
-        def run() -> list[dict[str, Any]]:
-            return self._backlinks(kb, self._index(kb, ids), relpath, incoming)
+        def run() -> tuple[list[dict[str, Any]], int]:
+            back = _backlinks(self._index(kb, ids), relpath, incoming)
+            return _places_of(self.tree, kb, back[offset : offset + limit]), len(back)
 
         kind = "document" if relpath in ids else "file"
-        found = await asyncio.to_thread(run)
-        return {"relative_path": relpath, "kind": kind, "backlinks": found}
+        found, total = await asyncio.to_thread(run)
+        return {"relative_path": relpath, "kind": kind, "backlinks": found,
+                "total": total, "limit": limit, "offset": offset}  # fmt: skip
 
-    async def broken(self, kb: str) -> dict[str, Any]:
-        """Every link that leads to no file, or to a note without the heading or block it
-        names (with the nearest heading suggested)."""
+    async def broken(self, kb: str, limit: int = ALL, offset: int = 0) -> dict[str, Any]:
+        """A page of the links that lead to no file, or to a note without the heading or
+        block it names (with the nearest heading suggested); `total` counts them all. Every
+        link is resolved (what a link leads to depends on every file there is), only the
+        page's are placed."""
         self.kbs.get(kb)
         ids = await self.store.document_paths(kb)
         rows = await self.store.all_links(kb)
-        return await asyncio.to_thread(self._broken, kb, ids, rows)
+        return await asyncio.to_thread(self._broken, kb, ids, rows, limit, offset)
 
-    def _broken(self, kb: str, ids: dict[str, str], rows: list[LinkRow]) -> dict[str, Any]:
+    def _broken(
+        self, kb: str, ids: dict[str, str], rows: list[LinkRow], limit: int, offset: int
+    ) -> dict[str, Any]:
         index = self._index(kb, ids)
         problems: dict[int, dict[str, Any]] = {}  # by the row's place in `rows`
         to_check: dict[str, list[tuple[int, str]]] = {}  # note -> (row, fragment)
@@ -172,7 +176,7 @@ class Graph:
                         "leads_to": path,
                         "suggestion": missing.nearest,
                     }
-        broken = [(*rows[n], problems[n]) for n in sorted(problems)]
+        broken = [(*rows[n], problems[n]) for n in sorted(problems)][offset : offset + limit]
         where = self.tree.places(kb, [path for _, path, _, _ in broken])
         links = [
             {"document_id": source_id, **place(where, source_path), "line": link.line,
@@ -181,23 +185,33 @@ class Graph:
         ]  # fmt: skip
         return {
             "links": links,
+            "total": len(problems),
+            "limit": limit,
+            "offset": offset,
             "fragments_unchecked": unchecked,
             "files_not_held": self.other_files.of(kb).left_out,
         }
 
-    async def tags(self, kb: str) -> list[dict[str, Any]]:
+    async def tags(self, kb: str, limit: int = ALL, offset: int = 0) -> dict[str, Any]:
+        """A page of the tags, most used first, and how many there are."""
         self.kbs.get(kb)
-        return [{"tag": tag, "count": count} for tag, count in await self.store.tag_counts(kb)]
+        counts, total = await self.store.tag_counts(kb, limit, offset)
+        tags = [{"tag": tag, "count": count} for tag, count in counts]
+        return {"tags": tags, "total": total, "limit": limit, "offset": offset}
 
-    async def paths(self, kb: str) -> dict[str, Any]:
-        """Every document's path and every other file's, what links resolve against (an
-        editor computes what the links a rename writes will lead to), and the KB's count
-        of changes."""
+    async def paths(self, kb: str, limit: int = ALL, offset: int = 0) -> dict[str, Any]:
+        """A page of the documents' paths then of the other files' (in order), what links
+        resolve against (an editor computes what the links a rename writes will lead to);
+        `total` counts both; and the KB's count of changes (a client paging through sees
+        whether they changed meanwhile)."""
         self.kbs.get(kb)
         changes = (await self.changes()).get(kb, 0)
-        paths = await self.store.document_paths(kb)
-        files = sorted(self.other_files.of(kb).paths)
-        return {"paths": sorted(paths), "files": files, "document_changes": changes}
+        paths, documents = await self.store.path_page(kb, limit, offset)
+        held = self.other_files.of(kb).paths
+        first = max(0, offset - documents)
+        files = sorted(held)[first : first + limit - len(paths)] if len(paths) < limit else []
+        return {"paths": paths, "files": files, "document_changes": changes,
+                "total": documents + len(held), "limit": limit, "offset": offset}  # fmt: skip
 
     async def inspect(self, kb: str, relpath: str, text: str) -> dict[str, Any]:
         """What an editor shows of the note at `relpath` as it is being written (`text`,
@@ -292,6 +306,20 @@ class _PerChange(Generic[T]):
         self._reading.pop(kb, None)
         if not task.cancelled() and task.exception() is not None:
             log.warning("reading %s again failed: %s", kb, task.exception())
+
+
+def _backlinks(index: DocumentIndexOfPaths, relpath: str, incoming: list[LinkRow]) -> list[LinkRow]:
+    """The links among `incoming` that lead to the file at `relpath`."""
+    return [row for row in incoming if index.resolve(row[2], row[1]).path == relpath]
+
+
+def _places_of(tree: DocsTree, kb: str, back: list[LinkRow]) -> list[dict[str, Any]]:
+    where = tree.places(kb, [path for _, path, _ in back])
+    return [
+        {"document_id": source_id, **place(where, source_path), "line": link.line,
+         "target": link.target}
+        for source_id, source_path, link in back
+    ]  # fmt: skip
 
 
 def _inspect(index: DocumentIndexOfPaths, relpath: str, text: str) -> dict[str, Any]:

@@ -102,6 +102,22 @@ class FileTrash:
                 found.append(entry)
         return sorted(found, key=lambda e: (e.deleted_at, e.id), reverse=True)
 
+    def page(self, kb: str, limit: int, offset: int) -> tuple[list[TrashEntry], int]:
+        """A page of the entries, newest first by their ids (ULIDs, in the order they were
+        made), and how many there are: only the page's manifests are read (an unreadable
+        one is left out of its page)."""
+        try:
+            root = self._checked(kb)
+        except StorageError as exc:
+            log.warning("%s", exc.message)
+            return [], 0
+        names = sorted(
+            (f.name for f in root.iterdir() if TRASH_ID.match(f.name)) if root.is_dir() else (),
+            reverse=True,
+        )
+        found = [self.get(kb, name) for name in names[offset : offset + limit]]
+        return [entry for entry in found if entry is not None], len(names)
+
     def get(self, kb: str, trash_id: str) -> TrashEntry | None:
         if not TRASH_ID.match(trash_id):
             return None

@@ -285,14 +285,24 @@ def merge_conflicts(conn: Connection, kb: str) -> list[Document]:
     return sorted((document_from_row(r) for r in rows), key=lambda d: d.path)
 
 
-def degraded(conn: Connection, kb: str) -> list[tuple[str, list[str]]]:
-    """(path, why) of the documents indexed in a bounded form, by path."""
+def degraded(
+    conn: Connection, kb: str, first: int, among: Sequence[str]
+) -> tuple[list[tuple[str, list[str]]], int, int]:
+    """(path, why) of the first `first` documents by path indexed in a bounded form; how
+    many there are; how many of them are at the paths `among`."""
+    where = f" FROM documents INDEXED BY idx_documents_degraded WHERE {SCOPE} AND {DEGRADED}"
     rows = conn.execute(
-        f"SELECT path, json_extract(metadata, '$.degraded') FROM documents"
-        f" INDEXED BY idx_documents_degraded WHERE {SCOPE} AND {DEGRADED} ORDER BY path",
-        (KB_KIND, kb),
+        f"SELECT path, json_extract(metadata, '$.degraded') {where} ORDER BY path LIMIT ?",
+        (KB_KIND, kb, first),
     ).fetchall()
-    return [(path, json.loads(why)) for path, why in rows]
+    total = int(conn.execute(f"SELECT count(*) {where}", (KB_KIND, kb)).fetchone()[0])
+    shared = 0
+    for at in range(0, len(among), 500):  # within SQLite's bound on parameters
+        part = among[at : at + 500]
+        marks = ", ".join("?" * len(part))
+        found = conn.execute(f"SELECT count(*) {where} AND path IN ({marks})", (KB_KIND, kb, *part))
+        shared += int(found.fetchone()[0])
+    return [(path, json.loads(why)) for path, why in rows], total, shared
 
 
 def page(

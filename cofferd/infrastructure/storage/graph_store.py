@@ -110,6 +110,17 @@ class SqliteGraph:
 
         return await self.db.read(run)
 
+    async def path_page(self, kb: str, limit: int, offset: int) -> tuple[list[str], int]:
+        """A page of the documents' paths in order, and how many documents there are."""
+
+        def run(conn: Connection) -> tuple[list[str], int]:
+            sql = f"SELECT path FROM documents WHERE {SCOPE} ORDER BY path LIMIT ? OFFSET ?"
+            page = [r[0] for r in conn.execute(sql, (KB_KIND, kb, limit, offset))]
+            total = conn.execute(f"SELECT count(*) FROM documents WHERE {SCOPE}", (KB_KIND, kb))
+            return page, int(total.fetchone()[0])
+
+        return await self.db.read(run)
+
     async def document_changes(self) -> dict[str, int]:
         """How often each KB's documents changed their names or recency (schema 10)."""
 
@@ -145,15 +156,22 @@ class SqliteGraph:
 
         return await self.db.read(run)
 
-    async def tag_counts(self, kb: str) -> list[tuple[str, int]]:
-        """Each tag and how many documents carry it, most used first."""
+    async def tag_counts(
+        self, kb: str, limit: int, offset: int
+    ) -> tuple[list[tuple[str, int]], int]:
+        """A page of the tags and how many documents carry each, most used first; and how
+        many tags there are."""
 
-        def run(conn: Connection) -> list[tuple[str, int]]:
+        def run(conn: Connection) -> tuple[list[tuple[str, int]], int]:
             rows = conn.execute(
                 f"SELECT tag, count(*) FROM document_tags WHERE {SCOPE}"
-                " GROUP BY tag ORDER BY 2 DESC, 1",
-                (KB_KIND, kb),
+                " GROUP BY tag ORDER BY 2 DESC, 1 LIMIT ? OFFSET ?",
+                (KB_KIND, kb, limit, offset),
             )
-            return [(r[0], int(r[1])) for r in rows]
+            page = [(r[0], int(r[1])) for r in rows]
+            total = conn.execute(
+                f"SELECT count(DISTINCT tag) FROM document_tags WHERE {SCOPE}", (KB_KIND, kb)
+            )
+            return page, int(total.fetchone()[0])
 
         return await self.db.read(run)

@@ -161,8 +161,10 @@ class SqliteDocumentIndex:
 
         return await self.db.transact(run)
 
-    async def degraded(self, kb: str) -> list[tuple[str, list[str]]]:
-        return await self.db.read(lambda conn: document_rows.degraded(conn, kb))
+    async def degraded(
+        self, kb: str, first: int, among: Sequence[str]
+    ) -> tuple[list[tuple[str, list[str]]], int, int]:
+        return await self.db.read(lambda conn: document_rows.degraded(conn, kb, first, among))
 
     async def reclaim(self, *, large_work: bool = False, whole: bool = False) -> int:
         return await self.db.reclaim(large_work=large_work, whole=whole)

@@ -59,6 +59,7 @@ from cofferd.surfaces.http.query_params import (
     InvocationsQuery,
     NamesQuery,
     PageQuery,
+    PathsQuery,
     ResourcesQuery,
     query_middleware,
     with_query,
@@ -273,16 +274,20 @@ async def get_document(request: web.Request, query: DocumentQuery) -> web.Respon
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/documents/{doc_id}/links")
-async def document_links(request: web.Request) -> web.Response:
+@with_query(PageQuery)
+async def document_links(request: web.Request, query: PageQuery) -> web.Response:
     graph = request.app[COFFER].graph
-    return json_response(
-        await graph.links(request.match_info["name"], request.match_info["doc_id"])
+    found = await graph.links(
+        request.match_info["name"], request.match_info["doc_id"], query.limit, query.offset
     )
+    return json_response(found)
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/links/broken")
-async def broken_links(request: web.Request) -> web.Response:
-    return json_response(await request.app[COFFER].graph.broken(request.match_info["name"]))
+@with_query(PageQuery)
+async def broken_links(request: web.Request, query: PageQuery) -> web.Response:
+    graph = request.app[COFFER].graph
+    return json_response(await graph.broken(request.match_info["name"], query.limit, query.offset))
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/inspect")
@@ -300,7 +305,8 @@ async def inspect_note(request: web.Request) -> web.Response:
 @with_query(BacklinksQuery)
 async def file_backlinks(request: web.Request, query: BacklinksQuery) -> web.Response:
     graph = request.app[COFFER].graph
-    return json_response(await graph.backlinks(request.match_info["name"], query.file))
+    found = await graph.backlinks(request.match_info["name"], query.file, query.limit, query.offset)
+    return json_response(found)
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/names")
@@ -322,13 +328,17 @@ async def conflicts(request: web.Request, query: PageQuery) -> web.Response:
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/tags")
-async def tags(request: web.Request) -> web.Response:
-    return json_response({"tags": await request.app[COFFER].graph.tags(request.match_info["name"])})
+@with_query(PageQuery)
+async def tags(request: web.Request, query: PageQuery) -> web.Response:
+    graph = request.app[COFFER].graph
+    return json_response(await graph.tags(request.match_info["name"], query.limit, query.offset))
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/paths")
-async def document_paths(request: web.Request) -> web.Response:
-    return json_response(await request.app[COFFER].graph.paths(request.match_info["name"]))
+@with_query(PathsQuery)
+async def document_paths(request: web.Request, query: PathsQuery) -> web.Response:
+    graph = request.app[COFFER].graph
+    return json_response(await graph.paths(request.match_info["name"], query.limit, query.offset))
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/documents")
@@ -415,12 +425,14 @@ async def delete_document(request: web.Request) -> web.Response:
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/trash")
-async def list_trash(request: web.Request) -> web.Response:
+@with_query(PageQuery)
+async def list_trash(request: web.Request, query: PageQuery) -> web.Response:
     trash = request.app[COFFER].trash
-    items = await trash.list(request.match_info["name"])
+    items, total = await trash.list(request.match_info["name"], query.limit, query.offset)
     return json_response(
-        {"retention_days": trash.retention_days, "items": [trashed_json(t) for t in items]}
-    )
+        {"retention_days": trash.retention_days, "items": [trashed_json(t) for t in items],
+         "total": total, "limit": query.limit, "offset": query.offset}
+    )  # fmt: skip
 
 
 @routes.post("/api/v1/knowledge_bases/{name}/trash/{trash_id}/restore")
@@ -441,10 +453,14 @@ async def reindex(request: web.Request) -> web.Response:
 
 
 @routes.get("/api/v1/knowledge_bases/{name}/skipped")
-async def skipped(request: web.Request) -> web.Response:
+@with_query(PageQuery)
+async def skipped(request: web.Request, query: PageQuery) -> web.Response:
     coffer = request.app[COFFER]
     kb = coffer.kbs.get(request.match_info["name"])
-    return json_response({"items": await coffer.reindexer.skipped(kb.name)})
+    items, total = await coffer.reindexer.skipped(kb.name, query.limit, query.offset)
+    return json_response(
+        {"items": items, "total": total, "limit": query.limit, "offset": query.offset}
+    )
 
 
 QUERY_CUT = (

@@ -13,7 +13,15 @@ from typing import Annotated, Any, Literal, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from coffer_kernel.bounds import AUDIT_LIMIT_MAX, LIST_LIMIT_MAX, NAMES_LIMIT_MAX, OFFSET_MAX
+from coffer_kernel.bounds import (
+    AUDIT_LIMIT_MAX,
+    LIST_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    NAMES_LIMIT_MAX,
+    OFFSET_MAX,
+    PATHS_LIMIT_DEFAULT,
+    PATHS_LIMIT_MAX,
+)
 from cofferd.domain.errors import ValidationFailed
 from cofferd.domain.validation import shown, validation_failed
 
@@ -62,11 +70,18 @@ class DocumentsQuery(Query):
 class PageQuery(Query):
     """A page of a list: the same parameters as the documents' (`total` in the answer)."""
 
-    limit: QueryInt = Field(default=50, ge=1, le=LIST_LIMIT_MAX)
+    limit: QueryInt = Field(default=LIST_LIMIT_DEFAULT, ge=1, le=LIST_LIMIT_MAX)
     offset: QueryInt = Field(default=0, ge=0, le=INT_MAX)
 
 
-class BacklinksQuery(Query):
+class PathsQuery(Query):
+    """A page of paths: larger, for editors reading them all."""
+
+    limit: QueryInt = Field(default=PATHS_LIMIT_DEFAULT, ge=1, le=PATHS_LIMIT_MAX)
+    offset: QueryInt = Field(default=0, ge=0, le=INT_MAX)
+
+
+class BacklinksQuery(PageQuery):
     # a file's path in the KB; percent-encoded, 600 characters stay within the URL's bound
     file: str = Field(min_length=1, max_length=600)
 
