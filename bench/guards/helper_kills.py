@@ -45,6 +45,7 @@ from typing import Any
 from bench.common import scratch_home
 from bench.guards.soak import Daemon, diff_summary
 from coffer_kernel.locations import Locations
+from cofferctl import api as ctl_api
 from cofferctl.client import Client, DaemonUnreachable, ProtocolError
 from cofferd.infrastructure.storage import document_rows, sqlite
 from cofferd.infrastructure.storage.database import EXTENSIONS
@@ -312,7 +313,7 @@ class HelperKills:
     def skipped(self) -> dict[str, str]:
         """The files the daemon says it skipped, and why."""
         try:
-            items = self.client.get(self.client.kb(KB, "/skipped"))["items"]
+            items = ctl_api.skipped(self.client, KB)["items"]
         except (DaemonUnreachable, ProtocolError, OSError):
             return {}
         return {i["relative_path"]: i["reason"] for i in items if not i.get("degraded")}

@@ -83,6 +83,7 @@ from bench.common import (
     wait,
 )
 from bench.guards.scale import build_corpus
+from cofferctl import api as ctl_api
 from cofferctl.client import ApiError, Client, DaemonUnreachable, ProtocolError
 
 PROBE_KB = "probe"
@@ -426,7 +427,7 @@ class Bench:
                 return
             memory.append(daemon_memory(daemon.pid))
             db.append(database_mb(home))
-            skipped = self.client.get(self.client.kb(LOAD_KB, "/skipped"))["items"]
+            skipped = ctl_api.skipped(self.client, LOAD_KB)["items"]
             reasons = [f"{s['relative_path'][:40]}: {s['reason']}" for s in skipped]
             self.report(row, f" (skipped: {'; '.join(reasons)})" if reasons else " (none skipped)")
             for rel in files:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BIN, add_repo_argument, code_env, describe_code, machine, wait
+from cofferctl import api as ctl_api
 from cofferctl.client import ApiError, Client
 from tests.support.cofferd_process import start_cofferd
 from tests.support.hostile_documents import nested_zips, self_titled_pdf, zip_named_pdf
@@ -129,7 +130,7 @@ class Run:
         return wait(condition, self.daemon, timeout, 0.05)
 
     def skipped(self, kb: str) -> dict[str, str]:
-        items = self.client.get(f"/api/v1/knowledge_bases/{kb}/skipped")["items"]
+        items = ctl_api.skipped(self.client, kb)["items"]
         return {i["relative_path"]: i["reason"] for i in items}
 
     def documents(self, kb: str) -> set[str]:

@@ -53,6 +53,7 @@ from bench.common import (
     stop_daemon,
     wait,
 )
+from cofferctl import api as ctl_api
 from cofferctl.client import Client
 from tests.support.helpers import applied
 from tests.support.lsp_pipe import RawClient
@@ -94,7 +95,7 @@ def main() -> None:
         wait(lambda: idle(api), daemon, 1800, 0.5)
         count = api.get(api.kb(KB, "/metrics"))["documents"]
         print(f"{count:,} notes indexed in {time.perf_counter() - started:.1f} s", flush=True)
-        listed = api.get(api.kb(KB, "/paths"))
+        listed = ctl_api.paths(api, KB)
         paths, files = listed["paths"], listed.get("files", [])
         print(f"{len(paths):,} documents, {len(files):,} other files held as link targets")
         outgoing = links_of_every_note(api, paths)
@@ -196,7 +197,7 @@ def count_links(outgoing: dict[str, list[dict[str, Any]]]) -> None:
 
 
 def count_broken(api: Client) -> None:
-    answer = api.get(api.kb(KB, "/links/broken"))
+    answer = ctl_api.broken_links(api, KB)
     problems = Counter(link.get("problem", "missing-file") for link in answer["links"])
     print(f"links --broken: {len(answer['links']):,} ({dict(problems)})")
     for link in answer["links"][:12]:
