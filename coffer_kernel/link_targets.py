@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote
 
-from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIX, headings, prose_lines
+from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIX, headings, prose_lines, rendered_text
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -235,10 +235,12 @@ def heading_key(heading: str) -> str:
 def github_slug(heading: str) -> str:
     """A heading's anchor as GitHub writes it (github-slugger; VS Code and Foam write the
     same): lower case, every character dropped but letters, marks and digits of any script,
-    `_`, `-` and spaces, each space a hyphen (`Markdown Templates` -> `markdown-templates`)."""
+    `_`, `-` and spaces, each space a hyphen (`Markdown Templates` -> `markdown-templates`);
+    of the heading's text as the page shows it (`rendered_text`: `_emphasis_` -> `emphasis`,
+    a link's text, a code span's)."""
     return "".join(
         "-" if ch == " " else ch
-        for ch in heading.lower()
+        for ch in rendered_text(heading).lower()
         if ch in " -_" or unicodedata.category(ch)[0] in "LMN"
     )
 

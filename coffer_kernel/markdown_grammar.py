@@ -16,11 +16,15 @@ and imports nothing else of cofferd).
 * **Links**: `[[target|alias]]` (and `![[...]]`) and `[text](target "title")`; the target
   of a Markdown link as written (`<...>` included). A link reference definition
   (`[label]: target "title"`, CommonMark's, one line, indented by at most three spaces, not
-  continuing a paragraph) is a link too: Foam writes one for each wiki link of a note.
+  continuing a paragraph; its target may be on the next line, its title too: `Definitions`)
+  is a link too: Foam writes one for each wiki link of a note.
+* **Rendered text** of a heading (what GitHub makes its anchor of): code spans' text,
+  links' text, no emphasis marks or HTML tags.
 * **Tags**: `#` at the start of a line or after a blank, then `TAG_CHARS`.
 * **Suffixes**: a note is a `.md` or `.markdown` file (any case).
 
-Every function reads its text once (no pattern here backtracks over content):
+Long on purpose: one grammar, in one place. Every function reads its text once (no
+pattern here backtracks over content):
 tests/unit/test_linear_time.py and bench/guards/parser_growth.py hold them to it.
 """
 
@@ -230,6 +234,93 @@ def markdown_links(line: str) -> Iterator[tuple[int, int, str]]:
                 at = link_end
 
 
+_HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")  # linear: cannot read past a `<`
+
+
+def rendered_text(heading: str) -> str:
+    """A heading's text as a page shows it, what GitHub makes its anchor of: code spans
+    without their backticks, a link's text for the link (an image: nothing), HTML tags
+    and `_`/`*` emphasis marks left out (`_emphasis_` -> `emphasis`; `snake_case` kept).
+    One pass over the heading for each kind of mark."""
+    if "`" in heading:
+        blanked = blank_code_spans(heading)  # where the spans are; their text is kept
+        pieces, kept, at = [], 0, 0
+        while at < len(heading):
+            if blanked[at] == " " and heading[at] == "`":
+                end = _code_span_end(heading, blanked, at)
+                pieces += [_marks_dropped(heading[kept:at]), heading[at:end].strip("`")]
+                kept = at = end
+            else:
+                at += 1
+        return "".join(pieces) + _marks_dropped(heading[kept:])
+    return _marks_dropped(heading)
+
+
+def _code_span_end(text: str, blanked: str, start: int) -> int:
+    """Where the code span opening at `start` ends: after the first later run of as many
+    backticks, inside what `blank_code_spans` blanked (else the end of that blank)."""
+    opener = _BACKTICKS.match(text, start)
+    assert opener is not None
+    size, at = opener.end() - start, opener.end()
+    while at < len(text) and blanked[at] == " ":
+        run = _BACKTICKS.match(text, at)
+        if run is None:
+            at += 1
+        elif run.end() - at == size:
+            return run.end()
+        else:
+            at = run.end()
+    return at
+
+
+def _marks_dropped(text: str) -> str:
+    if "](" in text:
+        pieces, kept = [], 0
+        for start, end, _ in markdown_links(text):
+            shown = "" if text[start] == "!" else text[start + 1 : text.index("](", start)]
+            pieces += [text[kept:start], shown]
+            kept = end
+        text = "".join(pieces) + text[kept:]
+    if "<" in text:
+        text = _HTML_TAG.sub("", text)
+    return _emphasis_dropped(text) if "_" in text or "*" in text else text
+
+
+def _emphasis_dropped(text: str) -> str:
+    """`text` without the `_` and `*` runs that open or close emphasis (a run with a blank
+    or a word's edge on one side), paired as they nest; a `_` inside a word is kept."""
+    runs: list[tuple[int, int, bool, bool]] = []  # start, end, can open, can close
+    at = 0
+    while at < len(text):
+        if text[at] not in "_*":
+            at += 1
+            continue
+        end = at
+        while end < len(text) and text[end] == text[at]:
+            end += 1
+        before = text[at - 1] if at else " "
+        after = text[end] if end < len(text) else " "
+        opens, closes = not after.isspace(), not before.isspace()
+        if text[at] == "_" and before.isalnum() and after.isalnum():
+            opens = closes = False  # inside a word: snake_case
+        runs.append((at, end, opens, closes))
+        at = end
+    dropped = [False] * len(runs)
+    waiting: list[int] = []
+    for n, (start, _, opens, closes) in enumerate(runs):
+        mark = text[start]
+        if closes and waiting and text[runs[waiting[-1]][0]] == mark:
+            dropped[waiting.pop()] = dropped[n] = True
+        elif opens:
+            waiting.append(n)
+    pieces, kept = [], 0
+    for n, (start, end, _, _) in enumerate(runs):
+        if dropped[n]:
+            pieces.append(text[kept:start])
+            kept = end
+    return "".join(pieces) + text[kept:]
+
+
 class _Ahead:
     """Where a one-character pattern next occurs in a line, at or after a position (the
     line's length when nowhere). Asked for positions that never move back, it reads each
@@ -288,7 +379,23 @@ def reference_definition(line: str) -> Definition | None:
     or None; read in one pass over the line, as CommonMark reads one on a single line: a
     label of at most `LABEL_CHARS` without unescaped brackets, a colon, a target (in `<>`
     without `<`, or bare with balanced parentheses), then a title in `"`, `'` or `()` after
-    a blank, and nothing else. Whether it continues a paragraph is the caller's to see."""
+    a blank, and nothing else. Whether it continues a paragraph is the caller's to see
+    (`Definitions` reads them over lines, the target or the title on the next line too)."""
+    label = _label(line)
+    if label is None:
+        return None
+    indent, colon = label
+    return _target(line, colon + 1, line[indent + 1 : colon - 1], indent)
+
+
+def definition_rest(line: str) -> Definition | None:
+    """`line` as the rest of a definition whose `[label]:` ends the line before: a target
+    and an optional title, nothing else (its label left empty)."""
+    return _target(line, 0, "", len(line) - len(line.lstrip(" \t")))
+
+
+def _label(line: str) -> tuple[int, int] | None:
+    """(where its `[` is, where its `:` is) when `line` starts with a definition's label."""
     indent = len(line) - len(line.lstrip(" "))
     if indent > 3 or not line.startswith("[", indent):
         return None
@@ -299,8 +406,11 @@ def reference_definition(line: str) -> Definition | None:
         at += 2 if line[at] == "\\" else 1
     if at >= limit or not line[indent + 1 : at].strip() or not line.startswith(":", at + 1):
         return None
-    label = line[indent + 1 : at]
-    start = at + 2
+    return indent, at + 1
+
+
+def _target(line: str, after: int, label: str, start_of: int) -> Definition | None:
+    start = after
     while start < len(line) and line[start] in " \t":
         start += 1
     if start == len(line):
@@ -317,7 +427,50 @@ def reference_definition(line: str) -> Definition | None:
     end = len(line.rstrip())
     if end > stop and not (line[stop] in " \t" and _is_title(line[stop:end].lstrip(" \t"))):
         return None
-    return Definition(indent, end, label, start, stop)
+    return Definition(start_of, end, label, start, stop)
+
+
+class Definitions:
+    """The link reference definitions of a note, its prose lines given in order (`read`
+    each, with its index): as CommonMark reads them, one does not continue a paragraph, its
+    target may be on the line after its `[label]:` and its title on the line after its
+    target (that line is then no paragraph). A definition whose target is on the next line
+    is that line's (its label empty). Linear: each line is read once or twice."""
+
+    def __init__(self) -> None:
+        self.paragraph = -2  # the index of the last line of a paragraph read
+        self.label_line, self.label = -2, ""  # a `[label]:` alone, its target to come
+        self.untitled = -2  # a definition with no title: one may be on the next line
+
+    def read(self, index: int, line: str) -> Definition | None:
+        if self.label_line == index - 1:
+            self.label_line = -2
+            found = definition_rest(line)
+            if found is not None:
+                self.paragraph = -2
+                self.untitled = index if found.end == found.target_end else -2
+                return found._replace(label=self.label)
+            self.paragraph = index - 1  # the `[label]:` line was a paragraph's
+        if self.untitled == index - 1 and _is_title(line.strip(" \t")):
+            self.untitled = self.paragraph = -2
+            return None
+        continues = self.paragraph == index - 1
+        found = None if continues or "[" not in line else reference_definition(line)
+        if found is not None:
+            self.paragraph = -2
+            self.untitled = index if found.end == found.target_end else -2
+            return found
+        if (
+            not continues
+            and "[" in line
+            and (label := _label(line))
+            and not line[label[1] + 1 :].strip()
+        ):
+            self.label_line, self.label = index, line[label[0] + 1 : label[1] - 1]
+            self.paragraph = -2
+            return None
+        self.paragraph = index if line.strip() and not heading(line) else -2
+        return None
 
 
 def _bare_target_end(line: str, start: int) -> int:

@@ -25,6 +25,7 @@ from coffer_kernel.link_targets import (
 )
 from coffer_kernel.markdown_grammar import (
     MARKDOWN_SUFFIX,
+    Definitions,
     headings,
     markdown_links,
     prose_lines,
@@ -79,10 +80,16 @@ class Renames:
                 f"{new_name!r} would not read back as that heading (closing #s, or too long)",
             )
         names = [name for _, _, name in listed]
-        slugs = (
-            github_slugs(names)[place],
-            github_slugs([*names[:place], new_name, *names[place + 1 :]])[place],
-        )
+        # GitHub's anchors before and after: a repeated name's `-1` may move to another
+        anchors = {
+            old: new
+            for old, new in zip(
+                github_slugs(names),
+                github_slugs([*names[:place], new_name, *names[place + 1 :]]),
+                strict=True,
+            )
+            if old != new
+        }
         line = note.text.split("\n")[line_no]
         at = line.rindex(heading[2])
         here = self._edit(line, line_no, at, at + len(heading[2]), new_name)
@@ -92,13 +99,13 @@ class Renames:
             written = lines[number][start:end]
             link = {"type": kind, "target": target}
             try:
-                rewritten = text.reheaded(written, link, heading[2], new_name, slugs)
+                rewritten = text.reheaded(written, link, heading[2], new_name, anchors)
             except text.Unwritable as exc:
                 raise RpcError(REQUEST_FAILED, f"line {number + 1}: {exc}") from None
             if rewritten is not None and rewritten != written:
                 changes[uri].append(self._edit(lines[number], number, start, end, rewritten))
         for source, edits in self._links_to(
-            note, lambda written, link: text.reheaded(written, link, heading[2], new_name, slugs)
+            note, lambda written, link: text.reheaded(written, link, heading[2], new_name, anchors)
         ).items():
             changes.setdefault(source, []).extend(edits)
         return {"changes": changes}
@@ -218,9 +225,13 @@ class Renames:
         seen = self.daemon.inspect(kb, source, content)
         lines = content.split("\n")
         edits = []
+        angles: list[bool] = []  # the note's Markdown style, read once if needed
         for link in seen["links"] if seen else []:
             if link["relative_path"] is None:
                 continue
+            if link["type"] == "wiki":
+                angles = angles or [text.angle_brackets(content)]
+                link = {**link, "note_angles": angles[0]}
             line = lines[link["line"] - 1]
             written = line[link["start"] : link["end"]]
             try:
@@ -281,8 +292,16 @@ def shortest_name(after: DocumentIndexOfPaths, meant: str, target: str, source: 
 
 def same_note_links(body: str) -> Iterator[tuple[int, int, int, str, str]]:
     """(line, start, end, type, target) of each link of `body` to a heading of the note
-    itself (`[[#Budget]]`, `[x](#budget)`), read by the grammar (none in code)."""
+    itself (`[[#Budget]]`, `[x](#budget)`, `[b]: #budget`), read by the grammar (none in
+    code)."""
+    definitions = Definitions()
     for number, line in prose_lines(body):
+        definition = definitions.read(number, line)
+        if definition is not None:
+            target = line[definition.target_start : definition.target_end].strip("<>").strip()
+            if target.startswith("#"):
+                yield number, definition.start, definition.end, "definition", target
+            continue
         if "#" not in line:
             continue
         for start, end, target in wiki_links(line):

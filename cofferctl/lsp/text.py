@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import posixpath
 import unicodedata
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlparse
@@ -17,8 +18,10 @@ from coffer_kernel.markdown_grammar import (
     BARE_TARGET_END,
     MARKDOWN_SUFFIX,
     TAG_BEING_TYPED,
+    definition_rest,
     headings,
     markdown_links,
+    prose_lines,
     reference_definition,
     wiki_links,
 )
@@ -123,7 +126,8 @@ def relinked(
         if wiki_name is not None:
             new_name = wiki_name
         if any(ch in new_name for ch in WIKI_NAME_REFUSED + LINE_BREAKS):
-            return wiki_as_markdown(written, heading, source, moved_to)
+            angled = bool(link.get("note_angles"))
+            return wiki_as_markdown(written, heading, source, moved_to, angled=angled)
         opening = written.index("[[") + 2
         at = written.index(name, opening)
         rewritten = written[:at] + new_name + written[at + len(name) :]
@@ -147,12 +151,15 @@ def relinked(
     return checked(rewritten, link["type"], path, heading)
 
 
-def wiki_as_markdown(written: str, heading: str | None, source: str, moved_to: str) -> str:
+def wiki_as_markdown(
+    written: str, heading: str | None, source: str, moved_to: str, *, angled: bool = False
+) -> str:
     """The wiki link or embed `written` (in the note at `source`) as a Markdown one leading
     to `moved_to`, a name no wiki link can hold (`|`, `#`, `^`, brackets, a line break): its
     path from the note's folder and its `#heading` percent-encoded, its alias (else the
     note's name, as Obsidian shows the link) its text: `[[plan#Budget|money]]` ->
-    `[money](a%23b.md#Budget)`."""
+    `[money](a%23b.md#Budget)`. In the style of the note's own Markdown links: `angled`
+    (they write `<my plan.md>`), its spaces kept inside `<...>`, else `%20`."""
     inside = written[written.index("[[") + 2 : written.rindex("]]")]
     _, bar, alias = inside.partition("|")
     label = alias.strip() if bar else MARKDOWN_SUFFIX.sub("", posixpath.basename(moved_to))
@@ -161,21 +168,38 @@ def wiki_as_markdown(written: str, heading: str | None, source: str, moved_to: s
     # a line break, a bracket or a backslash (which would escape the `]`) cannot be text
     label = " ".join("".join(" " if ch in LINE_BREAKS + "[]\\" else ch for ch in label).split())
     path = posixpath.relpath(moved_to, posixpath.dirname(source) or ".")
-    encoded = url_fragment(path, spaces=False).replace("\\", "%5C")
+    encoded = url_fragment(path, spaces=angled).replace("\\", "%5C")
     fragment = (
         ""
         if heading is None
-        else "#" + "#".join(url_fragment(part, spaces=False) for part in heading.split("#"))
+        else "#" + "#".join(url_fragment(part, spaces=angled) for part in heading.split("#"))
     )
+    target = encoded + fragment
+    if angled and " " in target:
+        target = f"<{target}>"
     embed = "!" if written.startswith("!") else ""
-    return checked(f"{embed}[{label}]({encoded}{fragment})", "markdown", path, heading)
+    return checked(f"{embed}[{label}]({target})", "markdown", path, heading)
+
+
+def angle_brackets(content: str) -> bool:
+    """Whether the note's Markdown links write their targets in `<...>` (most of those
+    whose target holds a space or `%20`, `<my plan.md>` over `my%20plan.md`)."""
+    angled = encoded = 0
+    for _, line in prose_lines(content):
+        if "](" in line:
+            for _, _, target in markdown_links(line):
+                if target.startswith("<") and " " in target:
+                    angled += 1
+                elif "%20" in target:
+                    encoded += 1
+    return angled > encoded
 
 
 def target_span(written: str, kind: str) -> tuple[int, int]:
     """Where the target of the Markdown link or definition `written` is in it (`<...>`
     included)."""
     if kind == "definition":
-        found = reference_definition(written)
+        found = reference_definition(written) or definition_rest(written)
         if found is None:
             raise Unwritable(f"{written!r} is no longer a link reference definition")
         return found.target_start, found.target_end
@@ -226,7 +250,7 @@ def reads_as(written: str, kind: str) -> tuple[str, str | None] | None:
         name, hash_, heading = wiki[0][2].partition("#")
         return name.strip(), heading if hash_ else None
     if kind == "definition":
-        definition = reference_definition(written)
+        definition = reference_definition(written) or definition_rest(written)
         if definition is None or (definition.start, definition.end) != (0, len(written)):
             return None
         target = written[definition.target_start : definition.target_end]
@@ -276,12 +300,13 @@ def reheaded(
     link: dict[str, Any],
     old: str,
     new: str,
-    slugs: tuple[str, str] | None = None,
+    anchors: Mapping[str, str] | None = None,
 ) -> str | None:
     """The link `written` with its `#heading` renamed from `old` to `new` (any case), or
-    the part of `#A#B` that names it; a Markdown link or definition naming it by its GitHub
-    anchor (`slugs`: old and new, `#markdown-templates`) is given the new anchor. None when
-    it names another heading, or none. Unwritable when a link of its kind cannot name
+    the part of `#A#B` that names it; a Markdown link or definition naming a heading by a
+    GitHub anchor the rename changes (`anchors`, old to new: `#markdown-templates`, and the
+    `-1` of another heading of the same name) is given the new anchor. None when it names
+    no heading, or one the rename leaves as it is. Unwritable when a link of its kind cannot name
     `new` (a wiki link and `|`, `]]`, `[[`): the editor is told why."""
     name, hash_, heading = link["target"].partition("#")
     markdown = link["type"] != "wiki"  # a Markdown link or a definition
@@ -295,8 +320,8 @@ def reheaded(
         if heading_key(part) == heading_key(old):
             parts[n] = new
             break
-        if markdown and slugs is not None and part.casefold() == slugs[0]:
-            parts[n] = slugs[1]
+        if markdown and anchors and part.casefold() in anchors:
+            parts[n] = anchors[part.casefold()]
             break
     else:
         return None

@@ -92,6 +92,9 @@ class DocumentWrite:
     links: Sequence[Link] = ()
     fts_meta: str = ""  # title, aliases and tags, as FTS5 indexes them
     degraded: tuple[str, ...] = ()  # the budgets it was held to (also in its metadata)
+    # a converted document's first heading where it says other than the title it gives
+    # itself: its title while another document gives itself that one (domain.title_choice)
+    heading_title: str | None = None
 
     @property
     def path(self) -> str:

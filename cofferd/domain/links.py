@@ -28,10 +28,9 @@ from typing import Literal
 from coffer_kernel.link_targets import key_of, markdown_key, outside_path, wiki_key
 from coffer_kernel.markdown_grammar import (
     MAX_TARGET_CHARS,
-    heading,
+    Definitions,
     markdown_links,
     prose_lines,
-    reference_definition,
     wiki_links,
 )
 from cofferd.domain.budgets import DEFAULT
@@ -62,17 +61,13 @@ def links_of(body: str, relpath: str, first_line: int = 1) -> list[Link]:
         return []
     found: list[Link] = []
     folder = posixpath.dirname(relpath)
-    in_paragraph = -2  # the index of the last line of a paragraph read (a definition
-    # cannot continue a paragraph)
+    definitions = Definitions()
     for index, line in prose_lines(body):
-        continues = in_paragraph == index - 1
-        in_paragraph = index if line.strip() and not heading(line) else -2
-        if "[" not in line:
+        definition = definitions.read(index, line)
+        if "[" not in line and definition is None:
             continue
         number = first_line + index
-        definition = None if continues else reference_definition(line)
         if definition is not None:
-            in_paragraph = -2
             written = line[definition.target_start : definition.target_end]
             target = written.strip("<>").strip()
             key = _path_key(target, folder)

@@ -154,6 +154,12 @@ class DocumentCatalog(Protocol):
         those whose path holds it or whose title is it (any ASCII case): a few, found fast."""
         ...
 
+    async def set_aside_titles(self, kb: str, title: str) -> list[tuple[str, str, str]]:
+        """(id, path, title) of the documents that give themselves `title` and go by their
+        first heading instead, as another document gives itself that title too
+        (domain.title_choice): what the title names when no document goes by it."""
+        ...
+
     async def merge_conflicts(self, kb: str) -> list[Document]: ...
 
     async def list_documents(

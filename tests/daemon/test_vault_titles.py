@@ -12,6 +12,7 @@ from pathlib import Path
 import pptx
 import pytest
 
+from cofferctl.client import ApiError
 from cofferd.application.reading import markdown
 from cofferd.application.reading.chunker import chunk_markdown
 from tests.support.cli import run
@@ -127,3 +128,36 @@ def test_a_templates_leftover_title_gives_way_to_the_first_slide(
     assert run(d, "add", added, str(path))[0] == 0  # added as a note: the same title
     (doc,) = d.client.get(d.client.kb(added, "/documents"))["documents"]
     assert doc["title"] == "Lecture 13"
+
+
+def test_a_title_two_decks_give_themselves_names_each_by_its_first_slide(
+    shared_daemon: Daemon,
+) -> None:
+    """Two decks whose docProps both say "Lecture 11" (a template's leftover), their first
+    slides saying other things: while both are in the KB each goes by its first slide, so
+    either is found by it, and "Lecture 11" names both by their own titles. The older deck
+    is titled again when the newcomer arrives, and back when it goes."""
+    d = shared_daemon
+    kb = f"papers-{uuid.uuid4().hex[:6]}"
+    d.client.post("/api/v1/knowledge_bases", {"name": kb, "config": {"index_formats": ["pptx"]}})
+    listed = lambda: {  # noqa: E731
+        doc["relative_path"]: doc["title"]
+        for doc in d.client.get(d.client.kb(kb, "/documents"))["documents"]
+    }
+    write(d.docs(kb) / "tx.pptx", _deck("Lecture 11", ("Transactions", "and locks"), "Isolation"))
+    wait_for(lambda: listed() == {"tx.pptx": "Lecture 11"}, 60)
+    intro = _deck("Lecture 11", ("Introduction to Databases", "week 1"), "Tables")
+    write(d.docs(kb) / "intro.pptx", intro)
+    both = {"tx.pptx": "Transactions", "intro.pptx": "Introduction to Databases"}
+    wait_for(lambda: listed() == both, 60)
+    for title, path in [("Transactions", "tx.pptx"), ("introduction to databases", "intro.pptx")]:
+        code, out = run(d, "show", "--header", kb, title)
+        assert code == 0 and path in out, (title, out)
+    with pytest.raises(ApiError) as ambiguous:
+        d.client.get(d.client.kb(kb, "/documents/Lecture%2011"))
+    assert ambiguous.value.code == "DOCUMENT_AMBIGUOUS"
+    assert "intro.pptx (Introduction to Databases), tx.pptx (Transactions)" in str(ambiguous.value)
+    (d.docs(kb) / "intro.pptx").unlink()
+    wait_for(lambda: listed() == {"tx.pptx": "Lecture 11"}, 60)
+    code, out = run(d, "show", "--header", kb, "Lecture 11")
+    assert code == 0 and "tx.pptx" in out

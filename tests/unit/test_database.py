@@ -287,7 +287,9 @@ def test_pdfs_and_decks_chunked_by_page_are_chunked_again(
             " 1, 1, 'v8:words:512:64', ?)",
             (f"d{n}", f"f{n}.{fmt}", fmt),
         )
-    schema.migrate(conn)
+    with monkeypatch.context() as then:
+        then.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:13])
+        schema.migrate(conn)
     stamps = dict(conn.execute("SELECT format, chunking FROM documents").fetchall())
     assert stamps == {
         "md": "v8:words:512:64",
@@ -295,3 +297,30 @@ def test_pdfs_and_decks_chunked_by_page_are_chunked_again(
         "pptx": "pages-cut",
         "xlsx": "v8:words:512:64",
     }
+
+
+def test_converted_documents_are_prepared_again_for_their_first_headings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 15: a converted document's own title and first heading are kept (a title
+    two documents give themselves: domain.title_choice), so converted documents are
+    prepared again to fill them; notes people edit keep their rows."""
+    conn = sqlite.connect(tmp_path / "c.db")
+    with monkeypatch.context() as before:
+        before.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:14])
+        schema.migrate(conn)
+    for n, (fmt, mode) in enumerate((("md", "edited"), ("md", "converted"), ("pptx", "converted"))):
+        conn.execute(
+            "INSERT INTO documents (id, kind, resource_name, project_id, path, title,"
+            " content_sha256, source_mode, created_at, updated_at, file_size, file_mtime_ns,"
+            " chunking, format) VALUES (?, 'kb', 'k', '', ?, 't', 'x', ?, '', '',"
+            " 1, 1, 'v8:words:512:64', ?)",
+            (f"d{n}", f"f{n}.{fmt}", mode, fmt),
+        )
+    schema.migrate(conn)
+    stamps = conn.execute("SELECT path, chunking, own_title, heading_title FROM documents")
+    assert sorted(tuple(row) for row in stamps) == [
+        ("f0.md", "v8:words:512:64", None, None),
+        ("f1.md", "titles-again", None, None),
+        ("f2.pptx", "titles-again", None, None),
+    ]

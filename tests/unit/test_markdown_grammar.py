@@ -162,3 +162,62 @@ def test_link_reference_definitions(line: str, label: str | None, target: str | 
     assert found is not None
     assert (found.label, line[found.target_start : found.target_end]) == (label, target)
     assert line[found.start : found.end] == line.strip()
+
+
+def test_definitions_over_lines_as_commonmark_reads_them() -> None:
+    """A definition's target may be on the line after its `[label]:`, its title on the line
+    after its target (then no paragraph: a definition may follow it); one never continues a
+    paragraph."""
+    from coffer_kernel.markdown_grammar import Definitions
+
+    lines = [
+        "[a]: a.md",
+        '   "Title of a"',
+        "[b]:",
+        "  <b c.md#x> 'T'",
+        "[c]:",
+        "c.md",
+        "text",
+        "[d]: d.md",
+        "",
+        "[e]:",
+        "not a (target",
+        "[f]: f.md",
+        "",
+        "[g]:",
+        "",
+        "g.md",
+    ]
+    reader = Definitions()
+    found = {
+        n: (d.label, line[d.target_start : d.target_end], line[d.start : d.end])
+        for n, line in enumerate(lines)
+        if (d := reader.read(n, line)) is not None
+    }
+    assert found == {
+        0: ("a", "a.md", "[a]: a.md"),
+        3: ("b", "<b c.md#x>", "<b c.md#x> 'T'"),
+        5: ("c", "c.md", "c.md"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("heading", "slug"),
+    [
+        ("Use _emphasis_ here", "use-emphasis-here"),
+        ("**Bold** and *it*", "bold-and-it"),
+        ("snake_case_word", "snake_case_word"),
+        ("__init__ method", "init-method"),
+        ("a _ b", "a-_-b"),
+        ("The `hasTag()` call", "the-hastag-call"),
+        ("`a_b_` code", "a_b_-code"),  # a code span's text as it is
+        ("``x ` y`` z", "x--y-z"),
+        ("See [the docs](a.md) _now_", "see-the-docs-now"),
+        ("<kbd>Ctrl</kbd> key", "ctrl-key"),
+        ("C++ & Ünï: 見て_x!", "c--ünï-見て_x"),
+    ],
+)
+def test_a_github_anchor_is_made_of_the_headings_rendered_text(heading: str, slug: str) -> None:
+    from coffer_kernel.link_targets import github_slug
+
+    assert github_slug(heading) == slug

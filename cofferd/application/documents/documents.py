@@ -136,6 +136,8 @@ class Documents:
         if not matches:
             names = await self.store.document_names(kb)
             matches = await asyncio.to_thread(references.named, names, ref)  # CPU over all
+        if not matches:  # a title two converted documents gave themselves: each by its heading
+            matches = sorted(await self.store.set_aside_titles(kb, ref), key=lambda n: n[1])
         if len(matches) > 1:
             shown = matches[:AMBIGUOUS_SHOWN]
             listed = references.listed([(path, title) for _, path, title in shown])

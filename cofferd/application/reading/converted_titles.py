@@ -1,6 +1,7 @@
 """The title of a converted document added to a KB: the title its author gave it (the
 format's own title property) when the converter found it a real title, else its first
-heading (no page mark), else its file name."""
+heading (no page mark), else its file name. A title property another document of the KB
+gives itself too gives way to the first heading in the index (domain.title_choice)."""
 
 from __future__ import annotations
 

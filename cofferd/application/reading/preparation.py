@@ -17,10 +17,12 @@ from cofferd.domain.file_records import FileContent
 from cofferd.domain.formats import CONVERTED_FORMATS, NAMED_BY_FILE, TEXT_FORMATS
 from cofferd.domain.index_records import DocumentWrite, IndexedChunk
 from cofferd.domain.models import Chunk, Document, utc_from_ns, utc_now
-from cofferd.domain.pages import KIND_OF_FORMAT
+from cofferd.domain.pages import KIND_OF_FORMAT, first_heading
 from cofferd.domain.prepare_jobs import Outcome, PrepareItem, PrepareSettings, Skipped, Unchanged
+from cofferd.domain.title_choice import folded
 
 TextForIndex = Callable[[str], str]
+HEADING_TITLE_MAX_CHARS = 500  # as much as a title the frontmatter gives
 
 
 def too_large(size: int, settings: PrepareSettings, *, converted: bool = False) -> bool:
@@ -93,6 +95,7 @@ def prepare(
         chunks = plain_chunks(
             parsed.body, parsed.title, settings.chunk_size, first_line=parsed.body_line
         )
+    heading = _heading_title(parsed)
     metadata = dict(parsed.metadata)
     if degraded:
         metadata["degraded"] = degraded
@@ -118,9 +121,23 @@ def prepare(
         [_indexed(chunk, index_text) for chunk in chunks],
         "kb_document_updated" if known else "kb_document_ingested",
         parsed.links,
-        fts_meta=index_text(" / ".join([parsed.title, *parsed.aliases, *parsed.tags])),
+        fts_meta=index_text(
+            " / ".join(
+                [parsed.title, *([heading] if heading else []), *parsed.aliases, *parsed.tags]
+            )
+        ),
         degraded=tuple(degraded),
+        heading_title=heading,
     )
+
+
+def _heading_title(parsed: markdown.ParsedMarkdown) -> str | None:
+    """A converted document's first heading (no page mark: a deck's first slide's title)
+    where its title is the one its format gave it and the heading says something else."""
+    if parsed.source_mode != "converted" or "title" not in parsed.frontmatter:
+        return None
+    heading = (first_heading(parsed.body) or "")[:HEADING_TITLE_MAX_CHARS].strip()
+    return heading if heading and folded(heading) != folded(parsed.title) else None
 
 
 def _indexed(chunk: Chunk, index_text: TextForIndex) -> IndexedChunk:

@@ -1,6 +1,8 @@
 """The `documents` rows: the only module that writes them (a document as indexed, the size
 and time of its file, its embed flags `embed_pending`/`embed_error`/`embed_retry_at`), the
-lookups over them, and the DocumentCatalog port. Beside it, only schema.py's migrations
+lookups over them, the titles converted documents go by while another gives itself theirs
+(`retitle`, domain.title_choice), and the DocumentCatalog port. Long on purpose: the one
+module of the table's rows. Beside it, only schema.py's migrations
 write the table: they add its columns, emptied it once (5) and marked PDFs and decks to be
 chunked again (13), and their triggers (10) count its changes of names in
 `document_changes`.
@@ -18,6 +20,7 @@ from cofferd.domain.file_records import FileStat
 from cofferd.domain.formats import CONVERTED_FORMATS, format_of
 from cofferd.domain.index_records import DocumentWrite, IndexedFile, IndexedFiles
 from cofferd.domain.models import KB_KIND, WORKSPACE_GLOBAL, Document, utc_from_ns
+from cofferd.domain.title_choice import Titled, chosen, folded
 from cofferd.infrastructure.storage.database import Database
 from cofferd.infrastructure.storage.schema import DEGRADED, MERGE_CONFLICT
 from cofferd.infrastructure.storage.sqlite import Connection
@@ -62,8 +65,8 @@ def upsert(conn: Connection, kb: str, writes: Sequence[DocumentWrite]) -> None:
         """
         INSERT INTO documents (id, kind, resource_name, project_id, path, title, description,
             content_sha256, embed_pending, source_mode, metadata, created_at, updated_at,
-            file_size, file_mtime_ns, chunking, tags, aliases, format)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            file_size, file_mtime_ns, chunking, tags, aliases, format, own_title, heading_title)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (kind, resource_name, id) DO UPDATE SET
             path = excluded.path, title = excluded.title, description = excluded.description,
             content_sha256 = excluded.content_sha256, embed_pending = excluded.embed_pending,
@@ -71,15 +74,91 @@ def upsert(conn: Connection, kb: str, writes: Sequence[DocumentWrite]) -> None:
             updated_at = excluded.updated_at, file_size = excluded.file_size,
             file_mtime_ns = excluded.file_mtime_ns, chunking = excluded.chunking,
             tags = excluded.tags, aliases = excluded.aliases, format = excluded.format,
+            own_title = excluded.own_title, heading_title = excluded.heading_title,
             embed_error = NULL, embed_retry_at = 0
         """,
         [(d.id, KB_KIND, kb, WORKSPACE_GLOBAL, d.path, d.title, d.description,
           d.content_sha256, int(d.embed_pending), d.source_mode,
           _json(d.metadata), d.created_at, d.updated_at,
           w.stat.size, w.stat.mtime_ns, w.chunking, _json(d.tags), _json(d.aliases),
-          format_of(d.path))
+          format_of(d.path), d.title if w.heading_title else None, w.heading_title)
          for w in writes for d in (w.document,)],
     )  # fmt: skip
+
+
+# A document's own title is the one it gives itself: `own_title`, kept where it has a
+# heading to go by instead, else its `title`. Both compared in any ASCII case (indexed).
+
+
+def own_titles(conn: Connection, kb: str, ids: Sequence[str]) -> list[str]:
+    """The own titles of these documents (those indexed): what their removal or their new
+    text may leave to one document again."""
+    if not ids:
+        return []
+    rows = conn.execute(
+        f"SELECT coalesce(own_title, title) FROM documents WHERE {SCOPE}"
+        " AND id IN (SELECT value FROM json_each(?))",
+        (KB_KIND, kb, json.dumps(list(ids))),
+    )
+    return [r[0] for r in rows]
+
+
+def retitle(conn: Connection, kb: str, titles: Sequence[str]) -> None:
+    """Title the documents that give themselves one of `titles` as domain.title_choice
+    chooses: a converted document whose own title another document gives itself too goes
+    by its first heading. A document titled by its heading that another now gives itself
+    goes back to its own, and the documents of that own title are chosen for again."""
+    todo, done = list(titles), set()
+    while todo:
+        title = todo.pop()
+        if folded(title) in done:
+            continue
+        done.add(folded(title))
+        rows = conn.execute(
+            " UNION ".join(  # each by its index
+                f"SELECT id, title, own_title, heading_title FROM documents"
+                f" WHERE {SCOPE} AND {column} = ? COLLATE NOCASE"
+                for column in ("own_title", "title")
+            ),
+            (KB_KIND, kb, title) * 2,
+        ).fetchall()
+        owners = [r for r in rows if folded(r[2] or r[1]) == folded(title)]
+        if owners:  # by their headings into a title another gives itself now: chosen again
+            todo += [r[2] for r in rows if r[2] and folded(r[2]) != folded(title)]
+        titled = {r[0]: r[1] for r in owners}
+        choice = chosen(
+            [Titled(r[0], r[2] or r[1], r[3]) for r in owners],
+            lambda heading, doc_id: _own_title_taken(conn, kb, heading, doc_id),
+        )
+        conn.executemany(
+            f"UPDATE documents SET title = ? WHERE {SCOPE} AND id = ?",
+            [(new, KB_KIND, kb, i) for i, new in choice.items() if titled[i] != new],
+        )
+
+
+def _own_title_taken(conn: Connection, kb: str, title: str, doc_id: str) -> bool:
+    """Whether a document but `doc_id` gives itself `title` (any ASCII case)."""
+    return any(
+        conn.execute(
+            f"SELECT 1 FROM documents WHERE {SCOPE} AND {own} AND id != ? LIMIT 1",
+            (KB_KIND, kb, title, doc_id),
+        ).fetchone()
+        for own in (
+            "own_title = ? COLLATE NOCASE",
+            "own_title IS NULL AND title = ? COLLATE NOCASE",
+        )
+    )
+
+
+def set_aside(conn: Connection, kb: str, title: str) -> list[tuple[str, str, str]]:
+    """(id, path, title) of the documents titled by their first heading that give
+    themselves `title` (any ASCII case)."""
+    rows = conn.execute(
+        "SELECT id, path, title FROM documents"
+        f" WHERE {SCOPE} AND own_title = ? COLLATE NOCASE AND title != own_title",
+        (KB_KIND, kb, title),
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
 
 
 def restat(conn: Connection, kb: str, stats: Sequence[tuple[str, FileStat]]) -> None:
@@ -384,6 +463,9 @@ class SqliteDocumentCatalog:
 
     async def find_documents(self, kb: str, ref: str) -> list[Document]:
         return await self.db.read(lambda conn: find(conn, kb, ref))
+
+    async def set_aside_titles(self, kb: str, title: str) -> list[tuple[str, str, str]]:
+        return await self.db.read(lambda conn: set_aside(conn, kb, title))
 
     async def document_names(self, kb: str, like: str | None = None) -> list[tuple[str, str, str]]:
         return await self.db.read(lambda conn: names(conn, kb, like))

@@ -252,6 +252,19 @@ MIGRATIONS: list[Migration] = [
     # pass prepare them; nothing is converted again)
     "UPDATE documents SET chunking = 'pages-cut' WHERE format IN ('pdf', 'pptx')",
     _links_read_again,
+    # 15: a converted document's own title (its format's title property) and its first
+    # heading, kept where the two differ: while another document gives itself the same
+    # title, it goes by its heading (domain.title_choice, document_rows.retitle). Titles
+    # are compared in any ASCII case, indexed. Converted documents are prepared again to
+    # fill them (from the converted text kept: nothing is converted again).
+    """
+    ALTER TABLE documents ADD COLUMN own_title TEXT;
+    ALTER TABLE documents ADD COLUMN heading_title TEXT;
+    CREATE INDEX idx_documents_title ON documents(kind, resource_name, title COLLATE NOCASE);
+    CREATE INDEX idx_documents_own_title ON documents(kind, resource_name, own_title COLLATE NOCASE)
+        WHERE own_title IS NOT NULL;
+    UPDATE documents SET chunking = 'titles-again' WHERE source_mode = 'converted'
+    """,
 ]
 
 

@@ -153,11 +153,15 @@ class SqliteDocumentIndex:
             if bulk:
                 checkpoint_every(conn, BULK_CHECKPOINT_PAGES)
             document_rows.restat(conn, kb, restat)
+            replaced = [w.document.id for w in writes if w.event != "kb_document_ingested"]
+            titles = document_rows.own_titles(conn, kb, [*removed, *replaced])
             for doc_id in removed:
                 _remove_document(conn, kb, doc_id, actor, "file_removed")
             if writes:
                 chunk_rows.prepare(conn, kb)
-            return _write_batch(conn, kb, writes, actor)
+            failed = _write_batch(conn, kb, writes, actor)
+            document_rows.retitle(conn, kb, [*titles, *(w.document.title for w in writes)])
+            return failed
 
         return await self.db.transact(run)
 
@@ -189,9 +193,13 @@ class SqliteDocumentIndex:
         return await self.db.transact(run)
 
     async def delete_document(self, kb: str, doc_id: str, actor: str) -> bool:
-        removed = await self.db.transact(
-            lambda conn: _remove_document(conn, kb, doc_id, actor, "deleted")
-        )
+        def run(conn: Connection) -> bool:
+            titles = document_rows.own_titles(conn, kb, [doc_id])
+            removed = _remove_document(conn, kb, doc_id, actor, "deleted")
+            document_rows.retitle(conn, kb, titles)
+            return removed
+
+        removed = await self.db.transact(run)
         await self.tracked.save(kb)
         await self.reclaim()
         return removed

@@ -210,3 +210,68 @@ def test_a_heading_rename_keeps_each_links_style(
         "",
         "[templates#Markdown Templates]: templates.md#note-templates-md 'T'",
     ]
+
+
+def test_a_heading_rename_moves_the_anchor_of_its_namesake(
+    shared_daemon: Daemon, lsp_client: RawClient
+) -> None:
+    """Renaming the first of two headings of one name: links to it are renamed, the second's
+    GitHub anchor loses its `-1` and links to it follow, in the note (its definitions too,
+    one over two lines) and in others."""
+    d = shared_daemon
+    guide = (
+        "# Guide\n\n## Setup\n\none\n\n## Setup\n\ntwo\n\n"
+        "[first](#setup) [second](#setup-1)\n\n[s2]: #setup-1\n[s1]:\n  #setup 'first'\n"
+    )
+    linking = "# Q\n\n[g](guide.md#setup-1) [h](guide.md#setup) [[guide#Setup]]\n"
+    kb = new_vault(d, "rt", {"guide.md": guide, "Q.md": linking})
+    docs = d.docs(kb)
+    uri = (docs / "guide.md").as_uri()
+    open_note(lsp_client, uri, guide)
+    params = {"textDocument": {"uri": uri}, "position": {"line": 2, "character": 4}}
+    changes = lsp_client.ask("textDocument/rename", {**params, "newName": "Install"})["result"][
+        "changes"
+    ]
+    assert applied(guide, changes[uri]).split("\n")[2:] == [
+        "## Install", "", "one", "", "## Setup", "", "two", "",
+        "[first](#Install) [second](#setup)", "", "[s2]: #setup", "[s1]:", "  #Install 'first'", "",
+    ]  # fmt: skip
+    assert applied(linking, changes[(docs / "Q.md").as_uri()]).split("\n")[2] == (
+        "[g](guide.md#setup) [h](guide.md#Install) [[guide#Install]]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("style", "written"),
+    [
+        ("[p](<my plan.md>)", "[Plan #2 > Two words](<Plan %232.md#Two words>)"),
+        ("[p](my%20plan.md)", "[Plan #2 > Two words](Plan%20%232.md#Two%20words)"),
+    ],
+)
+def test_a_wiki_link_made_markdown_follows_the_notes_style(
+    shared_daemon: Daemon, lsp_client: RawClient, style: str, written: str
+) -> None:
+    d = shared_daemon
+    linking = f"# Q\n\n{style} [[Plan#Two words]]\n"
+    notes = {"Plan.md": "# Plan\n\n## Two words\n", "my plan.md": "# M\n", "Q.md": linking}
+    kb = new_vault(d, "rt", notes)
+    docs = d.docs(kb)
+    files = [{"oldUri": (docs / "Plan.md").as_uri(), "newUri": (docs / "Plan #2.md").as_uri()}]
+    changes = lsp_client.ask("workspace/willRenameFiles", {"files": files})["result"]["changes"]
+    assert applied(linking, changes[(docs / "Q.md").as_uri()]).split("\n")[2] == (
+        f"{style} {written}"
+    )
+
+
+def test_a_definition_over_two_lines_is_renamed_with_its_note(
+    shared_daemon: Daemon, lsp_client: RawClient
+) -> None:
+    d = shared_daemon
+    linking = "# Q\n\n[plan]:\n  plan.md#Budget\n  'The plan'\n"
+    kb = new_vault(d, "rt", {"plan.md": "# Plan\n\n## Budget\n", "Q.md": linking})
+    docs = d.docs(kb)
+    files = [{"oldUri": (docs / "plan.md").as_uri(), "newUri": (docs / "Old/money.md").as_uri()}]
+    changes = lsp_client.ask("workspace/willRenameFiles", {"files": files})["result"]["changes"]
+    assert applied(linking, changes[(docs / "Q.md").as_uri()]).split("\n")[2:5] == [
+        "[plan]:", "  Old/money.md#Budget", "  'The plan'",
+    ]  # fmt: skip
