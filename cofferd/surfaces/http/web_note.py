@@ -15,7 +15,7 @@ import json
 import posixpath
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import unquote
 
 from aiohttp import web
@@ -26,6 +26,7 @@ from coffer_kernel.markdown_grammar import MAX_TARGET_CHARS, headings
 from cofferd.domain.errors import PathRefused
 from cofferd.domain.formats import format_of
 from cofferd.surfaces.http import api
+from cofferd.surfaces.http.query_params import Query, with_query
 from cofferd.surfaces.http.web_access import REMOTE_IMAGES
 from cofferd.surfaces.http.web_markdown import Rendering, Target, render
 
@@ -128,7 +129,12 @@ class LinksOfNote:
 # -- routes --------------------------------------------------------------------------------
 
 
-async def note_page(request: web.Request) -> web.StreamResponse:
+class NoteQuery(Query):
+    remote: Literal["1"] | None = None  # remote images shown, as the reader asked
+
+
+@with_query(NoteQuery)
+async def note_page(request: web.Request, query: NoteQuery) -> web.StreamResponse:
     """A note rendered, found by its exact path among the KB's documents; a PDF's original
     file; any other text as escaped text."""
     coffer = request.app[api.COFFER]
@@ -142,7 +148,7 @@ async def note_page(request: web.Request) -> web.StreamResponse:
     text, cut = whole[:MAX_SHOWN_CHARS], len(whole) > MAX_SHOWN_CHARS
     if cut:
         text = text[: text.rfind("\n") + 1] or text
-    remote = request.query.get("remote") == "1"
+    remote = query.remote == "1"
     shown = ""
     if format_of(doc.path) in MARKDOWN_FORMATS or view.derived:
         links = await _links_of(coffer, kb, doc.path, text)
