@@ -113,11 +113,11 @@ def _markdown_part(page: str) -> str:
 
 async def _page(d: Daemon, path: str) -> tuple[int, str, Any]:
     url = open_web(d)["url"]
-    async with await signed_in(url) as client:
-        async with client.get(origin(url) + path, allow_redirects=False) as response:
-            if response.content_type.startswith("text/"):
-                return response.status, await response.text(), response.headers
-            return response.status, (await response.read()).hex(), response.headers
+    client = await signed_in(url)
+    async with client, client.get(origin(url) + path, allow_redirects=False) as response:
+        if response.content_type.startswith("text/"):
+            return response.status, await response.text(), response.headers
+        return response.status, (await response.read()).hex(), response.headers
 
 
 def _link(page: str, text: str) -> dict[str, str]:
@@ -168,7 +168,7 @@ async def test_links_resolve_as_the_daemon_says(site: Daemon) -> None:
     assert "Backlinks (1)" in backlinks and 'href="/note/web/Plan.md"' in backlinks
     assert 'class="broken"' in aside.split("<h2>Links", 1)[1]
     status, image, headers = await _page(site, "/file/web/pic.png")
-    assert status == 200 and headers["Content-Type"] == "image/png"
+    assert status == 200 and headers["Content-Type"] == "image/png" and image == PNG.hex()
     status, _, _ = await _page(site, "/file/web/Plan.md")  # a document is not a file here
     assert status == 404
 

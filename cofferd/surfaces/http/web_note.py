@@ -173,7 +173,7 @@ async def note_page(request: web.Request, query: NoteQuery) -> web.StreamRespons
     body = (
         _header(kb)
         + '<main class="note-page"><article>'
-        + f'<h1 class="title">{html.escape(doc.title or doc.path)}</h1>'
+        + _title(doc.title or doc.path, text)
         + f'<p class="where">{html.escape(kb)} · {html.escape(doc.path)}'
         + f"{' · converted text' if view.derived else ''}</p>"
         + _properties(kb, view.frontmatter or {})
@@ -223,6 +223,14 @@ async def _links_of(coffer: Any, kb: str, relpath: str, text: str) -> LinksOfNot
             wanted.append((link["relative_path"], fragment))
     anchors = await coffer.graph.anchors(kb, wanted) if wanted else {}
     return LinksOfNote(kb, text, resolved, anchors)
+
+
+def _title(title: str, text: str) -> str:
+    """The note's title, unless its own first heading says it."""
+    first = next(iter(headings(text)), None)
+    if first is not None and first[1] == 1 and first[2].strip() == title.strip():
+        return ""
+    return f'<h1 class="title">{html.escape(title)}</h1>'
 
 
 def _heading_ids(text: str) -> dict[int, str]:
