@@ -348,3 +348,16 @@ def missing_fragment(content: str, fragment: str) -> MissingFragment | None:
     if fragment.startswith("^"):
         return MissingFragment("block", fragment, None)
     return MissingFragment("heading", fragment, nearest_heading(content, fragment))
+
+
+def anchor_of(content: str, fragment: str) -> str | None:
+    """The anchor a page gives the heading or block `fragment` names in `content` (the
+    heading's GitHub anchor, `^id` for a block); None when there is none so named."""
+    span = span_of(content, fragment)
+    if span is None:
+        return None
+    if fragment.startswith("^"):
+        return "^" + fragment[1:].strip()
+    listed = list(headings(content))
+    slugs = github_slugs(name for _, _, name in listed)
+    return next((s for (line, _, _), s in zip(listed, slugs, strict=True) if line == span[0]), None)

@@ -4,6 +4,7 @@ script a note holds ever runs; the page logs no error."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +31,12 @@ HOSTILE_TEXT = (
     "# rhubarb <script>window.pwned = 2</script>\n\n"
     "rhubarb tart <img src=x onerror=window.pwned=3> [go](javascript:window.pwned=4)\n"
 )
+BEDS = (
+    "---\ntags: [garden]\n---\n# Beds\n\n| bed | crop |\n|-----|------|\n| north | [[plain]] |\n\n"
+    "- [x] dig <script>window.pwned = 5</script>\n- [ ] sow [[Nowhere]]\n\n"
+    "[[plain#Nowhere|a heading not there]] #seasons ![x](https://example.com/x.png)\n"
+)
+SCREENSHOTS = os.environ.get("COFFER_SCREENSHOTS")  # a folder: the note page's picture there
 
 playwright = pytest.importorskip(
     "playwright.sync_api", reason="Playwright for Python is not installed (the dev extra)"
@@ -49,7 +56,8 @@ def daemon_with_notes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daem
         docs = d.docs("garden")
         write(docs / "plain.md", "# Rhubarb\n\nrhubarb grows in spring, in deep soil\n")
         write(docs / HOSTILE_NAME, HOSTILE_TEXT)
-        wait_for(lambda: d.client.get(d.client.kb("garden", "/documents"))["total"] == 2)
+        write(docs / "beds.md", BEDS)
+        wait_for(lambda: d.client.get(d.client.kb("garden", "/documents"))["total"] == 3)
         yield d
     finally:
         cleanup(d)
@@ -85,15 +93,15 @@ def test_typing_paints_marked_results_and_a_click_opens_the_note(
 
     page.get_by_role("link", name="Rhubarb", exact=True).click()
     page.wait_for_url("**/note/garden/plain.md")
-    assert "rhubarb grows in spring" in page.locator("pre.note").inner_text()
+    assert "rhubarb grows in spring" in page.locator(".markdown").inner_text()
 
     page.go_back()
     page.wait_for_selector("#q")
     page.locator("#q").fill("tart")
     page.wait_for_selector("#results li")
     page.locator("#results a.title").first.click()
-    page.wait_for_selector("pre.note")
-    assert "<script>window.pwned = 2</script>" in page.locator("pre.note").inner_text()
+    page.wait_for_selector(".markdown")
+    assert "<script>window.pwned = 2</script>" in page.locator(".markdown").inner_text()
     assert page.locator("main img, main script").count() == 0
     assert page.evaluate("window.pwned") is None
     assert errors == []
@@ -115,4 +123,35 @@ def test_grep_marks_the_pattern_and_a_missing_cookie_shows_no_page(
     refused = other.new_page().goto(url)
     assert refused is not None and refused.status == 403
     other.close()
+    context.close()
+
+
+def test_a_rendered_note_shows_its_table_and_links_and_runs_nothing(
+    daemon_with_notes: Daemon, browser: Any
+) -> None:
+    url = open_web(daemon_with_notes, kb="garden")["url"]
+    context = browser.new_context(viewport={"width": 1100, "height": 700})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(url)
+    page.goto(url.split("?", 1)[0] + "note/garden/beds.md")
+    assert page.locator(".markdown table td").all_inner_texts() == ["north", "plain"]
+    assert page.locator(".markdown input[type=checkbox]").count() == 2
+    assert page.locator(".markdown a.broken", has_text="Nowhere").count() == 1
+    assert page.locator(".markdown a.missing-heading").count() == 1
+    assert page.locator("table.properties a.tag").inner_text() == "#garden"
+    assert page.locator(".markdown .remote-image").count() == 1
+    if SCREENSHOTS:
+        page.screenshot(path=str(Path(SCREENSHOTS) / "note.png"))
+    page.locator(".markdown td a.note", has_text="plain").click()
+    page.wait_for_url("**/note/garden/plain.md")
+    assert "rhubarb grows in spring" in page.locator(".markdown").inner_text()
+    assert page.locator("aside.beside a", has_text="beds.md").count() == 1  # a backlink
+    assert page.evaluate("window.pwned") is None
+    assert not [r for r in requests if not r.startswith(url.split("?", 1)[0])], requests
+    assert errors == []
     context.close()

@@ -173,6 +173,17 @@ class Documents:
             raise DocumentNotFound(kb, doc.id)
         return content.data
 
+    async def other_file(self, kb: str, relpath: str) -> bytes:
+        """The bytes of a file of the KB that is not a document (an image a note embeds),
+        one its scan lists, read through the KB's boundary as every read is."""
+        self.kbs.get(kb)
+        if relpath not in self.reindexer.other_files.of(kb).paths:
+            raise DocumentNotFound(kb, relpath)
+        content = await asyncio.to_thread(self.tree.read, kb, relpath)
+        if content is None:
+            raise DocumentNotFound(kb, relpath)
+        return content.data
+
     def _read(
         self, kb: str, doc: Document, file_text: bool
     ) -> tuple[str, str, dict[str, Any], str | None] | None:

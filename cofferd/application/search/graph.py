@@ -23,7 +23,9 @@ from typing import Any, Generic, TypeVar
 from coffer_kernel.bounds import OFFSET_MAX
 from coffer_kernel.link_targets import (
     DocumentIndexOfPaths,
+    MissingFragment,
     Resolution,
+    anchor_of,
     fragment_of,
     has_fragments,
     key_of,
@@ -43,6 +45,7 @@ log = logging.getLogger(__name__)
 LINK_STYLE_SAMPLE = 2000  # links read to learn how a KB writes them
 FRAGMENT_NOTES = 5000  # notes read by one `broken` to check the headings and blocks named
 ALL = OFFSET_MAX  # a list's whole, when the daemon asks
+ANCHOR_NOTES = 200  # notes read by one `anchors` (the links of a note shown)
 
 
 class Graph:
@@ -191,6 +194,33 @@ class Graph:
             "fragments_unchecked": unchecked,
             "files_not_held": self.other_files.of(kb).left_out,
         }
+
+    async def anchors(
+        self, kb: str, wanted: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], str | MissingFragment]:
+        """For each (note, fragment) a link names, the anchor of its heading or block in the
+        note, or what is missing there; each note read once, at most `ANCHOR_NOTES` of them
+        (the others' are left out of the answer)."""
+        self.kbs.get(kb)
+        by_note: dict[str, list[str]] = {}
+        for path, fragment in wanted:
+            if has_fragments(path):
+                by_note.setdefault(path, []).append(fragment)
+
+        def run() -> dict[tuple[str, str], str | MissingFragment]:
+            found: dict[tuple[str, str], str | MissingFragment] = {}
+            for path, fragments in list(by_note.items())[:ANCHOR_NOTES]:
+                content = self.tree.read(kb, path)
+                text = content.data.decode("utf-8", "replace") if content else ""
+                for fragment in fragments:
+                    anchor = anchor_of(text, fragment)
+                    if anchor is not None:
+                        found[path, fragment] = anchor
+                    elif (missing := missing_fragment(text, fragment)) is not None:
+                        found[path, fragment] = missing
+            return found
+
+        return await asyncio.to_thread(run)
 
     async def tags(self, kb: str, limit: int = ALL, offset: int = 0) -> dict[str, Any]:
         """A page of the tags, most used first, and how many there are."""

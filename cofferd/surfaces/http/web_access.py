@@ -29,6 +29,11 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 )
+# a note shown with its remote images, as its reader asked (web_note): they may load
+REMOTE_IMAGES = web.ResponseKey("remote_images", bool)
+REMOTE_IMAGES_POLICY = CONTENT_SECURITY_POLICY.replace(
+    "img-src 'self'", "img-src 'self' https: http:"
+)
 HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -132,6 +137,8 @@ def _trade_key(request: web.Request, access: Access) -> web.Response:
 
 def _with_headers(response: web.StreamResponse, *, html: bool) -> None:
     response.headers.update(HEADERS)
+    if response.get(REMOTE_IMAGES):
+        response.headers["Content-Security-Policy"] = REMOTE_IMAGES_POLICY
     if html or response.content_type in ("text/html", "application/json"):
         response.headers["Cache-Control"] = "no-store"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import mimetypes
-import urllib.parse
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -18,21 +17,17 @@ from typing import Any
 from aiohttp import web
 from pydantic import Field
 
-from coffer_kernel.locations import InvalidTreePath, check_relpath, normalize_relpath
-from cofferd.domain.errors import PathRefused
-from cofferd.domain.formats import format_of
 from cofferd.surfaces.core import Coffer
-from cofferd.surfaces.http import api
+from cofferd.surfaces.http import api, web_note
 from cofferd.surfaces.http.error_envelope import error_middleware
 from cofferd.surfaces.http.query_params import Query, query_middleware, with_query
 from cofferd.surfaces.http.server import CofferApplication
 from cofferd.surfaces.http.web_access import Access, add_headers, guard_middleware
 
 STATIC = resources.files("cofferd.surfaces.http") / "web_static"
-ASSETS = frozenset({"search.js", "page.css", "icon.svg"})
+ASSETS = frozenset({"search.js", "page.css", "icon.svg", "note.js", "note.css"})
 MAX_BODY_BYTES = 64 * 1024  # a search or a grep
 CACHED = {"Cache-Control": "private, max-age=300"}  # the page's own files, not notes
-ORIGINAL_TYPES = {"pdf": "application/pdf"}  # shown by the browser's own viewer
 
 # The API's routes the page calls: reads only (a search is a POST, but changes nothing).
 READ_ROUTES = (
@@ -48,6 +43,8 @@ READ_ROUTES = (
 
 class PageQuery(Query):
     kb: str | None = Field(default=None, max_length=64)  # the knowledge base chosen at first
+    q: str = Field(default="", max_length=2000)  # a search to run at once (a note's tag)
+    tags: str = Field(default="", max_length=2000)
 
 
 # -- pages ---------------------------------------------------------------------------------
@@ -86,12 +83,13 @@ async def search_page(request: web.Request, query: PageQuery) -> web.Response:
 <main>
 <form id="search" role="search" autocomplete="off">
   <input id="q" name="q" type="search" placeholder="search your notes" autofocus
-    aria-label="what to look for" maxlength="2000">
+    aria-label="what to look for" maxlength="2000" value="{html.escape(query.q)}">
   <select id="kb" name="kb" aria-label="knowledge base">{kb_options}</select>
   <select id="mode" name="mode" aria-label="how">{modes}</select>
-  <details id="filters"><summary>filters</summary>
+  <details id="filters"{" open" if query.tags else ""}><summary>filters</summary>
     <label>folder <input id="folder" name="folder" placeholder="projects/coffer"></label>
-    <label>tags <input id="tags" name="tags" placeholder="project, urgent"></label>
+    <label>tags <input id="tags" name="tags" placeholder="project, urgent"
+      value="{html.escape(query.tags)}"></label>
     <label>formats <input id="formats" name="formats" placeholder="md, pdf"></label>
     <label>since <input id="since" name="since" type="date"></label>
     <label>until <input id="until" name="until" type="date"></label>
@@ -101,40 +99,6 @@ async def search_page(request: web.Request, query: PageQuery) -> web.Response:
 <ol id="results"></ol>
 </main>"""
     return _page("search", body, script=True)
-
-
-async def note_page(request: web.Request) -> web.StreamResponse:
-    """A note as plain escaped text (the rich view is a later step), or a PDF's original
-    file for the browser's viewer; found by its exact path among the KB's documents and
-    read through the KB's boundary, as every read is."""
-    coffer = request.app[api.COFFER]
-    kb, relpath = request.match_info["kb"], _relpath(request.match_info["path"])
-    doc = await coffer.documents.exact(kb, relpath)
-    if format_of(doc.path) in ORIGINAL_TYPES:
-        content = await coffer.documents.original_file(kb, doc)
-        return web.Response(
-            body=content,
-            content_type=ORIGINAL_TYPES[format_of(doc.path)],
-            headers={"Content-Disposition": "inline"},
-        )
-    view = await coffer.documents.get(kb, doc.id, file_text=True)
-    text = view.file_text if view.file_text is not None and not view.derived else view.body
-    search = f"/?kb={urllib.parse.quote(kb, safe='')}"
-    body = (
-        f'<header><h1>Coffer</h1><nav><a href="{html.escape(search)}">search</a></nav></header>'
-        f"<main><article><h2>{html.escape(doc.title)}</h2>"
-        f'<p class="where">{html.escape(kb)} · {html.escape(doc.path)}'
-        f"{' · converted text' if view.derived else ''}</p>"
-        f'<pre class="note">{html.escape(text or "")}</pre></article></main>'
-    )
-    return _page(doc.title or doc.path, body)
-
-
-def _relpath(given: str) -> str:
-    try:
-        return normalize_relpath(check_relpath(given))
-    except InvalidTreePath as exc:
-        raise PathRefused(f"not a path inside the knowledge base: {exc}") from None
 
 
 async def asset(request: web.Request) -> web.StreamResponse:
@@ -160,7 +124,8 @@ def create_web_app(
     app[api.STATUS] = status_fn
     app.on_response_prepare.append(add_headers)
     app.router.add_get("/", with_query(PageQuery)(search_page))
-    app.router.add_get("/note/{kb}/{path:.+}", note_page)
+    app.router.add_get("/note/{kb}/{path:.+}", web_note.note_page)
+    app.router.add_get("/file/{kb}/{path:.+}", web_note.file_of_note)
     app.router.add_get("/static/{name}", asset)
     for method, path, handler in READ_ROUTES:
         app.router.add_route(method, path, handler)
