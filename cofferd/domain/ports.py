@@ -15,6 +15,7 @@ from cofferd.domain.index_records import (
     DocumentWrite,
     EmbedJob,
     EmbedLane,
+    GraphRows,
     IndexedFile,
     IndexedFiles,
     LinkRow,
@@ -376,3 +377,5 @@ class GraphStore(Protocol):
     async def links_sample(self, kb: str, limit: int) -> list[tuple[str, str]]: ...
 
     async def tag_counts(self, kb: str) -> list[tuple[str, int]]: ...
+
+    async def graph_rows(self, kb: str) -> GraphRows: ...

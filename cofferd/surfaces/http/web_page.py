@@ -22,14 +22,14 @@ from coffer_kernel.locations import InvalidTreePath, check_relpath, normalize_re
 from cofferd.domain.errors import PathRefused
 from cofferd.domain.formats import format_of
 from cofferd.surfaces.core import Coffer
-from cofferd.surfaces.http import api
+from cofferd.surfaces.http import api, web_graph
 from cofferd.surfaces.http.error_envelope import error_middleware
 from cofferd.surfaces.http.query_params import Query, query_middleware, with_query
 from cofferd.surfaces.http.server import CofferApplication
 from cofferd.surfaces.http.web_access import Access, add_headers, guard_middleware
 
 STATIC = resources.files("cofferd.surfaces.http") / "web_static"
-ASSETS = frozenset({"search.js", "page.css", "icon.svg"})
+ASSETS = frozenset({"search.js", "page.css", "icon.svg"}) | web_graph.ASSETS
 MAX_BODY_BYTES = 64 * 1024  # a search or a grep
 CACHED = {"Cache-Control": "private, max-age=300"}  # the page's own files, not notes
 ORIGINAL_TYPES = {"pdf": "application/pdf"}  # shown by the browser's own viewer
@@ -82,7 +82,7 @@ async def search_page(request: web.Request, query: PageQuery) -> web.Response:
     kb_options = _options([("", "every knowledge base"), *((k, k) for k in kbs)], chosen)
     modes = _options([("search", "search"), ("grep", "grep")], "search")
     body = f"""
-<header><h1>Coffer</h1><nav><a href="/">search</a></nav></header>
+<header><h1>Coffer</h1><nav><a href="/">search</a> <a href="/graph">graph</a></nav></header>
 <main>
 <form id="search" role="search" autocomplete="off">
   <input id="q" name="q" type="search" placeholder="search your notes" autofocus
@@ -162,6 +162,7 @@ def create_web_app(
     app.router.add_get("/", with_query(PageQuery)(search_page))
     app.router.add_get("/note/{kb}/{path:.+}", note_page)
     app.router.add_get("/static/{name}", asset)
+    web_graph.add_graph_routes(app, coffer)
     for method, path, handler in READ_ROUTES:
         app.router.add_route(method, path, handler)
     return app
