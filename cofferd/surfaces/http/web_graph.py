@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import mimetypes
+import urllib.parse
 from importlib import resources
 
 from aiohttp import web
@@ -72,7 +73,7 @@ async def graph_page(request: web.Request, query: GraphPageQuery) -> web.Respons
         for d in range(1, DEPTH_MAX + 1)
     )
     note = html.escape(query.note or "")
-    search = html.escape(f"/?kb={kb}" if kb else "/")
+    search = html.escape(f"/?kb={urllib.parse.quote(kb, safe='')}" if kb else "/")
     body = f"""
 <header><h1>Coffer</h1><nav><a href="{search}">search</a> <a href="/graph">graph</a></nav>
 </header>

@@ -81,8 +81,9 @@ async def search_page(request: web.Request, query: PageQuery) -> web.Response:
     chosen = query.kb if query.kb in kbs else ("" if len(kbs) != 1 else kbs[0])
     kb_options = _options([("", "every knowledge base"), *((k, k) for k in kbs)], chosen)
     modes = _options([("search", "search"), ("grep", "grep")], "search")
+    graph = html.escape("/graph" + (f"?kb={urllib.parse.quote(chosen, safe='')}" if chosen else ""))
     body = f"""
-<header><h1>Coffer</h1><nav><a href="/">search</a> <a href="/graph">graph</a></nav></header>
+<header><h1>Coffer</h1><nav><a href="/">search</a> <a href="{graph}">graph</a></nav></header>
 <main>
 <form id="search" role="search" autocomplete="off">
   <input id="q" name="q" type="search" placeholder="search your notes" autofocus
