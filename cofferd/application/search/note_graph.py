@@ -94,14 +94,19 @@ def _resolved(rows: GraphRows, files: frozenset[str]) -> _Whole:
     at = {node.path: n for n, node in enumerate(nodes)}
     index = DocumentIndexOfPaths(at, files)
     edges: dict[tuple[int, int], None] = {}
+    # where a link leads depends on its source's folder only: many links share the answer
+    leads: dict[tuple[str, str | None, str, str], str | None] = {}
     for source, kind, key, target in rows.links:
-        found = index.resolve_written(kind, key, target, source)
-        if found.path is None or found.path == source:
+        asked = (kind, key, target, source.rpartition("/")[0])
+        if asked not in leads:
+            leads[asked] = index.resolve_written(kind, key, target, source).path
+        path = leads[asked]
+        if path is None or path == source:
             continue
-        to = at.get(found.path)
+        to = at.get(path)
         if to is None:  # a file that is not a document: a node once something links to it
-            to = at[found.path] = len(nodes)
-            nodes.append(_Node(None, found.path, posixpath.basename(found.path), [], False))
+            to = at[path] = len(nodes)
+            nodes.append(_Node(None, path, posixpath.basename(path), [], False))
         edges[(at[source], to)] = None
     for s, t in edges:
         nodes[s].degree += 1

@@ -9,6 +9,8 @@
     "#b07aa1", "#ff9da7", "#9c755f", "#8cd17d", "#d37295"];
   const OTHER = "#9a9a9a";
   const LAYOUT_ITERATIONS = 400; // then it stops: a still picture, cheap to pan
+  const LAYOUT_BUDGET_MS = 20000; // or after this long, whichever comes first
+  const LARGE_NODES = 2000, LARGE_EDGES = 10000;
   const $ = (id) => document.getElementById(id);
   const box = $("graph"), said = $("said"), legend = $("legend");
   const kb = box.dataset.kb;
@@ -157,11 +159,13 @@
       }, { attributes: ["x", "y"] });
       if (done) {
         worker.terminate();
+        box.dataset.iterations = event.data.iterations;
         document.body.dataset.layout = "done";
       }
     };
     worker.onerror = (event) => { say(`the layout failed: ${event.message}`); };
-    worker.postMessage({ nodes, edges, settings, iterations: LAYOUT_ITERATIONS },
+    worker.postMessage({ nodes, edges, settings, iterations: LAYOUT_ITERATIONS,
+      budgetMs: LAYOUT_BUDGET_MS, batchMs: big ? 500 : 100 },
       [nodes.buffer, edges.buffer]);
   }
 
@@ -171,12 +175,23 @@
     state.graph = graph;
     fillFilters(answer.nodes);
     describe(answer);
+    // A large graph is drawn with sigma's cheapest programs (points and one-pixel lines)
+    // and without its edges while the camera is dragged: with software WebGL (SwiftShader)
+    // its circles and thick edges cost seconds a frame (docs/benchmarks.md, issue 46).
+    const large = graph.order > LARGE_NODES || graph.size > LARGE_EDGES;
+    const cheap = large ? {
+      nodeProgramClasses: { circle: Sigma.rendering.NodePointProgram },
+      edgeProgramClasses: { line: Sigma.rendering.EdgeLineProgram },
+      defaultEdgeType: "line", hideEdgesOnMove: true,
+    } : {};
     const renderer = new Sigma(graph, box, {
       labelRenderedSizeThreshold: 10,
       defaultEdgeColor: "#b8b8b8",
       nodeReducer: (_, attrs) => (hidden(attrs) ? { ...attrs, hidden: true } : attrs),
       zIndex: false,
+      ...cheap,
     });
+    box.dataset.programs = large ? "cheap" : "full";
     state.renderer = renderer;
     renderer.on("clickNode", ({ node }) => open(node));
     renderer.on("enterNode", () => { box.style.cursor = "pointer"; });
