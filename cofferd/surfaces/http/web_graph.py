@@ -90,7 +90,7 @@ async def graph_page(request: web.Request, query: GraphPageQuery) -> web.Respons
   <label><input id="orphans" type="checkbox"> hide orphans</label>
   <label><input id="attachments" type="checkbox"> hide attachments</label>
 </form>
-<p id="said" class="graph-said" role="status" aria-live="polite">reading the graph…</p>
+<p id="said" role="status" aria-live="polite">reading the graph…</p>
 <div id="graph" data-kb="{html.escape(kb)}"></div>
 <ul id="legend" class="legend"></ul>"""
     return _page("graph", body)
