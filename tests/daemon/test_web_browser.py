@@ -152,6 +152,13 @@ def test_the_graph_draws_in_webgl_and_a_click_on_a_node_opens_its_note(
     assert page.evaluate("window.cofferGraph.state.graph.size") == 3
     assert page.locator("#graph canvas").count() >= 2  # sigma's WebGL layers and labels
     assert "4 notes and files, 3 links" in page.locator("#said").inner_text()
+    sizes = page.evaluate(
+        "Object.fromEntries(window.cofferGraph.state.graph.mapNodes((_, a) => [a.path, a.size]))"
+    )
+    assert sizes["hub.md"] > sizes["other/twig.md"] > sizes["lonely.md"]  # sized by links
+    assert "other" in page.locator("#legend").inner_text()  # coloured by top folder
+    page.select_option("#colour", "tag")
+    assert "wood (1)" in page.locator("#legend").inner_text()
     page.check("#orphans")  # a filter hides the orphan from the renderer
     hidden = "(g) => g.state.renderer.getNodeDisplayData(g.state.graph.findNode("
     hidden += "(_, a) => a.path === 'lonely.md')).hidden"
