@@ -143,3 +143,11 @@ class EmbedLane(Enum):
 
 
 LinkRow = tuple[str, str, Link]  # (the linking document's id, its path, the link)
+
+
+@dataclass(frozen=True)
+class GraphRows:
+    """What a KB's graph is drawn from, as stored."""
+
+    documents: list[tuple[str, str, str, str | None]]  # id, path, title, its tags newline-joined
+    links: list[tuple[str, str, str | None, str]]  # source path, type, key, target

@@ -15,6 +15,7 @@ from cofferd.domain.index_records import (
     DocumentWrite,
     EmbedJob,
     EmbedLane,
+    GraphRows,
     IndexedFile,
     IndexedFiles,
     LinkRow,
@@ -391,3 +392,5 @@ class GraphStore(Protocol):
     async def tag_counts(
         self, kb: str, limit: int, offset: int
     ) -> tuple[list[tuple[str, int]], int]: ...
+
+    async def graph_rows(self, kb: str) -> GraphRows: ...

@@ -155,3 +155,72 @@ def test_a_rendered_note_shows_its_table_and_links_and_runs_nothing(
     assert not [r for r in requests if not r.startswith(url.split("?", 1)[0])], requests
     assert errors == []
     context.close()
+
+
+LINKED = {
+    "hub.md": "# Hub\n\n[[leaf]] and [[other/twig]]\n",
+    "leaf.md": "# Leaf\n\nback to [[hub]]\n",
+    "other/twig.md": "---\ntags: [wood]\n---\n# Twig\n\nalone otherwise\n",
+    "lonely.md": "# Lonely\n\nno links\n",
+}
+
+
+@pytest.fixture(scope="module")
+def linked(daemon_with_notes: Daemon) -> str:
+    d = daemon_with_notes
+    d.client.post("/api/v1/knowledge_bases", {"name": "linked", "config": {}})
+    for path, text in LINKED.items():
+        write(d.docs("linked") / path, text)
+    wait_for(lambda: d.client.get(d.client.kb("linked", "/documents"))["total"] == len(LINKED))
+    return "linked"
+
+
+def test_the_graph_draws_in_webgl_and_a_click_on_a_node_opens_its_note(
+    daemon_with_notes: Daemon, linked: str, browser: Any
+) -> None:
+    url = open_web(daemon_with_notes, kb=linked)["url"]
+    page = browser.new_page(viewport={"width": 1000, "height": 700})
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    page.get_by_role("link", name="graph").click()
+    page.wait_for_selector("body[data-state=drawn]")
+    page.wait_for_selector("body[data-layout=done]")
+    assert page.evaluate("window.cofferGraph.state.graph.order") == len(LINKED)
+    assert page.evaluate("window.cofferGraph.state.graph.size") == 3
+    assert page.locator("#graph canvas").count() >= 2  # sigma's WebGL layers and labels
+    assert "4 notes and files, 3 links" in page.locator("#said").inner_text()
+    sizes = page.evaluate(
+        "Object.fromEntries(window.cofferGraph.state.graph.mapNodes((_, a) => [a.path, a.size]))"
+    )
+    assert sizes["hub.md"] > sizes["other/twig.md"] > sizes["lonely.md"]  # sized by links
+    assert "other" in page.locator("#legend").inner_text()  # coloured by top folder
+    page.select_option("#colour", "tag")
+    assert "wood (1)" in page.locator("#legend").inner_text()
+    page.check("#orphans")  # a filter hides the orphan from the renderer
+    hidden = "(g) => g.state.renderer.getNodeDisplayData(g.state.graph.findNode("
+    hidden += "(_, a) => a.path === 'lonely.md')).hidden"
+    assert page.evaluate(f"({hidden})(window.cofferGraph)") is True
+    leaf = page.evaluate(
+        """() => {
+          const { graph, renderer } = window.cofferGraph.state;
+          const node = graph.findNode((_, a) => a.path === "leaf.md");
+          return renderer.graphToViewport(graph.getNodeAttributes(node));
+        }"""
+    )
+    box = page.locator("#graph").bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + leaf["x"], box["y"] + leaf["y"])
+    page.wait_for_url("**/note/linked/leaf.md")
+    assert "back to [[hub]]" in page.locator("pre.note").inner_text()
+
+    page.goto(page.url.split("/note/")[0] + "/graph?kb=linked&note=other/twig.md&depth=1")
+    page.wait_for_selector("body[data-state=drawn]")
+    paths = page.evaluate("window.cofferGraph.state.answer.nodes.map((n) => n.path)")
+    assert paths == ["other/twig.md", "hub.md"]
+    page.goto(page.url.split("/graph")[0] + "/graph?kb=garden")  # a hostile file name
+    page.wait_for_selector("body[data-state=drawn]")
+    assert page.evaluate("window.pwned") is None
+    assert errors == []
+    page.close()

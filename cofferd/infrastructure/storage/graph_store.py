@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cofferd.domain.index_records import DocumentWrite, LinkRow
+from cofferd.domain.index_records import DocumentWrite, GraphRows, LinkRow
 from cofferd.domain.links import Link
 from cofferd.domain.models import KB_KIND
 from cofferd.domain.tags import tag_key
@@ -153,6 +153,35 @@ class SqliteGraph:
         def run(conn: Connection) -> list[tuple[str, str]]:
             sql = f"SELECT type, target FROM links WHERE {SCOPE} LIMIT ?"
             return [(r[0], r[1]) for r in conn.execute(sql, (KB_KIND, kb, limit))]
+
+        return await self.db.read(run)
+
+    async def graph_rows(self, kb: str) -> GraphRows:
+        """What the graph of a KB is drawn from, in one query each: every document's (id,
+        path, title, its tags joined by a newline), and every link's (source path, type,
+        key, target as written)."""
+
+        def run(conn: Connection) -> GraphRows:
+            cursor = conn.cursor()
+            cursor.row_factory = None  # plain tuples
+            documents = list(
+                cursor.execute(
+                    "SELECT d.id, d.path, d.title, (SELECT group_concat(t.tag, char(10))"
+                    " FROM document_tags t WHERE t.kind = d.kind"
+                    " AND t.resource_name = d.resource_name AND t.document_id = d.id)"
+                    f" FROM documents d WHERE d.{SCOPE.replace(' AND ', ' AND d.')}",
+                    (KB_KIND, kb),
+                )
+            )
+            links = list(
+                cursor.execute(
+                    "SELECT d.path, l.type, l.key, l.target FROM links l JOIN documents d"
+                    " ON d.kind = l.kind AND d.resource_name = l.resource_name"
+                    " AND d.id = l.document_id WHERE l.kind = ? AND l.resource_name = ?",
+                    (KB_KIND, kb),
+                )
+            )
+            return GraphRows(documents, links)
 
         return await self.db.read(run)
 

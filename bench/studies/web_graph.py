@@ -1,0 +1,204 @@
+"""Issue 46 figures: the web page's graph of a generated KB of 10,000 notes and 50,000 links.
+
+The notes sit in 12 folders (some nested) with one of 20 tags each; the links go from notes
+picked at random (one in 37 links nothing) to notes picked by a power law, so a few are
+hubs and some notes are orphans. Measured: the graph's JSON answer (warm, median of 5), and
+in Chromium the navigation to the graph page until its first frame is drawn (the page's
+own mark, a frame after sigma's first render), until the layout worker is done, and the
+frames per second while the camera pans over the whole graph for 5 s (sigma's renders
+counted, each a full redraw of every node and edge), once during the layout and once
+after it. Headless Chromium on this machine draws WebGL with SwiftShader, on the CPU: the
+renderer it reports is printed. With --screenshot PATH, the page once laid out, as a PNG.
+
+Needs Playwright for Python and Debian's Chromium (/usr/bin/chromium).
+
+    nice .venv/bin/python -m bench.studies.web_graph [--screenshot docs/screenshots/graph.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import math
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    REPO,
+    indexer_idle,
+    kb_status,
+    machine,
+    median,
+    scratch_home,
+    start_daemon,
+    stop_daemon,
+    wait,
+)
+from bench.studies.web_page import CHROMIUM, CHROMIUM_ARGS, trade_key
+from cofferctl.client import Client
+
+NOTES = 10_000
+LINKS = 50_000
+FOLDERS = ["projects", "projects/coffer", "projects/garden", "people", "journal", "journal/2025",
+           "reading", "recipes", "work", "work/meetings", "ideas", "archive"]  # fmt: skip
+TAGS = [f"tag{n}" for n in range(20)]
+PAN_S = 5.0
+COUNT_RENDERS = """() => {
+  const g = window.cofferGraph;
+  g.renders = 0;
+  g.counting = g.counting || g.state.renderer.on("afterRender", () => { g.renders++; });
+}"""
+GL_RENDERER = """() => {
+  const gl = document.createElement("canvas").getContext("webgl");
+  const info = gl && gl.getExtension("WEBGL_debug_renderer_info");
+  return info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : String(gl);
+}"""
+
+
+def write_kb(root: Path, seed: int = 46) -> None:
+    """NOTES notes and LINKS wiki links among them."""
+    rng = random.Random(seed)
+    names = [f"note-{n:05d}" for n in range(NOTES)]
+    linking = [n for n in range(NOTES) if n % 37]
+    out: list[list[str]] = [[] for _ in range(NOTES)]
+    made = 0
+    while made < LINKS:
+        source, target = rng.choice(linking), int(NOTES * rng.random() ** 3)
+        if source != target:
+            out[source].append(names[target])
+            made += 1
+    for n, name in enumerate(names):
+        folder = root / FOLDERS[rng.randrange(len(FOLDERS))]
+        folder.mkdir(parents=True, exist_ok=True)
+        tag = TAGS[min(int(rng.paretovariate(1.2)) - 1, len(TAGS) - 1)]
+        links = " ".join(f"[[{t}]]" for t in out[n])
+        (folder / f"{name}.md").write_text(f"# Note {n}\n\n#{tag} about {name}.\n\n{links}\n")
+
+
+def json_ms(address: str, cookie: str) -> tuple[list[float], int]:
+    host, _, port = address.removeprefix("http://").rstrip("/").partition(":")
+    times, size = [], 0
+    for _ in range(5):
+        started = time.perf_counter()
+        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        conn.request(
+            "GET",
+            "/api/v1/knowledge_bases/bench/graph",
+            headers={"Cookie": cookie, "Host": f"{host}:{port}"},
+        )
+        response = conn.getresponse()
+        size = len(response.read())
+        conn.close()
+        times.append((time.perf_counter() - started) * 1000)
+        assert response.status == 200, response.status
+    return times, size
+
+
+def pan(page: Any, seconds: float) -> dict[str, Any]:
+    """Drag the graph around in circles with the mouse for `seconds`: sigma's renders
+    counted in the page, and the time between them."""
+    box = page.locator("#graph").bounding_box()
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(cx, cy)
+    page.evaluate(COUNT_RENDERS)
+    page.mouse.down()
+    started = time.perf_counter()
+    while (elapsed := time.perf_counter() - started) < seconds:
+        page.mouse.move(cx + 150 * math.sin(elapsed * 2), cy + 150 * math.cos(elapsed * 2))
+    renders = page.evaluate("window.cofferGraph.renders")
+    page.mouse.up()
+    return {"seconds": elapsed, "renders": renders}
+
+
+def browser_figures(client: Client, screenshot: Path | None) -> dict[str, Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(client.post("/api/v1/web", {"kb": "bench"})["url"])
+        gl = page.evaluate(GL_RENDERER)
+        page.goto(page.url.split("/?")[0] + "/graph?kb=bench", wait_until="commit")
+        page.wait_for_selector("body[data-state=drawn]", timeout=60_000)
+        first = page.evaluate("window.cofferGraph.firstFrame")
+        during = pan(page, PAN_S)
+        page.wait_for_selector("body[data-layout=done]", timeout=300_000)
+        laid_out = page.evaluate("performance.now()")
+        after = pan(page, PAN_S)
+        iterations = page.get_attribute("#graph", "data-iterations")
+        programs = page.get_attribute("#graph", "data-programs")
+        said = page.locator("#said").inner_text()
+        if screenshot:
+            page.evaluate("window.cofferGraph.state.renderer.getCamera().animatedReset()")
+            page.wait_for_timeout(600)
+            page.screenshot(path=str(screenshot))
+        browser.close()
+    return {"gl": gl, "first_ms": first, "layout_done_ms": laid_out, "during": during,
+            "after": after, "said": said, "iterations": iterations, "programs": programs,
+            "errors": errors}  # fmt: skip
+
+
+def fps(panned: dict[str, Any]) -> str:
+    rate = panned["renders"] / panned["seconds"]
+    return f"{rate:.1f} frames/s ({panned['renders']} renders in {panned['seconds']:.1f} s)"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--screenshot", type=Path, help="save the graph page here (PNG)")
+    args = parser.parse_args()
+    home = scratch_home("graph")
+    run = Path(tempfile.mkdtemp(prefix="cof", dir="/tmp"))
+    corpus = home / "kb"
+    write_kb(corpus)
+    daemon = start_daemon(REPO, home / "home", run / "s.sock")
+    client = Client(run / "s.sock", timeout=120)
+    try:
+        wait(lambda: client.get("/api/v1/health"), daemon, 60, 0.1)
+        client.post("/api/v1/knowledge_bases", {"name": "bench", "path": str(corpus)})
+        started = time.perf_counter()
+        wait(
+            lambda: (
+                (s := client.get("/api/v1/status"))
+                and indexer_idle(s)
+                and kb_status(s, "bench")["state"] == "ok"
+                and kb_status(s, "bench")["documents"] >= NOTES
+            ),
+            daemon,
+            1800,
+            1.0,
+        )
+        indexed_s = time.perf_counter() - started
+        opened = client.post("/api/v1/web", {"kb": "bench"})
+        answer_ms, answer_bytes = json_ms(opened["address"], trade_key(opened["url"]))
+        figures = browser_figures(client, args.screenshot)
+    finally:
+        stop_daemon(daemon)
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(run, ignore_errors=True)
+    print(f"machine: {machine()}")
+    print(f"generated KB: {NOTES:,} notes, {LINKS:,} links, indexed in {indexed_s:.0f} s")
+    print(f"graph JSON (warm): median {median(answer_ms):.0f} ms, {answer_bytes / 1e6:.2f} MB")
+    print(f"WebGL renderer: {figures['gl']}")
+    print(f"page says: {figures['said']}")
+    print(f"Chromium, navigation to the first frame drawn: {figures['first_ms']:.0f} ms")
+    print(f"drawn with sigma's {figures['programs']} programs")
+    print(f"layout done ({figures['iterations']} ForceAtlas2 iterations in the worker): "
+          f"{figures['layout_done_ms']:.0f} ms after navigation")  # fmt: skip
+    print(f"panning during the layout: {fps(figures['during'])}")
+    print(f"panning once laid out: {fps(figures['after'])}")
+    print(f"console errors: {figures['errors'] or 'none'}")
+    kept = {k: figures[k] for k in ("first_ms", "layout_done_ms")}
+    print(json.dumps({**kept, "json_ms": answer_ms}, separators=(",", ":")))
+
+
+if __name__ == "__main__":
+    main()
