@@ -213,7 +213,7 @@ def test_the_graph_draws_in_webgl_and_a_click_on_a_node_opens_its_note(
     assert box is not None
     page.mouse.click(box["x"] + leaf["x"], box["y"] + leaf["y"])
     page.wait_for_url("**/note/linked/leaf.md")
-    assert "back to [[hub]]" in page.locator("pre.note").inner_text()
+    assert "back to hub" in page.locator(".markdown").inner_text()  # the note, rendered
 
     page.goto(page.url.split("/note/")[0] + "/graph?kb=linked&note=other/twig.md&depth=1")
     page.wait_for_selector("body[data-state=drawn]")
