@@ -21,7 +21,7 @@ from coffer_kernel.locations import InvalidTreePath, check_relpath, normalize_re
 from cofferd.application.search.note_graph import DEPTH_MAX, MAX_NODES, NoteGraph
 from cofferd.domain.errors import PathRefused
 from cofferd.surfaces.core import Coffer
-from cofferd.surfaces.http import api
+from cofferd.surfaces.http import api, web_shell
 from cofferd.surfaces.http.json_shapes import json_response
 from cofferd.surfaces.http.query_params import Query, QueryInt, with_query
 
@@ -93,24 +93,8 @@ async def graph_page(request: web.Request, query: GraphPageQuery) -> web.Respons
 <p id="said" role="status" aria-live="polite">reading the graph…</p>
 <div id="graph" data-kb="{html.escape(kb)}"></div>
 <ul id="legend" class="legend"></ul>"""
-    return _page("graph", body)
-
-
-def _page(title: str, body: str) -> web.Response:
-    scripts = "".join(
-        f'<script src="/static/{name}" defer></script>'
-        for name in ("vendor/graphology.umd.min.js", "vendor/sigma.min.js", "graph.js")
-    )
-    text = (
-        "<!doctype html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)} · Coffer</title>"
-        '<link rel="stylesheet" href="/static/page.css">'
-        f'<link rel="icon" href="/static/icon.svg">{scripts}</head>'
-        f'<body class="graph-page">{body}</body></html>'
-    )
-    return web.Response(text=text, content_type="text/html")
+    scripts = ("vendor/graphology.umd.min.js", "vendor/sigma.min.js", "graph.js")
+    return web_shell.page("graph", body, scripts=scripts, body_class="graph-page")
 
 
 async def vendor_asset(request: web.Request) -> web.StreamResponse:

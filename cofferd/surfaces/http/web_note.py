@@ -25,7 +25,7 @@ from coffer_kernel.locations import InvalidTreePath, check_relpath, normalize_re
 from coffer_kernel.markdown_grammar import MAX_TARGET_CHARS, headings
 from cofferd.domain.errors import PathRefused
 from cofferd.domain.formats import format_of
-from cofferd.surfaces.http import api
+from cofferd.surfaces.http import api, web_shell
 from cofferd.surfaces.http.query_params import Query, with_query
 from cofferd.surfaces.http.web_access import REMOTE_IMAGES
 from cofferd.surfaces.http.web_markdown import Rendering, Target, render
@@ -181,7 +181,9 @@ async def note_page(request: web.Request, query: NoteQuery) -> web.StreamRespons
         + _aside(kb, view.path, graph)
         + "</main>"
     )
-    response = _html(doc.title or doc.path, body)
+    response = web_shell.page(
+        doc.title or doc.path, body, scripts=("note.js",), styles=("note.css",)
+    )
     if remote:
         response[REMOTE_IMAGES] = True
     return response
@@ -305,18 +307,3 @@ def _aside(kb: str, absolute: str, graph: dict[str, Any]) -> str:
 def _header(kb: str) -> str:
     search = html.escape(search_href(kb))
     return f'<header><p class="brand">Coffer</p><nav><a href="{search}">search</a></nav></header>'
-
-
-def _html(title: str, body: str) -> web.Response:
-    text = (
-        "<!doctype html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)} · Coffer</title>"
-        '<link rel="stylesheet" href="/static/page.css">'
-        '<link rel="stylesheet" href="/static/note.css">'
-        '<link rel="icon" href="/static/icon.svg">'
-        '<script src="/static/note.js" defer></script></head>'
-        f"<body>{body}</body></html>"
-    )
-    return web.Response(text=text, content_type="text/html")

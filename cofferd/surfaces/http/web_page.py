@@ -19,7 +19,7 @@ from aiohttp import web
 from pydantic import Field
 
 from cofferd.surfaces.core import Coffer
-from cofferd.surfaces.http import api, web_graph, web_note
+from cofferd.surfaces.http import api, web_graph, web_note, web_shell
 from cofferd.surfaces.http.error_envelope import error_middleware
 from cofferd.surfaces.http.query_params import Query, query_middleware, with_query
 from cofferd.surfaces.http.server import CofferApplication
@@ -49,20 +49,6 @@ class PageQuery(Query):
 
 
 # -- pages ---------------------------------------------------------------------------------
-
-
-def _page(title: str, body: str, *, script: bool = False) -> web.Response:
-    scripts = '<script src="/static/search.js" defer></script>' if script else ""
-    text = (
-        "<!doctype html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)} · Coffer</title>"
-        '<link rel="stylesheet" href="/static/page.css">'
-        f'<link rel="icon" href="/static/icon.svg">{scripts}</head>'
-        f"<body>{body}</body></html>"
-    )
-    return web.Response(text=text, content_type="text/html")
 
 
 def _options(values: list[tuple[str, str]], chosen: str) -> str:
@@ -100,7 +86,7 @@ async def search_page(request: web.Request, query: PageQuery) -> web.Response:
 <p id="said" role="status" aria-live="polite"></p>
 <ol id="results"></ol>
 </main>"""
-    return _page("search", body, script=True)
+    return web_shell.page("search", body, scripts=("search.js",))
 
 
 async def asset(request: web.Request) -> web.StreamResponse:
