@@ -26,6 +26,11 @@ The vault is never written: renames are applied to the notes' text in memory.
     # Foam's documentation, a Foam vault (issue 45): github:foambubble/foam's docs/ folder
     .venv/bin/python -m bench.studies.vault_links --extract GIT_DIR --vault /tmp/foam/docs --whole
     .venv/bin/python -m bench.studies.vault_links --vault /tmp/foam/docs --whole [--repo PATH]
+    # a GitHub wiki (github:mhadam/snowplow.wiki-fork) and a VS Code Markdown repository
+    # (github:microsoft/code-with-engineering-playbook's docs/), issue 45
+    .venv/bin/python -m bench.studies.vault_links --extract GIT_DIR --vault /tmp/snowplow
+    .venv/bin/python -m bench.studies.vault_links --extract GIT_DIR --vault /tmp/playbook/docs
+    .venv/bin/python -m bench.studies.vault_links --vault VAULT [--hostile] [--repo PATH]
 """
 
 from __future__ import annotations
