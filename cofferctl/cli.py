@@ -347,8 +347,11 @@ def _web(c: Commands) -> None:
         sp.add_argument("kb", nargs="?", metavar="KB", help="the knowledge base it starts on"),
         COMPLETE_KB,
     )
+    port = Bounded(1, 65535)
     sp.add_argument(
-        "--port", type=int, help="on this port (default: the one it is on, or a free one)"
+        "--port",
+        type=port,
+        help=f"on this port: {port.stated()} (default: the one it is on, or a free one)",
     )
     sp.add_argument("--no-open", action="store_true", help="print the URL, open no browser")
     sp.add_argument("--stop", action="store_true", help="stop serving the page")

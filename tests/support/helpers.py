@@ -152,3 +152,12 @@ def applied(body: str, edits: list[dict[str, Any]]) -> str:
         tail = line[end["character"] * 2 :].decode("utf-16-le")
         lines[start["line"]] = head + edit["newText"] + tail
     return "\n".join(lines)
+
+
+async def skipped_in(coffer: Any, kb: str) -> list[dict[str, Any]]:
+    """Every file an in-process Coffer lists as not indexed in `kb` (one page: tests hold
+    fewer than a page)."""
+    from coffer_kernel.bounds import LIST_LIMIT_MAX
+
+    items, _ = await coffer.reindexer.skipped(kb, LIST_LIMIT_MAX, 0)
+    return list(items)

@@ -18,6 +18,7 @@ from cofferd.domain.index_records import Converted
 from cofferd.infrastructure.conversion import converter as converter_module
 from cofferd.infrastructure.conversion.converter import ConverterPool, check_zip
 from cofferd.surfaces.core import Coffer
+from tests.support.helpers import skipped_in
 from tests.support.pdf_layouts import many_pages
 from tests.support.samples import make_docx, make_pdf, make_xlsx, zip_bomb_docx
 from tests.support.scans import scanned_pdf
@@ -154,7 +155,7 @@ async def test_a_conversion_stopped_for_its_time_is_listed_at_once(
     coffer.converters.timeout_s = 0.05
     assert await coffer.conversions._convert("timed", "big.pdf")  # settled: listed now
     await coffer.reindexer.sync_paths(kb, ["big.pdf"])
-    skipped = {s["relative_path"]: s["reason"] for s in await coffer.reindexer.skipped("timed")}
+    skipped = {s["relative_path"]: s["reason"] for s in await skipped_in(coffer, "timed")}
     assert "longer than" in skipped["big.pdf"]
     big = await coffer.retrieval.search("timed", "words")
     assert not big.passages

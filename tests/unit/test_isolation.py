@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
-from tests.support.helpers import bump_mtime, index_dump, write
+from tests.support.helpers import bump_mtime, index_dump, skipped_in, write
 
 # refused by the database itself (a constraint, installed below)
 POISON = {
@@ -56,9 +56,7 @@ async def test_poison_documents_do_not_stop_their_batch(
     assert (await coffer.retrieval.search(kb.name, "number7")).passages
     found = {p.path for p in (await coffer.retrieval.search(kb.name, "body")).passages}
     assert not found & set(POISON)  # nothing half-written
-    assert sorted(s["relative_path"] for s in await coffer.reindexer.skipped(kb.name)) == sorted(
-        skipped
-    )
+    assert sorted(s["relative_path"] for s in await skipped_in(coffer, kb.name)) == sorted(skipped)
 
     # a later reconcile is not blocked, and does not read the poison again until it changes
     write(docs / "later.md", "# Later\n\narrives afterwards")

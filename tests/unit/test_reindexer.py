@@ -7,7 +7,7 @@ from cofferd.domain.file_records import TreeScan
 from cofferd.domain.models import KnowledgeBase
 from cofferd.infrastructure.files.tree_scan import FileDocsTree
 from cofferd.surfaces.core import Coffer
-from tests.support.helpers import bump_mtime, total_changes, write
+from tests.support.helpers import bump_mtime, skipped_in, total_changes, write
 
 
 async def test_reconcile_indexes_new_changed_and_removed_files(
@@ -257,7 +257,7 @@ async def test_skipped_files_are_listed_until_fixed(
             ]
         assert [(s["relative_path"], s["reason"]) for s in r.skipped] == expected
         assert r.documents_skipped == len(expected)
-        listed = await coffer.reindexer.skipped(kb.name)
+        listed = await skipped_in(coffer, kb.name)
         assert [(s["relative_path"], s["reason"]) for s in listed] == expected
         assert listed[0]["path"] == str(docs / "binary.md")
         assert coffer.reindexer.skipped_count(kb.name) == len(expected)
@@ -271,7 +271,7 @@ async def test_skipped_files_are_listed_until_fixed(
     bump_mtime(docs / "binary.md")
     r = await coffer.reindexer.sync_paths(kb, ["binary.md"])
     assert (r.documents_added, r.skipped) == (1, [])
-    assert await coffer.reindexer.skipped(kb.name) == []
+    assert await skipped_in(coffer, kb.name) == []
     assert coffer.reindexer.skipped_count(kb.name) == 0
 
 
@@ -285,4 +285,4 @@ async def test_the_watcher_path_lists_what_it_skips(
     assert (r.documents_skipped, [s["relative_path"] for s in r.skipped]) == (1, ["binary.md"])
     (docs / "binary.md").unlink()
     await coffer.reindexer.sync_paths(kb, ["binary.md"])
-    assert await coffer.reindexer.skipped(kb.name) == []
+    assert await skipped_in(coffer, kb.name) == []
