@@ -190,6 +190,29 @@ def _model_words() -> Callable[[str], object]:
     return ENGLISH.words
 
 
+def _renumbered() -> Callable[[str], object]:
+    from cofferd.infrastructure.conversion.format_titles import renumbered
+
+    return lambda text: renumbered(text, text + " 2")
+
+
+def _note_page() -> Callable[[str], object]:
+    """The web page's note view (markdown-it, its wiki link, tag and table rules, nh3)."""
+    from cofferd.surfaces.http.web_markdown import Rendering, Target, render
+
+    class Links:  # every link leads to a note: the daemon's resolution is not measured here
+        def wiki(self, target: str, embed: bool) -> Target:
+            return Target("/note/kb/x.md", "note")
+
+        def markdown(self, target: str, embed: bool) -> Target:
+            return Target(target, "external")
+
+        def tag(self, name: str) -> str:
+            return "/?q=" + name
+
+    return lambda text: render(text, Rendering(Links(), {}, remote=False))
+
+
 CJK = "東京大学"
 PRIVATE_USE = "\ue000"  # icon fonts put their glyphs here; a token character to FTS5
 
@@ -398,6 +421,18 @@ CASES = [
     ),
     Case("model coverage", "one long word", lambda n: repeat("a", n), _model_words),
     Case("model coverage", "CJK and Latin", lambda n: repeat("a東1", n), _model_words),
+    Case("titles", "renumbered: many words", lambda n: repeat("Lecture 11 ", n), _renumbered),
+    Case("note page", "run of #", lambda n: repeat("#", n), _note_page),
+    Case("note page", "many tags", lambda n: repeat(" #a", n), _note_page),
+    Case("note page", "one long tag", lambda n: " #" + repeat("a/", n), _note_page),
+    Case("note page", "wiki openers", lambda n: repeat("[[a", n), _note_page),
+    Case("note page", "remote images", lambda n: repeat("![x](https://e.x/a.png) ", n), _note_page),
+    Case(
+        "note page",
+        "aligned table",
+        lambda n: "|" + repeat(" a |", n // 2) + "\n|" + repeat(":-:|", n // 2) + "\n",
+        _note_page,
+    ),
 ]
 
 
