@@ -10,9 +10,7 @@ guard like every route of it.
 from __future__ import annotations
 
 import html
-import mimetypes
 import urllib.parse
-from importlib import resources
 
 from aiohttp import web
 from pydantic import Field
@@ -25,11 +23,10 @@ from cofferd.surfaces.http import api, web_shell
 from cofferd.surfaces.http.json_shapes import json_response
 from cofferd.surfaces.http.query_params import Query, QueryInt, with_query
 
-ASSETS = frozenset({"graph.js", "graph-layout.js"})  # in web_static/, served by web_page
-VENDOR = frozenset({"sigma.min.js", "graphology.umd.min.js", "forceatlas2-iterate.js"})
-VENDOR_FILES = resources.files("cofferd.surfaces.http") / "web_static" / "vendor"
+VENDOR = ("sigma.min.js", "graphology.umd.min.js", "forceatlas2-iterate.js")
+# in web_static/, served by web_page; the libraries in its vendor/ folder
+ASSETS = frozenset({"graph.js", "graph-layout.js", *(f"vendor/{name}" for name in VENDOR)})
 NOTE_GRAPH = web.AppKey("note_graph", NoteGraph)
-CACHED = {"Cache-Control": "private, max-age=300"}
 
 
 class GraphQuery(Query):
@@ -97,18 +94,8 @@ async def graph_page(request: web.Request, query: GraphPageQuery) -> web.Respons
     return web_shell.page("graph", body, scripts=scripts, body_class="graph-page")
 
 
-async def vendor_asset(request: web.Request) -> web.StreamResponse:
-    name = request.match_info["name"]
-    if name not in VENDOR:
-        raise web.HTTPNotFound()
-    data = (VENDOR_FILES / name).read_bytes()
-    kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
-    return web.Response(body=data, content_type=kind, charset="utf-8", headers=CACHED)
-
-
 def add_graph_routes(app: web.Application, coffer: Coffer) -> None:
     graph = coffer.graph
     app[NOTE_GRAPH] = NoteGraph(graph.kbs, graph.store, graph.other_files)
     app.router.add_get("/graph", with_query(GraphPageQuery)(graph_page))
     app.router.add_get("/api/v1/knowledge_bases/{name}/graph", with_query(GraphQuery)(graph_json))
-    app.router.add_get("/static/vendor/{name}", vendor_asset)

@@ -114,7 +114,7 @@ def create_web_app(
     app.router.add_get("/", with_query(PageQuery)(search_page))
     app.router.add_get("/note/{kb}/{path:.+}", web_note.note_page)
     app.router.add_get("/file/{kb}/{path:.+}", web_note.file_of_note)
-    app.router.add_get("/static/{name}", asset)
+    app.router.add_get("/static/{name:.+}", asset)  # only ASSETS: vendor/ too
     web_graph.add_graph_routes(app, coffer)
     for method, path, handler in READ_ROUTES:
         app.router.add_route(method, path, handler)
