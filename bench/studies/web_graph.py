@@ -39,8 +39,9 @@ from bench.common import (
     stop_daemon,
     wait,
 )
-from bench.studies.web_page import CHROMIUM, CHROMIUM_ARGS, trade_key
+from bench.studies.web_page import trade_key
 from cofferctl.client import Client
+from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS
 
 NOTES = 10_000
 LINKS = 50_000

@@ -38,10 +38,8 @@ from bench.common import (
     wait,
 )
 from cofferctl.client import Client
+from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 QUERIES = [
     "tar", "extract archive", "list files", "git commit", "docker run", "network interface",
     "compress", "ssh key", "kill process", "disk usage", "change permissions", "rename",

@@ -5,7 +5,6 @@ script a note holds ever runs; the page logs no error."""
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,18 +13,8 @@ import pytest
 
 from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.support.helpers import write
-from tests.support.web_session import open_web
+from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS, open_web
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 HOSTILE_NAME = "<img src=x onerror=window.pwned=1>.md"
 HOSTILE_TEXT = (
     "# rhubarb <script>window.pwned = 2</script>\n\n"

@@ -1,8 +1,10 @@
-"""The web page of a test daemon, as a browser reaches it: its URL with a one-time key, and
-an aiohttp session that traded the key for the cookie."""
+"""The web page of a test daemon, as a browser reaches it: its URL with a one-time key, an
+aiohttp session that traded the key for the cookie, and how Debian's Chromium is started
+for it (tests and benches alike: never a browser of Playwright's own)."""
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import aiohttp
@@ -11,6 +13,17 @@ from yarl import URL
 from tests.support.daemon import Daemon
 
 WEB_ROUTE = "/api/v1/web"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# headless as root, and nothing fetched in the background (this machine's network is closed)
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def open_web(d: Daemon, **body: Any) -> dict[str, Any]:
