@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cofferd.domain import formats
 from cofferd.domain.index_records import Converted
 from cofferd.infrastructure.conversion import derived_markdown, image_pixels, ocr_engine
 from cofferd.infrastructure.conversion.scanned_pages import ocr_label
 
-IMAGE_FORMATS = (*formats.IMAGE_FORMATS, "jpeg")
 ENGINE = "rapidocr"
 TOO_MUCH_MEMORY = "too large: the image needs more memory than allowed"
 

@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from coffer_kernel.sources import IMAGE_SUFFIXES
 from cofferd.domain.index_records import Converted
 
 MiB = 1024 * 1024
@@ -88,7 +89,7 @@ def convert(
     from cofferd.infrastructure.conversion import derived_markdown, image_text
     from cofferd.infrastructure.conversion.format_titles import own_title
 
-    if fmt in image_text.IMAGE_FORMATS:
+    if fmt in IMAGE_SUFFIXES:
         return image_text.convert(Path(path), fmt)
     try:
         title = _plain(own_title(Path(path), fmt))
