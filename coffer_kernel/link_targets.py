@@ -22,6 +22,15 @@ folder (not an ancestor's), else the shortest path in characters (`a/b/Note.md` 
 `zzzz/Note.md`), then the path itself; the link is marked `ambiguous` so that callers can
 say so. No match: the link is broken.
 
+A GitHub wiki (a knowledge base whose root holds `_Sidebar.md` or `_Footer.md`, the pages
+only GitHub's wikis have) names a page by its title, blanks for the file name's hyphens:
+a wiki link there that finds no file by Obsidian's rules leads to the note of any folder
+whose file name is its name with each blank a hyphen (`[[AWS Lambda setup]]` ->
+`guides/AWS-Lambda-setup.md`), chosen among several as above; `[[text|Page]]` names its
+page after the bar, the text first (`DocumentIndexOfPaths.read`); `[[https://...]]` is a
+web link (GitHub shows the image), listed as outside. A Markdown link by the wiki's own
+address (`/owner/repo/wiki/images/x.png`, `../wiki/Page`) leads to what follows `wiki/`.
+
 A fragment (`#Heading`, `#A#B` nested, `#^block-id`) is looked for only in a Markdown
 note: a heading in any case, the second of `#A#B` within the first's section, a block
 whose last line ends in ` ^block-id` (or `]]^block-id` after an embed). A missing one is
@@ -42,6 +51,9 @@ from urllib.parse import unquote
 from coffer_kernel.markdown_grammar import MARKDOWN_SUFFIX, headings, prose_lines, rendered_text
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_BLANK = re.compile(r"\s")
+_WIKI_ADDRESS = re.compile(r"(?:/[^/]+/[^/]+|\.\.)/wiki/(?=.)")  # GitHub: /owner/repo/wiki/
+GITHUB_WIKI_PAGES = frozenset({"_sidebar", "_footer"})  # keys only a GitHub wiki's root has
 
 
 def key_of(path: str) -> str:
@@ -55,6 +67,19 @@ def wiki_key(target: str) -> str | None:
     if not path or path in (".", ".."):
         return None  # [[#heading]]: a link within the document itself
     return key_of(posixpath.normpath(path))
+
+
+def page_name(key: str) -> str:
+    """The file name (a key's last part) of the GitHub wiki page a wiki link's key names:
+    each blank a hyphen, as GitHub names a page's file after its title."""
+    return _BLANK.sub("-", key.rsplit("/", 1)[-1])
+
+
+def names_leading_to(name: str) -> tuple[str, ...]:
+    """The names (a key's last part) of the wiki links that may lead to a file so named:
+    its own, and in a GitHub wiki its title (`page-name` -> `page name`)."""
+    title = name.replace("-", " ")
+    return (name, title) if title != name else (name,)
 
 
 def markdown_path(target: str, folder: str) -> str | None:
@@ -140,6 +165,8 @@ class DocumentIndexOfPaths:
             self.by_key.setdefault(key, path)
             self.by_name.setdefault(key.rsplit("/", 1)[-1], []).append(path)
         self.files: AbstractSet[str] = files if isinstance(files, AbstractSet) else set(files)
+        self.github_wiki = not GITHUB_WIKI_PAGES.isdisjoint(self.by_key)
+        self._by_page: dict[str, list[str]] | None = None
         self._file_names: dict[str, str | list[str]] = {}
         names = self._file_names
         for path in self.files:
@@ -156,6 +183,25 @@ class DocumentIndexOfPaths:
         held = self._file_names.get(name)
         return [] if held is None else [held] if isinstance(held, str) else held
 
+    def read(
+        self, kind: str, key: str | None, target: str, alias: str | None
+    ) -> tuple[str | None, str, str | None]:
+        """(key, target, alias) of a link as this KB reads it: a GitHub wiki's aliased wiki
+        link names the page after its bar (`[[About|Snowplow-overview]]`)."""
+        if self.github_wiki and kind == "wiki" and alias:
+            page = wiki_key(alias)
+            if page is not None:
+                return page, alias, target
+        return key, target, alias
+
+    def _pages(self) -> dict[str, list[str]]:
+        """The notes of a GitHub wiki by the name of their page (`page_name`)."""
+        if self._by_page is None:
+            self._by_page = {}
+            for name, paths in self.by_name.items():
+                self._by_page.setdefault(page_name(name), []).extend(paths)
+        return self._by_page
+
     def resolve(self, link: Keyed, source: str | None = None) -> Resolution:
         """Where `link`, written in the note at `source`, leads."""
         return self.resolve_written(link.type, link.key, link.target, source)
@@ -165,6 +211,13 @@ class DocumentIndexOfPaths:
     ) -> Resolution:
         """Where a link of `kind` written `target` (its key `key`) in the note at `source`
         leads."""
+        if self.github_wiki:
+            if kind == "wiki" and _SCHEME.match(target):
+                return Resolution(None, outside=True)
+            address = _WIKI_ADDRESS.match(target) if kind != "wiki" else None
+            if address is not None:
+                target = target[address.end() :]
+                key = markdown_key("/" + target, "")
         found = self.resolve_key(kind, key, source) if key is not None else Resolution(None)
         if found.path is None and kind != "wiki":
             folder = posixpath.dirname(source) if source is not None else ""
@@ -189,6 +242,8 @@ class DocumentIndexOfPaths:
             return Resolution(exact, document=exact is None)
         suffix = "/" + key
         found = [p for p in [*self.by_name.get(name, ()), *files] if key_of(p).endswith(suffix)]
+        if not found and self.github_wiki:
+            found = self._pages().get(page_name(key), [])
         if not found:
             return Resolution(None)
         folder = posixpath.dirname(source) if source is not None else None
@@ -263,9 +318,28 @@ def github_slugs(names: Iterable[str]) -> list[str]:
 def span_of(content: str, fragment: str) -> tuple[int, int] | None:
     """(first line, line after the last) of the section or block `fragment` names in
     `content`, lines from 0; None when there is none so named. A heading is named by its
-    text as Obsidian matches it (`heading_key`), or by its GitHub anchor (`github_slugs`)."""
+    text as Obsidian matches it (`heading_key`), or by its GitHub anchor (`github_slugs`);
+    else the line of an HTML anchor so named (`<a name="x"></a>`, `id="x"`) is."""
     if fragment.startswith("^"):
         return _block(content, fragment[1:].strip())
+    return _section(content, fragment) or _html_anchor(content, fragment)
+
+
+_HTML_ANCHOR = re.compile(r"""<[A-Za-z][^<>\n]*?\b(?:name|id)\s*=\s*["']?([^"'\s<>]+)""")
+
+
+def _html_anchor(content: str, fragment: str) -> tuple[int, int] | None:
+    """The line of prose holding an HTML element named `fragment` (GitHub's pages go to
+    `<a name="x">` and `id="x"` as to headings), as (line, line + 1)."""
+    if "#" in fragment or "<" not in content:
+        return None
+    for number, line in prose_lines(content):
+        if "<" in line and any(m.group(1) == fragment for m in _HTML_ANCHOR.finditer(line)):
+            return number, number + 1
+    return None
+
+
+def _section(content: str, fragment: str) -> tuple[int, int] | None:
     listed = list(headings(content))
     slugs = github_slugs(name for _, _, name in listed)
     found = [
@@ -360,4 +434,5 @@ def anchor_of(content: str, fragment: str) -> str | None:
         return "^" + fragment[1:].strip()
     listed = list(headings(content))
     slugs = github_slugs(name for _, _, name in listed)
-    return next((s for (line, _, _), s in zip(listed, slugs, strict=True) if line == span[0]), None)
+    slug = next((s for (line, _, _), s in zip(listed, slugs, strict=True) if line == span[0]), None)
+    return slug if slug is not None else fragment  # an HTML anchor: its own name

@@ -184,13 +184,19 @@ def blank_code_spans(line: str) -> str:
 
 
 def wiki_links(line: str) -> Iterator[tuple[int, int, str]]:
-    """(start, end, target without its alias, stripped) of the wiki links of one line; in a
+    """(start, end, target without its alias, stripped) of the wiki links of one line."""
+    for start, end, target, _ in aliased_wiki_links(line):
+        yield start, end, target
+
+
+def aliased_wiki_links(line: str) -> Iterator[tuple[int, int, str, str | None]]:
+    """(start, end, target, alias or None), stripped, of the wiki links of one line; in a
     table the alias's bar is escaped (`[[Note#Part\\|alias]]`), its `\\` is not the target's."""
     for m in WIKI_LINK.finditer(line):
-        target, bar, _ = m.group(1).partition("|")
+        target, bar, alias = m.group(1).partition("|")
         if bar and target.endswith("\\"):
             target = target[:-1]
-        yield m.start(), m.end(), target.strip()
+        yield m.start(), m.end(), target.strip(), alias.strip() if bar else None
 
 
 def markdown_links(line: str) -> Iterator[tuple[int, int, str]]:

@@ -272,16 +272,19 @@ def targets(notes: dict[str, str], files: list[str]) -> dict[str, list[str | Non
     import inspect
 
     from coffer_kernel.link_targets import DocumentIndexOfPaths
-    from cofferd.domain.links import links_of
+    from cofferd.domain import links
 
     try:
         index = DocumentIndexOfPaths(notes, files)
     except TypeError:  # a checkout where only documents are targets
         index = DocumentIndexOfPaths(notes)
+    links_of = links.links_of
+    as_read = getattr(links, "as_read", lambda link, index: link)  # a GitHub wiki's `[[t|P]]`
     if "source" in inspect.signature(index.resolve).parameters:  # the note's folder counts
         return {  # by line: a wiki link become a Markdown one is read after a line's wiki links
             path: [
-                f"{link.line}:{_led(index.resolve(link, path))}" for link in links_of(body, path)
+                f"{link.line}:{_led(index.resolve(as_read(link, index), path))}"
+                for link in links_of(body, path)
             ]
             for path, body in notes.items()
         }

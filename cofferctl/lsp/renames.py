@@ -276,18 +276,26 @@ def shortest_name(after: DocumentIndexOfPaths, meant: str, target: str, source: 
     """The shortest trailing part of `meant`'s path that a wiki link in the note at `source`
     names it by alone once the notes are renamed (its whole path when every shorter one
     leads elsewhere or is ambiguous; one in `source`'s folder is not ambiguous, it is the
-    one taken), with its suffix when the link wrote one (`[[Plan.md]]`)."""
+    one taken), with its suffix when the link wrote one (`[[Plan.md]]`). In a GitHub wiki a
+    link that named its page by title (`[[Page Name]]`) names the new one so too."""
     name = target.split("#", 1)[0].strip()
     suffixed = MARKDOWN_SUFFIX.search(name) is not None
     parts = meant.split("/")
+    found_form = meant
     for n in range(len(parts) - 1, 0, -1):
         form = "/".join(parts[n:])
         found = after.resolve_key("wiki", key_of(form), source)
         if found.path == meant and (
             not found.ambiguous or posixpath.dirname(meant) == posixpath.dirname(source)
         ):
-            return form if suffixed else MARKDOWN_SUFFIX.sub("", form)
-    return meant if suffixed else MARKDOWN_SUFFIX.sub("", meant)
+            found_form = form
+            break
+    written = found_form if suffixed else MARKDOWN_SUFFIX.sub("", found_form)
+    if after.github_wiki and " " in name and "/" not in written and not suffixed:
+        title = written.replace("-", " ")
+        if after.resolve_key("wiki", key_of(title), source).path == meant:
+            return title
+    return written
 
 
 def same_note_links(body: str) -> Iterator[tuple[int, int, int, str, str]]:

@@ -18,12 +18,12 @@ from coffer_kernel.markdown_grammar import (
     BARE_TARGET_END,
     MARKDOWN_SUFFIX,
     TAG_BEING_TYPED,
+    aliased_wiki_links,
     definition_rest,
     headings,
     markdown_links,
     prose_lines,
     reference_definition,
-    wiki_links,
 )
 
 UTF16 = "utf-16"
@@ -113,11 +113,13 @@ def relinked(
     heading, alias and form kept: a wiki link names the note as before (its file name,
     or its path when it gave one; `wiki_name` when given), a Markdown link gives the path
     from its note's folder. A wiki link cannot name a note whose name holds `|`, `#`, `^`,
-    brackets or a line break: it becomes a Markdown link to it (`wiki_as_markdown`)."""
+    brackets or a line break: it becomes a Markdown link to it (`wiki_as_markdown`). A
+    GitHub wiki's `[[text|Page]]` (`text_first`) has its page after the bar rewritten."""
     name = link["target"].split("#", 1)[0].strip()
     if not name:
         return None
     heading = _heading_of(link)
+    text_first = bool(link.get("text_first"))
     if link["type"] == "wiki":
         bare = MARKDOWN_SUFFIX.sub("", moved_to)
         new_name = bare if "/" in name else bare.rsplit("/", 1)[-1]
@@ -127,11 +129,15 @@ def relinked(
             new_name = wiki_name
         if any(ch in new_name for ch in WIKI_NAME_REFUSED + LINE_BREAKS):
             angled = bool(link.get("note_angles"))
-            return wiki_as_markdown(written, heading, source, moved_to, angled=angled)
+            return wiki_as_markdown(
+                written, heading, source, moved_to, angled=angled, text_first=text_first
+            )
         opening = written.index("[[") + 2
+        if text_first:
+            opening = written.index("|", opening) + 1
         at = written.index(name, opening)
         rewritten = written[:at] + new_name + written[at + len(name) :]
-        return checked(rewritten, "wiki", new_name, heading)
+        return checked(rewritten, "wiki", new_name, heading, text_first)
     path = (
         "/" + moved_to
         if name.startswith("/")
@@ -152,16 +158,25 @@ def relinked(
 
 
 def wiki_as_markdown(
-    written: str, heading: str | None, source: str, moved_to: str, *, angled: bool = False
+    written: str,
+    heading: str | None,
+    source: str,
+    moved_to: str,
+    *,
+    angled: bool = False,
+    text_first: bool = False,
 ) -> str:
     """The wiki link or embed `written` (in the note at `source`) as a Markdown one leading
     to `moved_to`, a name no wiki link can hold (`|`, `#`, `^`, brackets, a line break): its
     path from the note's folder and its `#heading` percent-encoded, its alias (else the
     note's name, as Obsidian shows the link) its text: `[[plan#Budget|money]]` ->
     `[money](a%23b.md#Budget)`. In the style of the note's own Markdown links: `angled`
-    (they write `<my plan.md>`), its spaces kept inside `<...>`, else `%20`."""
+    (they write `<my plan.md>`), its spaces kept inside `<...>`, else `%20`. A GitHub
+    wiki's `[[money|plan#Budget]]` (`text_first`) keeps its text before the bar."""
     inside = written[written.index("[[") + 2 : written.rindex("]]")]
-    _, bar, alias = inside.partition("|")
+    page, bar, alias = inside.partition("|")
+    if text_first:
+        alias = page
     label = alias.strip() if bar else MARKDOWN_SUFFIX.sub("", posixpath.basename(moved_to))
     if not bar and heading:
         label += " > " + heading
@@ -237,17 +252,19 @@ def url_fragment(heading: str, spaces: bool) -> str:
     return encoded if spaces else encoded.replace(" ", "%20")
 
 
-def reads_as(written: str, kind: str) -> tuple[str, str | None] | None:
+def reads_as(written: str, kind: str, text_first: bool = False) -> tuple[str, str | None] | None:
     """What a link written anew names as the grammar reads it back, (name or path, heading
     or None), decoded as cofferd decodes a Markdown link; None when `written` is not
-    exactly one link of that `kind` on one line."""
+    exactly one link of that `kind` on one line. `text_first`: a GitHub wiki's wiki link,
+    which names what follows its bar when it has one."""
     if any(ch in written for ch in LINE_BREAKS):
         return None
     if kind == "wiki":
-        wiki = list(wiki_links(written))
+        wiki = list(aliased_wiki_links(written))
         if len(wiki) != 1 or wiki[0][0] not in (0, 1) or wiki[0][1] != len(written):
             return None
-        name, hash_, heading = wiki[0][2].partition("#")
+        _, _, target, alias = wiki[0]
+        name, hash_, heading = (alias if text_first and alias else target).partition("#")
         return name.strip(), heading if hash_ else None
     if kind == "definition":
         definition = reference_definition(written) or definition_rest(written)
@@ -263,9 +280,11 @@ def reads_as(written: str, kind: str) -> tuple[str, str | None] | None:
     return unquote(path.split("?", 1)[0]), unquote(heading) if hash_ else None
 
 
-def checked(rewritten: str, kind: str, name: str, heading: str | None) -> str:
+def checked(
+    rewritten: str, kind: str, name: str, heading: str | None, text_first: bool = False
+) -> str:
     """`rewritten`, once read back as naming `name` (and `heading`); Unwritable else."""
-    if reads_as(rewritten, kind) != (name, heading):
+    if reads_as(rewritten, kind, text_first) != (name, heading):
         what = name + (f"#{heading}" if heading is not None else "")
         raise Unwritable(
             f"a {kind} link cannot be written to name {what!r} (it would read otherwise)"
@@ -339,7 +358,7 @@ def reheaded(
                 f"{', '.join(repr(ch) for ch in refused)}"
             )
     rewritten = written[: at + 1] + written_new + written[at + 1 + len(heading) :]
-    return checked(rewritten, link["type"], kept, named_new)
+    return checked(rewritten, link["type"], kept, named_new, bool(link.get("text_first")))
 
 
 def path_of(uri: str) -> Path | None:

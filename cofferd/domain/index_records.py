@@ -150,4 +150,4 @@ class GraphRows:
     """What a KB's graph is drawn from, as stored."""
 
     documents: list[tuple[str, str, str, str | None]]  # id, path, title, its tags newline-joined
-    links: list[tuple[str, str, str | None, str]]  # source path, type, key, target
+    links: list[tuple[str, str, str | None, str, str | None]]  # source, type, key, target, alias

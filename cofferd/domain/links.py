@@ -22,16 +22,22 @@ path) and the link marked `ambiguous` when several do. No match: the link is bro
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
-from coffer_kernel.link_targets import key_of, markdown_key, outside_path, wiki_key
+from coffer_kernel.link_targets import (
+    DocumentIndexOfPaths,
+    key_of,
+    markdown_key,
+    outside_path,
+    wiki_key,
+)
 from coffer_kernel.markdown_grammar import (
     MAX_TARGET_CHARS,
     Definitions,
+    aliased_wiki_links,
     markdown_links,
     prose_lines,
-    wiki_links,
 )
 from cofferd.domain.budgets import DEFAULT
 
@@ -47,11 +53,27 @@ class Link:
     line: int  # in the file, from 1
     start: int = 0  # where the link is in its line, in characters (end excluded)
     end: int = 0
+    alias: str | None = None  # a wiki link's text after its bar, as written
+    text_first: bool = False  # read as a GitHub wiki reads it: `target` is after the bar
 
     @property
     def name(self) -> str:
         """The last part of the key: what a document must be called to be its target."""
         return self.key.rsplit("/", 1)[-1]
+
+    @property
+    def alias_name(self) -> str | None:
+        """The name a GitHub wiki reads an aliased wiki link by (`[[text|Page]]`)."""
+        key = wiki_key(self.alias) if self.type == "wiki" and self.alias else None
+        return key.rsplit("/", 1)[-1] if key else None
+
+
+def as_read(link: Link, index: DocumentIndexOfPaths) -> Link:
+    """`link` as the KB of `index` reads it (`DocumentIndexOfPaths.read`)."""
+    key, target, alias = index.read(link.type, link.key, link.target, link.alias)
+    if target == link.target or key is None:
+        return link
+    return replace(link, target=target, key=key, alias=alias, text_first=True)
 
 
 def links_of(body: str, relpath: str, first_line: int = 1) -> list[Link]:
@@ -77,10 +99,13 @@ def links_of(body: str, relpath: str, first_line: int = 1) -> list[Link]:
                     Link("definition", kept, key, number, definition.start, definition.end)
                 )
             continue
-        for start, end, target in wiki_links(line):
+        for start, end, target, alias in aliased_wiki_links(line):
             key = wiki_key(target)
             if key:
-                found.append(Link("wiki", target[:MAX_TARGET_CHARS], key, number, start, end))
+                alias = alias[:MAX_TARGET_CHARS] if alias else None
+                found.append(
+                    Link("wiki", target[:MAX_TARGET_CHARS], key, number, start, end, alias)
+                )
         for start, end, written in markdown_links(line):
             target = written.strip("<>").strip()
             key = _path_key(target, folder)

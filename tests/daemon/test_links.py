@@ -16,7 +16,7 @@ from mcp import Client as McpClient
 from coffer_kernel.link_targets import DocumentIndexOfPaths
 from cofferctl import cli
 from cofferctl.client import ApiError
-from cofferd.domain.links import Link, links_of
+from cofferd.domain.links import Link, as_read, links_of
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
 from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
@@ -364,19 +364,93 @@ def test_a_heading_is_matched_by_its_github_anchor() -> None:
     rendered = "# T\n\n## The _emphasis_ and `code()`\n\n## See [the docs](d.md)\n"
     assert span_of(rendered, "the-emphasis-and-code") == (2, 4)  # as GitHub renders it
     assert span_of(rendered, "see-the-docs") == (4, 6)
+    html = '# T\n\n<a name="customstruct" />\n\n```\n<a id="code">\n```\n<h3 id="Step2">x</h3>\n'
+    assert span_of(html, "customstruct") == (2, 3) and span_of(html, "Step2") == (7, 8)
+    assert span_of(html, "code") is None and span_of(html, "step2") is None  # as a browser
 
 
 async def test_github_anchors_are_not_broken(coffer: Coffer, kb: KnowledgeBase, docs: Path) -> None:
-    write(docs / "user/features/templates.md", "# Templates\n\n## Markdown Templates\n")
+    write(
+        docs / "user/features/templates.md",
+        '# Templates\n\n## Markdown Templates\n\n<a name="custom" />\n',
+    )
     write(
         docs / "index.md",
         "# Index\n\n[t](user/features/templates.md#markdown-templates)\n"
-        "[u](user/features/templates.md#markdown-templatez)\n",
+        "[u](user/features/templates.md#markdown-templatez)\n"
+        "[[templates#custom]] [c](user/features/templates.md#custom)\n",
     )
     await coffer.reindexer.reconcile(kb)
     broken = (await coffer.graph.broken("notes"))["links"]
     assert [(b["target"], b["suggestion"]) for b in broken] == [
         ("user/features/templates.md#markdown-templatez", "Markdown Templates")
+    ]
+
+
+def test_a_github_wiki_names_a_page_by_its_title_in_any_folder() -> None:
+    pages = ["Home.md", "setup/aws/AWS-Lambda-source-setup.md", "Page Name.md", "a/Twin-Page.md",
+             "bb/Twin-Page.md", "_Sidebar.md"]  # fmt: skip
+
+    def resolve(written: str, paths: list[str], source: str = "Home.md") -> tuple[str | None, bool]:
+        (link,) = links_of(f"[[{written}]]", source)
+        index = DocumentIndexOfPaths(paths)
+        found = index.resolve(as_read(link, index), source)
+        return found.path, found.ambiguous
+
+    assert resolve("AWS Lambda Source setup", pages) == (
+        "setup/aws/AWS-Lambda-source-setup.md",
+        False,
+    )
+    assert (
+        resolve("aws lambda source setup#Step 1", pages)[0]
+        == "setup/aws/AWS-Lambda-source-setup.md"
+    )
+    assert resolve("Page Name", pages) == ("Page Name.md", False)  # the file so named first
+    assert resolve("Page-Name", pages) == ("Page Name.md", False)
+    assert resolve("Twin Page", pages) == ("a/Twin-Page.md", True)  # as Obsidian breaks the tie
+    assert resolve("Twin Page", pages, "bb/x.md") == ("bb/Twin-Page.md", True)
+    assert resolve("No Such Page", pages) == (None, False)
+    assert resolve("Start|aws lambda source setup#Step 1", pages)[0] == pages[1]  # text first
+    assert resolve("Home|No Such Page", pages) == (None, False)
+    addressed = DocumentIndexOfPaths(pages, ["images/logo.png"])  # GitHub's own addresses
+    for written, led in [
+        ("[x](/snowplow/snowplow/wiki/images/logo.png)", ("images/logo.png", False)),
+        ("[x](../wiki/AWS-Lambda-source-setup#Step)", (pages[1], False)),
+        ("[[https://example.com/logo.png]]", (None, True)),  # an image GitHub shows
+    ]:
+        (link,) = links_of(written, "setup/x.md")
+        found = addressed.resolve(as_read(link, addressed), "setup/x.md")
+        assert (found.path, found.outside) == led, written
+    footer = [*pages[:-1], "_Footer.md"]
+    assert resolve("AWS Lambda Source setup", footer)[0] == "setup/aws/AWS-Lambda-source-setup.md"
+    # not a GitHub wiki (no page of its own at the root): read as Obsidian reads it, broken
+    assert resolve("AWS Lambda Source setup", pages[:-1]) == (None, False)
+    assert resolve("Home|No Such Page", pages[:-1]) == ("Home.md", False)
+    assert resolve("AWS Lambda Source setup", [*pages[:-1], "x/_Sidebar.md"]) == (None, False)
+
+
+async def test_a_github_wikis_title_links_are_backlinks_and_not_broken(
+    coffer: Coffer, kb: KnowledgeBase, docs: Path
+) -> None:
+    write(docs / "_Sidebar.md", "* [[Home]]\n* [[Setup Guide]]\n")
+    write(docs / "Home.md", "# Home\n\nStart with [[Setup Guide]] or [[setup guide#Step 1]].\n")
+    write(docs / "guides/Setup-Guide.md", "# Setup\n\n## Step 1\n\n[[Missing Page]]\n")
+    await coffer.reindexer.reconcile(kb)
+    back = await coffer.graph.backlinks("notes", "guides/Setup-Guide.md")
+    assert [(b["relative_path"], b["target"]) for b in back["backlinks"]] == [
+        ("Home.md", "Setup Guide"),
+        ("Home.md", "setup guide#Step 1"),
+        ("_Sidebar.md", "Setup Guide"),
+    ]
+    broken = (await coffer.graph.broken("notes"))["links"]
+    assert [b["target"] for b in broken] == ["Missing Page"]
+    (docs / "_Sidebar.md").unlink()  # no longer a GitHub wiki: read as Obsidian reads it
+    await coffer.reindexer.reconcile(kb)
+    broken = (await coffer.graph.broken("notes"))["links"]
+    assert sorted(b["target"] for b in broken) == [
+        "Missing Page",
+        "Setup Guide",
+        "setup guide#Step 1",
     ]
 
 
@@ -422,6 +496,65 @@ async def test_a_link_out_of_the_kb_is_listed_as_outside(shared_daemon: Daemon) 
     assert "../../CONTRIBUTING.md -> outside the knowledge base" in out.getvalue()
 
 
+UNDO_15 = (
+    "DROP INDEX idx_documents_title",
+    "DROP INDEX idx_documents_own_title",
+    "ALTER TABLE documents DROP COLUMN own_title",
+    "ALTER TABLE documents DROP COLUMN heading_title",
+)
+UNDO_16 = (
+    "DROP INDEX idx_links_alias_name",
+    "ALTER TABLE links DROP COLUMN alias",
+    "ALTER TABLE links DROP COLUMN alias_name",
+)
+
+
+def test_an_index_made_before_wiki_aliases_were_kept_reads_a_github_wikis_again(
+    tmp_path: Path,
+) -> None:
+    """Migration 16: a GitHub wiki's `[[text|Page]]` names Page, which only the alias
+    kept with the link says; notes holding an aliased wiki link are read again, the others
+    left as they are."""
+    d = new_daemon(tmp_path).start()
+    try:
+        kb = "wiki"
+        d.client.post("/api/v1/knowledge_bases", {"name": kb})
+        write(d.docs(kb) / "_Footer.md", "[[Home]] | [[About|Snowplow-overview]]\n")
+        write(d.docs(kb) / "Home.md", "# Home\n\n[[Snowplow overview]]\n")
+        write(d.docs(kb) / "about/Snowplow-overview.md", "# Overview\n")
+
+        def broken() -> list[str]:
+            return [b["target"] for b in d.client.get(d.client.kb(kb, "/links/broken"))["links"]]
+
+        wait_for(lambda: d.client.get(d.client.kb(kb, "/documents"))["total"] == 3)
+        wait_for(lambda: d.settled(kb))
+        assert broken() == []
+        d.stop()
+        db = sqlite3.connect(d.home / "coffer.db")  # as an index before issue 45's aliases
+        for undone in UNDO_16:
+            db.execute(undone)
+        db.execute("PRAGMA user_version = 15")
+        db.commit()
+        db.close()
+        d.start()
+        wait_for(lambda: d.settled(kb))
+        assert broken() == []
+        back = d.client.get(d.client.kb(kb, "/documents/about%2FSnowplow-overview.md/links"))
+        assert [(b["relative_path"], b["target"]) for b in back["backlinks"]] == [
+            ("Home.md", "Snowplow overview"),
+            ("_Footer.md", "Snowplow-overview"),
+        ]
+        db = sqlite3.connect(d.home / "coffer.db")
+        again = db.execute(
+            "SELECT d.path FROM audit a JOIN documents d ON d.id = a.document_id"
+            " WHERE a.event = 'kb_document_updated'"
+        ).fetchall()
+        db.close()
+        assert [path for (path,) in again] == ["_Footer.md"]
+    finally:
+        d.stop()
+
+
 def test_an_index_made_before_definitions_were_links_gains_them_at_the_next_start(
     tmp_path: Path,
 ) -> None:
@@ -446,12 +579,7 @@ def test_an_index_made_before_definitions_were_links_gains_them_at_the_next_star
         d.stop()
         db = sqlite3.connect(d.home / "coffer.db")  # as an index before issue 45 §1 is
         db.execute("DELETE FROM links WHERE type = 'definition' OR key LIKE '..%'")
-        for undone in (  # migration 15's, made again after 14
-            "DROP INDEX idx_documents_title",
-            "DROP INDEX idx_documents_own_title",
-            "ALTER TABLE documents DROP COLUMN own_title",
-            "ALTER TABLE documents DROP COLUMN heading_title",
-        ):
+        for undone in (*UNDO_16, *UNDO_15):  # made again after 14
             db.execute(undone)
         db.execute("PRAGMA user_version = 13")
         db.commit()

@@ -85,6 +85,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         write(docs / "big.md", "# Big\n\n" + ("rhubarb crumble and custard " * 3 + "\n") * 220_000)
         wait_for(lambda: d.client.get(d.client.kb("web", "/documents"))["total"] == 4)
         wait_for(lambda: "pic.png" in d.client.get(d.client.kb("web", "/paths"))["files"])
+        d.client.post("/api/v1/knowledge_bases", {"name": "wiki", "config": {}})
+        write(d.docs("wiki") / "_Footer.md", "[[Home]] | [[About|Snowplow-overview]]\n")
+        write(d.docs("wiki") / "Home.md", "# Home\n\n[[Snowplow overview]]\n")
+        write(d.docs("wiki") / "about/Snowplow-overview.md", "# Overview\n")
+        wait_for(lambda: d.client.get(d.client.kb("wiki", "/documents"))["total"] == 3)
         yield d
     finally:
         cleanup(d)
@@ -171,6 +176,15 @@ async def test_links_resolve_as_the_daemon_says(site: Daemon) -> None:
     assert status == 200 and headers["Content-Type"] == "image/png" and image == PNG.hex()
     status, _, _ = await _page(site, "/file/web/Plan.md")  # a document is not a file here
     assert status == 404
+
+
+async def test_a_github_wikis_links_lead_to_its_pages(site: Daemon) -> None:
+    _, page, _ = await _page(site, "/note/wiki/_Footer.md")
+    body = _markdown_part(page)
+    assert _link(body, "About")["href"] == "/note/wiki/about/Snowplow-overview.md"  # text first
+    _, page, _ = await _page(site, "/note/wiki/Home.md")
+    link = _link(_markdown_part(page), "Snowplow overview")  # the page's title
+    assert link["href"] == "/note/wiki/about/Snowplow-overview.md"
 
 
 async def test_a_remote_image_waits_until_the_reader_allows_it(site: Daemon) -> None:

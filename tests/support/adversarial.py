@@ -70,6 +70,12 @@ def _wiki_links() -> Callable[[str], object]:
     return lambda line: list(wiki_links(line))
 
 
+def _fragment() -> Callable[[str], object]:
+    from coffer_kernel.link_targets import span_of
+
+    return lambda text: span_of(text, "nowhere")  # no heading so named: HTML anchors read
+
+
 def _tag_being_typed() -> Callable[[str], object]:
     from coffer_kernel.markdown_grammar import TAG_BEING_TYPED
 
@@ -201,6 +207,8 @@ def _note_page() -> Callable[[str], object]:
     from cofferd.surfaces.http.web_markdown import Rendering, Target, render
 
     class Links:  # every link leads to a note: the daemon's resolution is not measured here
+        text_first = False
+
         def wiki(self, target: str, embed: bool) -> Target:
             return Target("/note/kb/x.md", "note")
 
@@ -271,6 +279,9 @@ CASES = [
     ),
     Case("grammar", "unclosed [[wiki", lambda n: repeat("[[a", n), _wiki_links),
     Case("grammar", "run of [[ and ]]", lambda n: repeat("[[]]", n), _wiki_links),
+    Case("fragments", "one tag, no >", lambda n: "<a " + repeat("x", n), _fragment),
+    Case("fragments", "run of <a", lambda n: repeat("<a ", n), _fragment),
+    Case("fragments", "run of names", lambda n: "<a " + repeat("name=x ", n), _fragment),
     Case("grammar", "tag typed, run of #", lambda n: repeat("#", n), _tag_being_typed),
     Case("grammar", "tag typed, many words", lambda n: repeat(" #a", n), _tag_being_typed),
     Case(

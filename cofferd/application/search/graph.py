@@ -30,6 +30,7 @@ from coffer_kernel.link_targets import (
     has_fragments,
     key_of,
     missing_fragment,
+    names_leading_to,
 )
 from cofferd.application.documents.documents import Documents, place
 from cofferd.application.indexing.knowledge_bases import KnowledgeBases
@@ -37,7 +38,7 @@ from cofferd.application.reading.note_names import LinkStyle, NameIndex
 from cofferd.domain.conflicts import merge_marker_lines
 from cofferd.domain.errors import DocumentNotFound
 from cofferd.domain.index_records import LinkRow
-from cofferd.domain.links import links_of
+from cofferd.domain.links import as_read, links_of
 from cofferd.domain.ports import DocsTree, GraphStore
 
 T = TypeVar("T")
@@ -79,7 +80,7 @@ class Graph:
         doc = await self.documents.find(kb, ref)
         ids = await self.store.document_paths(kb)
         outgoing = await self.store.links_from(kb, doc.id)
-        incoming = await self.store.links_named(kb, key_of(doc.path).rsplit("/", 1)[-1])
+        incoming = await self.store.links_named(kb, _names_of(doc.path))
         # resolving is CPU work over every path of the KB: off the serving loop
         found = await asyncio.to_thread(self._links, kb, doc.id, doc.path, ids, outgoing, incoming)
         back = found.pop("backlinks")
@@ -97,7 +98,8 @@ class Graph:
     ) -> dict[str, Any]:
         index = self._index(kb, ids)
         links = []
-        for _, _, link in outgoing:
+        for _, _, written in outgoing:
+            link = as_read(written, index)
             found = index.resolve(link, doc_path)
             links.append(
                 {
@@ -124,7 +126,7 @@ class Graph:
         held = self.other_files.of(kb).paths
         if relpath not in ids and relpath not in held:
             raise DocumentNotFound(kb, relpath)
-        incoming = await self.store.links_named(kb, key_of(relpath).rsplit("/", 1)[-1])
+        incoming = await self.store.links_named(kb, _names_of(relpath))
 
         def run() -> tuple[list[dict[str, Any]], int]:
             back = _backlinks(self._index(kb, ids), relpath, incoming)
@@ -149,6 +151,7 @@ class Graph:
         self, kb: str, ids: dict[str, str], rows: list[LinkRow], limit: int, offset: int
     ) -> dict[str, Any]:
         index = self._index(kb, ids)
+        rows = _as_read(index, rows)
         problems: dict[int, dict[str, Any]] = {}  # by the row's place in `rows`
         to_check: dict[str, list[tuple[int, str]]] = {}  # note -> (row, fragment)
         for n, (_, source, link) in enumerate(rows):
@@ -338,9 +341,23 @@ class _PerChange(Generic[T]):
             log.warning("reading %s again failed: %s", kb, task.exception())
 
 
+def _names_of(relpath: str) -> tuple[str, ...]:
+    """The names of the links that may lead to the file at `relpath`."""
+    return names_leading_to(key_of(relpath).rsplit("/", 1)[-1])
+
+
 def _backlinks(index: DocumentIndexOfPaths, relpath: str, incoming: list[LinkRow]) -> list[LinkRow]:
     """The links among `incoming` that lead to the file at `relpath`."""
-    return [row for row in incoming if index.resolve(row[2], row[1]).path == relpath]
+    return [
+        row for row in _as_read(index, incoming) if index.resolve(row[2], row[1]).path == relpath
+    ]
+
+
+def _as_read(index: DocumentIndexOfPaths, rows: list[LinkRow]) -> list[LinkRow]:
+    """The links of `rows` as the KB of `index` reads them (`links.as_read`)."""
+    if not index.github_wiki:
+        return rows
+    return [(source_id, source, as_read(link, index)) for source_id, source, link in rows]
 
 
 def _places_of(tree: DocsTree, kb: str, back: list[LinkRow]) -> list[dict[str, Any]]:
@@ -354,7 +371,8 @@ def _places_of(tree: DocsTree, kb: str, back: list[LinkRow]) -> list[dict[str, A
 
 def _inspect(index: DocumentIndexOfPaths, relpath: str, text: str) -> dict[str, Any]:
     links = []
-    for link in links_of(text, relpath):
+    for written in links_of(text, relpath):
+        link = as_read(written, index)
         found = index.resolve(link, relpath)
         links.append(
             {
@@ -367,6 +385,7 @@ def _inspect(index: DocumentIndexOfPaths, relpath: str, text: str) -> dict[str, 
                 "kind": _kind(found),
                 "ambiguous": found.ambiguous,
                 "candidates": list(found.candidates),
+                "text_first": link.text_first,
             }
         )
     return {"links": links, "merge_markers": merge_marker_lines(text)}

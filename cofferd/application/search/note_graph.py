@@ -96,7 +96,8 @@ def _resolved(rows: GraphRows, files: frozenset[str]) -> _Whole:
     edges: dict[tuple[int, int], None] = {}
     # where a link leads depends on its source's folder only: many links share the answer
     leads: dict[tuple[str, str | None, str, str], str | None] = {}
-    for source, kind, key, target in rows.links:
+    for source, kind, written_key, written, alias in rows.links:
+        key, target, _ = index.read(kind, written_key, written, alias)
         asked = (kind, key, target, source.rpartition("/")[0])
         if asked not in leads:
             leads[asked] = index.resolve_written(kind, key, target, source).path

@@ -28,7 +28,7 @@ def add(conn: Connection, kb: str, writes: Sequence[DocumentWrite]) -> None:
         for key in dict.fromkeys(tag_key(t) for t in w.document.tags)
     ]
     links = [
-        (KB_KIND, kb, w.document.id, k.line, k.type, k.target, k.key, k.name)
+        (KB_KIND, kb, w.document.id, k.line, k.type, k.target, k.key, k.name, k.alias, k.alias_name)
         for w in writes
         for k in w.links
     ]
@@ -39,8 +39,8 @@ def add(conn: Connection, kb: str, writes: Sequence[DocumentWrite]) -> None:
         )
     if links:
         conn.executemany(
-            "INSERT INTO links (kind, resource_name, document_id, line, type, target, key, name)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO links (kind, resource_name, document_id, line, type, target, key, name,"
+            " alias, alias_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             links,
         )
 
@@ -63,21 +63,22 @@ def dump(conn: Connection, kb: str) -> dict[str, list[tuple[object, ...]]]:
         f"SELECT document_id, tag FROM document_tags WHERE {SCOPE} ORDER BY 1, 2", (KB_KIND, kb)
     )
     links = conn.execute(
-        f"SELECT document_id, line, type, target, key FROM links WHERE {SCOPE} ORDER BY 1, 2, 3, 4",
+        f"SELECT document_id, line, type, target, key, alias FROM links WHERE {SCOPE}"
+        " ORDER BY 1, 2, 3, 4",
         (KB_KIND, kb),
     )
     return {"tags": [tuple(r) for r in tags], "links": [tuple(r) for r in links]}
 
 
 _LINKS = (
-    "SELECT l.document_id, d.path, l.type, l.target, l.key, l.line FROM links l"
+    "SELECT l.document_id, d.path, l.type, l.target, l.key, l.line, l.alias FROM links l"
     " JOIN documents d ON d.kind = l.kind AND d.resource_name = l.resource_name"
     " AND d.id = l.document_id WHERE l.kind = ? AND l.resource_name = ?"
 )
 
 
-def _rows(rows: Sequence[tuple[str, str, str, str, str, int]]) -> list[LinkRow]:
-    return [(r[0], r[1], Link(r[2], r[3], r[4], int(r[5]))) for r in rows]  # type: ignore[arg-type]
+def _rows(rows: Sequence[tuple[str, str, str, str, str, int, str | None]]) -> list[LinkRow]:
+    return [(r[0], r[1], Link(r[2], r[3], r[4], int(r[5]), alias=r[6])) for r in rows]  # type: ignore[arg-type]
 
 
 class SqliteGraph:
@@ -90,11 +91,19 @@ class SqliteGraph:
             lambda conn: _rows(conn.execute(sql, (KB_KIND, kb, doc_id)).fetchall())
         )
 
-    async def links_named(self, kb: str, name: str) -> list[LinkRow]:
-        """Links whose key ends in this name: those that may lead to a document so named."""
-        sql = _LINKS + " AND l.name = ? ORDER BY d.path, l.line"
+    async def links_named(self, kb: str, names: Sequence[str]) -> list[LinkRow]:
+        """Links whose key ends in one of these names, or whose alias does (what a GitHub
+        wiki reads them by): those that may lead to a file so named
+        (`link_targets.names_leading_to`)."""
+        marks = ", ".join("?" * len(names))
+        named = f"SELECT rowid FROM links WHERE {SCOPE} AND {{}} IN ({marks})"
+        sql = (
+            _LINKS + f" AND l.rowid IN ({named.format('name')} UNION {named.format('alias_name')})"
+            " ORDER BY d.path, l.line"
+        )
+        scope = (KB_KIND, kb, *names)
         return await self.db.read(
-            lambda conn: _rows(conn.execute(sql, (KB_KIND, kb, name)).fetchall())
+            lambda conn: _rows(conn.execute(sql, (KB_KIND, kb, *scope, *scope)).fetchall())
         )
 
     async def all_links(self, kb: str) -> list[LinkRow]:
@@ -159,7 +168,7 @@ class SqliteGraph:
     async def graph_rows(self, kb: str) -> GraphRows:
         """What the graph of a KB is drawn from, in one query each: every document's (id,
         path, title, its tags joined by a newline), and every link's (source path, type,
-        key, target as written)."""
+        key, target as written, alias)."""
 
         def run(conn: Connection) -> GraphRows:
             cursor = conn.cursor()
@@ -175,7 +184,7 @@ class SqliteGraph:
             )
             links = list(
                 cursor.execute(
-                    "SELECT d.path, l.type, l.key, l.target FROM links l JOIN documents d"
+                    "SELECT d.path, l.type, l.key, l.target, l.alias FROM links l JOIN documents d"
                     " ON d.kind = l.kind AND d.resource_name = l.resource_name"
                     " AND d.id = l.document_id WHERE l.kind = ? AND l.resource_name = ?",
                     (KB_KIND, kb),

@@ -130,15 +130,33 @@ def _links_read_again(conn: Connection) -> None:
     again, by the next pass preparing it (its chunking no KB has; nothing else written
     changes: fragments, anchors and blocks are resolved when asked). Other notes keep their
     rows and vectors."""
+    _read_links_again(conn, "(f.text LIKE '%]:%' OR f.text LIKE '%../%')", "links-again")
+
+
+def _read_links_again(conn: Connection, text_holds: str, chunking: str) -> None:
+    """The notes with a chunk whose text matches `text_holds` (SQL on `f.text`) are prepared
+    again by the next pass: their chunking (`chunking`) is one no KB has."""
     for kb, table in conn.execute("SELECT resource_name, table_name FROM fts_tables").fetchall():
         conn.execute(
-            "UPDATE documents SET chunking = 'links-again' WHERE kind = ?"
+            "UPDATE documents SET chunking = ? WHERE kind = ?"
             " AND resource_name = ? AND format = 'md' AND id IN"
             " (SELECT c.document_id FROM chunks c JOIN " + table + " f ON f.rowid = c.seq"
-            "  WHERE c.kind = ? AND c.resource_name = ?"
-            "  AND (f.text LIKE '%]:%' OR f.text LIKE '%../%'))",
-            (KB_KIND, kb, KB_KIND, kb),
+            f"  WHERE c.kind = ? AND c.resource_name = ? AND {text_holds})",
+            (chunking, KB_KIND, kb, KB_KIND, kb),
         )
+
+
+def _wiki_aliases(conn: Connection) -> None:
+    """16: a wiki link's alias (`[[text|Page]]`), and the name it gives, which a GitHub wiki
+    reads the link by (`link_targets.DocumentIndexOfPaths.read`). Each note whose text
+    holds an aliased wiki link has its links read again by the next pass (as in 14)."""
+    conn.execute("ALTER TABLE links ADD COLUMN alias TEXT")
+    conn.execute("ALTER TABLE links ADD COLUMN alias_name TEXT")
+    conn.execute(
+        "CREATE INDEX idx_links_alias_name ON links(kind, resource_name, alias_name)"
+        " WHERE alias_name IS NOT NULL"
+    )
+    _read_links_again(conn, "f.text LIKE '%[[%|%]]%'", "aliases-again")
 
 
 MIGRATIONS: list[Migration] = [
@@ -265,6 +283,7 @@ MIGRATIONS: list[Migration] = [
         WHERE own_title IS NOT NULL;
     UPDATE documents SET chunking = 'titles-again' WHERE source_mode = 'converted'
     """,
+    _wiki_aliases,
 ]
 
 

@@ -41,7 +41,7 @@ TAGS = {
 }  # fmt: skip
 ATTRIBUTES = {
     "*": {"class", "id", "title"},
-    "a": {"href"},
+    "a": {"href", "name"},  # `<a name="x">`: what a GitHub page's `#x` goes to
     "img": {"src", "alt"},
     "input": {"type", "checked", "disabled"},
     "ol": {"start"},
@@ -61,6 +61,10 @@ class Target:
 
 class NoteLinks(Protocol):
     """What the links of the note being shown lead to (the daemon's rules, not the page's)."""
+
+    @property
+    def text_first(self) -> bool:
+        """Whether `[[text|Page]]` names what follows its bar (a GitHub wiki)."""
 
     def wiki(self, target: str, embed: bool) -> Target: ...
 
@@ -180,10 +184,14 @@ def _render_wiki(
     self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
     meta: dict[str, Any] = tokens[idx].meta
-    target = _rendering(env).links.wiki(meta["target"], meta["embed"])
-    label = escapeHtml(meta["alias"] or meta["target"])
+    links = _rendering(env).links
+    named, text = meta["target"], meta["alias"]
+    if links.text_first and text:
+        named, text = text, named
+    target = links.wiki(named, meta["embed"])
+    label = escapeHtml(text or named)
     if target.image is not None:
-        return _image(env, target.image, meta["alias"] or meta["target"])
+        return _image(env, target.image, text or named)
     if meta["embed"]:
         target = Target(target.href, f"{target.css} embed", target.title)
     return _anchor(target, label)

@@ -83,6 +83,7 @@ class LinksOfNote:
     text: str  # the text shown: what `[[#heading]]` links look in
     resolved: dict[tuple[str, str], dict[str, Any]]  # (wiki|markdown, target) -> inspect's
     anchors: dict[tuple[str, str], str | MissingFragment]  # (path, fragment)
+    text_first: bool = False  # a GitHub wiki: `[[text|Page]]` names Page
 
     def wiki(self, target: str, embed: bool) -> Target:
         if target.startswith("#"):
@@ -224,7 +225,8 @@ async def _links_of(coffer: Any, kb: str, relpath: str, text: str) -> LinksOfNot
         if link["kind"] == "document" and fragment:
             wanted.append((link["relative_path"], fragment))
     anchors = await coffer.graph.anchors(kb, wanted) if wanted else {}
-    return LinksOfNote(kb, text, resolved, anchors)
+    text_first = any(link["text_first"] for link in inspected["links"])
+    return LinksOfNote(kb, text, resolved, anchors, text_first)
 
 
 def _title(title: str, text: str) -> str:

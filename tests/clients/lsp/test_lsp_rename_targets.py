@@ -122,6 +122,35 @@ def test_a_name_in_the_linking_notes_folder_is_written_alone(
     assert index.split("\n")[2].startswith("[[User interface/Settings]] [[Plugins/Settings]]")
 
 
+GITHUB_WIKI = {
+    "_Sidebar.md": "* [[Home]]\n* [[Setup Guide]]\n* [[Start here|Setup-Guide#Step 1]]\n",
+    "Home.md": (
+        "# Home\n\n[[Setup Guide]], [[the first step|setup guide#Step 1]], [[Setup-Guide]]\n"
+    ),
+    "guides/Setup-Guide.md": "# Setup\n\n## Step 1\n",
+}
+
+
+def test_a_github_wiki_page_renamed_is_named_by_its_new_title(
+    shared_daemon: Daemon, lsp_client: RawClient
+) -> None:
+    d = shared_daemon
+    kb = new_vault(d, "gw", GITHUB_WIKI)
+    docs = d.docs(kb)
+    old, new = "guides/Setup-Guide.md", "guides/Getting-Started.md"
+    files = [{"oldUri": (docs / old).as_uri(), "newUri": (docs / new).as_uri()}]
+    changes = lsp_client.ask("workspace/willRenameFiles", {"files": files})["result"]["changes"]
+    home = applied(GITHUB_WIKI["Home.md"], changes[(docs / "Home.md").as_uri()])
+    assert home == (
+        "# Home\n\n[[Getting Started]], [[the first step|Getting Started#Step 1]], "
+        "[[Getting-Started]]\n"
+    )
+    sidebar = applied(GITHUB_WIKI["_Sidebar.md"], changes[(docs / "_Sidebar.md").as_uri()])
+    assert sidebar == (  # GitHub's `[[text|Page]]`: the page after the bar
+        "* [[Home]]\n* [[Getting Started]]\n* [[Start here|Getting-Started#Step 1]]\n"
+    )
+
+
 def test_a_heading_rename_rewrites_the_notes_own_heading_links(
     shared_daemon: Daemon, lsp_client: RawClient
 ) -> None:
