@@ -21,6 +21,7 @@ from coffer_kernel.link_targets import (
     github_slugs,
     key_of,
     markdown_key,
+    outside_path,
     wiki_key,
 )
 from coffer_kernel.markdown_grammar import (
@@ -163,17 +164,25 @@ class Renames:
         edits: dict[str, list[dict[str, Any]]] = {}
         for source in sorted(sources):
             where = moved.get(source, source)  # the linking note's place once renamed
-            leads = self._leads_to(after, where, moved)
+            leads = self._leads_to(after, source, where, moved)
             for uri, more in self._rewritten(kb, root, folder, source, leads).items():
                 edits.setdefault(uri, []).extend(more)
         return edits
 
-    def _leads_to(self, after: DocumentIndexOfPaths, where: str, moved: dict[str, str]) -> Rewrite:
-        """How a link of the note that will be at `where` is rewritten: when once renamed
-        it would lead elsewhere than its note (at its new place), to the shortest form that
-        leads there."""
+    def _leads_to(
+        self, after: DocumentIndexOfPaths, source: str, where: str, moved: dict[str, str]
+    ) -> Rewrite:
+        """How a link of the note at `source`, which will be at `where`, is rewritten: when
+        once renamed it would lead elsewhere than its note (at its new place), to the
+        shortest form that leads there; a path out of the KB's folder, to the same place
+        from the new folder."""
 
         def rewrite(written: str, link: dict[str, Any]) -> str | None:
+            if link["kind"] == "outside":
+                out = outside_path(link["target"], posixpath.dirname(source))
+                if out is None or posixpath.dirname(where) == posixpath.dirname(source):
+                    return None
+                return text.relinked(written, link, where, out)
             meant = moved.get(link["relative_path"], link["relative_path"])
             if link["type"] == "wiki":
                 key = wiki_key(link["target"])
@@ -227,7 +236,7 @@ class Renames:
         edits = []
         angles: list[bool] = []  # the note's Markdown style, read once if needed
         for link in seen["links"] if seen else []:
-            if link["relative_path"] is None:
+            if link["relative_path"] is None and link["kind"] != "outside":
                 continue
             if link["type"] == "wiki":
                 angles = angles or [text.angle_brackets(content)]

@@ -304,3 +304,21 @@ def test_a_definition_over_two_lines_is_renamed_with_its_note(
     assert applied(linking, changes[(docs / "Q.md").as_uri()]).split("\n")[2:5] == [
         "[plan]:", "  Old/money.md#Budget", "  'The plan'",
     ]  # fmt: skip
+
+
+def test_a_path_out_of_the_kb_leads_out_to_the_same_place_from_the_new_folder(
+    shared_daemon: Daemon, lsp_client: RawClient
+) -> None:
+    d = shared_daemon
+    linking = "# I\n\n[c](../../../CONTRIBUTING.md) [[Plan]]\n\n[lic]: <../../../my LICENSE>\n"
+    kb = new_vault(d, "rt", {"guide/deep/index.md": linking, "Plan.md": "# Plan\n"})
+    docs = d.docs(kb)
+    old, new = docs / "guide/deep/index.md", docs / "index.md"
+    files = [{"oldUri": old.as_uri(), "newUri": new.as_uri()}]
+    changes = lsp_client.ask("workspace/willRenameFiles", {"files": files})["result"]["changes"]
+    assert applied(linking, changes[old.as_uri()]) == (
+        "# I\n\n[c](../CONTRIBUTING.md) [[Plan]]\n\n[lic]: <../my LICENSE>\n"
+    )
+    files = [{"oldUri": old.as_uri(), "newUri": (docs / "guide/deep/moved.md").as_uri()}]
+    answer = lsp_client.ask("workspace/willRenameFiles", {"files": files})["result"]
+    assert answer is None or old.as_uri() not in answer["changes"]  # the same folder: as it is
