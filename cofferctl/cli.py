@@ -295,6 +295,10 @@ def _search(c: Commands) -> None:
         COMPLETE_KB,
     )  # fmt: skip
     _bounded(sp, "-k", Bounded(1, TOP_K_MAX), 10, "this many passages", "--top-k", "--limit")
+    sp.add_argument(
+        "--mode", choices=["keyword", "vector", "hybrid"],
+        help="search so (one of the knowledge base's enabled modes), not in its default mode",
+    )  # fmt: skip
     sp.add_argument("--folder", help="only documents in this folder of docs/ (or below it)")
     sp.add_argument(
         "--tag", dest="tags", action="append", default=[], metavar="TAG",

@@ -54,13 +54,13 @@ def cmd_search(c: Client, a: argparse.Namespace, out: Output) -> Any:
     several = bool(a.all or a.kbs)
     if several:  # then the first word is part of the query, not a KB
         query = " ".join([a.kb, *a.query])
-        body = {"query": query, "top_k": a.top_k, "knowledge_bases": a.kbs or None}
+        body = {"query": query, "top_k": a.top_k, "knowledge_bases": a.kbs or None, "mode": a.mode}
         body["filters"] = filters
         data = api.search_all(c, {k: v for k, v in body.items() if v is not None})
     elif not a.query:
         raise UsageError("give the words to search for after the knowledge base")
     else:
-        body = {"query": " ".join(a.query), "top_k": a.top_k, "filters": filters}
+        body = {"query": " ".join(a.query), "top_k": a.top_k, "filters": filters, "mode": a.mode}
         data = api.search(c, a.kb, {k: v for k, v in body.items() if v is not None})
     if out.as_json:
         return data

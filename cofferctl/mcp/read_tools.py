@@ -19,6 +19,7 @@ from cofferctl.mcp.shapes import (
     DOCUMENT_WITH_CONTENT,
     FILTERS,
     INT,
+    MODE,
     OPT_STR,
     PAGE,
     PASSAGE,
@@ -63,14 +64,21 @@ INDEXING: JSON = {
     "search",
     "Search a knowledge base",
     "Search one knowledge base for passages about a topic (ranked; the knowledge base's own "
-    "mode: keyword, vector or hybrid). Use this first to find what the user knows. Each "
+    "mode: keyword, vector or hybrid, unless `mode` asks for another). Use this first to "
+    "find what the user knows. Each "
     "passage names its document (document_id, relative_path, uri) and lines, for citing. "
     "Optional filters narrow to a folder, tags, an update period or a source mode. To "
     "search several or all knowledge bases at once, use search_all. While the knowledge "
     "base is still being indexed, `indexing` says how far it is: search again later for "
     "what may be missing.",
     arguments(
-        {"kb": kb("the knowledge base to search"), "query": QUERY, "top_k": TOP_K, **FILTERS},
+        {
+            "kb": kb("the knowledge base to search"),
+            "query": QUERY,
+            "top_k": TOP_K,
+            "mode": MODE,
+            **FILTERS,
+        },
         ["kb", "query"],
     ),
     obj(
@@ -118,6 +126,7 @@ def search(client: Client, args: JSON) -> JSON:
                 max_items=100,
             ),
             "top_k": TOP_K,
+            "mode": MODE,
             **FILTERS,
         },
         ["query"],

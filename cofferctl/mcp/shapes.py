@@ -175,10 +175,17 @@ QUERY = string(
     'what to look for, in words; "exact phrase" and -excluded work', min_length=1, max_length=2000
 )
 TOP_K = integer("how many passages to return", minimum=1, maximum=TOP_K_MAX, default=10)
+MODE: JSON = {
+    "enum": ["keyword", "vector", "hybrid", None],
+    "description": "how to search: omit for each knowledge base's own mode; one it has not "
+    "enabled answers MODE_DISABLED",
+}
 
 
 def search_request(args: JSON) -> JSON:
     request: JSON = {"query": args["query"], "top_k": args.get("top_k", 10)}
+    if args.get("mode"):
+        request["mode"] = args["mode"]
     filters = {k: args[k] for k in FILTERS if args.get(k) is not None}
     if filters:
         request["filters"] = filters

@@ -50,14 +50,21 @@ def test_hybrid_ranks_the_note_the_question_means_above_keywords_narrow_first(
         wait_for(lambda: embedded(d, "zh", len(NOTES)), timeout=60)
 
         def ranked(mode: str) -> list[str]:
-            d.client.request("PATCH", d.client.kb("zh"), {"config": {"default_mode": mode}})
-            found = d.client.post(d.client.kb("zh", "/search"), {"query": QUESTION})
+            """Searched in `mode`, asked for (the KB's default is hybrid), in the KB and in
+            every KB."""
+            found = d.client.post(d.client.kb("zh", "/search"), {"query": QUESTION, "mode": mode})
             assert found["mode"] == mode and found["fallback"] is None
+            every = d.client.post("/api/v1/search", {"query": QUESTION, "mode": mode})
+            assert every["mode"] == mode  # ranked as one KB's list (scores fused anew)
+            assert [p["path"] for p in every["passages"]] == [p["path"] for p in found["passages"]]
             return [Path(p["path"]).name for p in found["passages"]]
 
         assert ranked("keyword")[:2] == ["cat.md", "dog.md"]
         assert ranked("vector")[:2] == ["dog.md", "cat.md"]
         assert ranked("hybrid")[:2] == ["dog.md", "cat.md"]
+        d.client.request("PATCH", d.client.kb("zh"), {"config": {"default_mode": "vector"}})
+        found = d.client.post(d.client.kb("zh", "/search"), {"query": QUESTION})
+        assert found["mode"] == "vector"  # none asked for: the KB's default
     finally:
         cleanup(d)
 

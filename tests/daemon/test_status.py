@@ -164,6 +164,16 @@ def test_modes_not_enabled_are_refused_with_mode_disabled(shared_daemon: Daemon)
     assert (err.status, err.code) == (409, "MODE_DISABLED")
     assert "grep" in err.message and "enabled_modes" in err.message
     assert d.client.post(d.client.kb(kb, "/search"), {"query": "x"})["passages"] == []
+    err = error_of(
+        lambda: d.client.post(d.client.kb(kb, "/search"), {"query": "x", "mode": "vector"})
+    )
+    assert (err.status, err.code) == (409, "MODE_DISABLED") and "vector" in err.message
+    asked = {"query": "x", "mode": "hybrid", "knowledge_bases": [kb]}
+    assert error_of(lambda: d.client.post("/api/v1/search", asked)).code == "MODE_DISABLED"
+    err = error_of(
+        lambda: d.client.post(d.client.kb(kb, "/search"), {"query": "x", "mode": "grep"})
+    )
+    assert (err.status, err.code) == (400, "VALIDATION_ERROR")  # grep has its own route
 
     only_grep = new_kb(d, enabled_modes=["grep"], default_mode="grep")
     assert d.client.post(d.client.kb(only_grep, "/grep"), {"pattern": "x"})["hits"] == []

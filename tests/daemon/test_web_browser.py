@@ -108,6 +108,14 @@ def test_grep_marks_the_pattern_and_a_missing_cookie_shows_no_page(
     page.locator("#q").fill("deep s.il")
     page.wait_for_selector("body[data-state=painted]")
     assert page.locator("#results mark").all_inner_texts() == ["deep soil"]
+    modes = page.locator("#mode option").evaluate_all("(os) => os.map((o) => o.value)")
+    assert modes == ["search", "keyword", "grep"]  # the modes the knowledge bases enable
+    page.select_option("#mode", "keyword")
+    page.locator("#q").fill("rhubarb")
+    from playwright.sync_api import expect
+
+    expect(page.locator("#said")).to_contain_text("· keyword")
+    assert page.locator("#results li").count() == 2
     other = browser.new_context()  # another profile: the spent key lets nobody in
     refused = other.new_page().goto(url)
     assert refused is not None and refused.status == 403

@@ -62,9 +62,10 @@ def require_mode(kb: KnowledgeBase, mode: str) -> None:
         raise ModeDisabled(kb.name, mode, list(kb.config.enabled_modes))
 
 
-def search_mode(kb: KnowledgeBase) -> str:
-    """The mode a search of `kb` runs in (grep is not a search mode: keyword stands in)."""
-    mode = kb.config.default_mode
+def search_mode(kb: KnowledgeBase, asked: str | None = None) -> str:
+    """The mode a search of `kb` runs in: the one asked for, else the KB's default (grep is
+    not a search mode: keyword stands in)."""
+    mode = asked or kb.config.default_mode
     return "keyword" if mode == "grep" else mode
 
 
@@ -160,26 +161,28 @@ class Retrieval:
         top_k: int = TOP_K_DEFAULT,
         kb_names: Sequence[str] | None = None,
         filters: SearchFilters | None = None,
+        mode: str | None = None,
     ) -> tuple[list[Passage], dict[str, SearchResult]]:
-        """Several KBs at once (every enabled one when none are named), each in its own
-        mode; merged by rank fusion, since scores of different KBs and modes do not
-        compare. Returns the merged passages and each KB's own answer."""
+        """Several KBs at once (every enabled one that can be searched in `mode`, else in
+        its own, when none are named), merged by rank fusion, since scores of different
+        KBs and modes do not compare. Returns the merged passages and each KB's own
+        answer."""
         names = (
             list(dict.fromkeys(kb_names))
             if kb_names
             else [  # every KB that can be searched; one named is refused if it cannot
                 kb.name
                 for kb in self.kbs.list()
-                if kb.enabled and search_mode(kb) in kb.config.enabled_modes
+                if kb.enabled and search_mode(kb, mode) in kb.config.enabled_modes
             ]
         )
         for name in names:
-            require_mode(self.kbs.get_enabled(name), search_mode(self.kbs.get(name)))
+            require_mode(self.kbs.get_enabled(name), search_mode(self.kbs.get(name), mode))
         if not names:
             return [], {}
         syntax = checked_query(query, top_k)
         answers = await asyncio.gather(
-            *(self._answer(name, syntax, top_k, filters) for name in names)
+            *(self._answer(name, syntax, top_k, filters, mode) for name in names)
         )
         per_kb = dict(zip(names, answers, strict=True))
         merged = fuse([(1.0, list(a.passages)) for a in answers], top_k)
@@ -191,15 +194,22 @@ class Retrieval:
         query: str,
         top_k: int = TOP_K_DEFAULT,
         filters: SearchFilters | None = None,
+        mode: str | None = None,
     ) -> SearchResult:
+        """`kb_name` searched in `mode` (one of its enabled modes), else in its default."""
         self.kbs.get_enabled(kb_name)  # an unknown KB is said before a bad query
-        return await self._answer(kb_name, checked_query(query, top_k), top_k, filters)
+        return await self._answer(kb_name, checked_query(query, top_k), top_k, filters, mode)
 
     async def _answer(
-        self, kb_name: str, syntax: Query, top_k: int, filters: SearchFilters | None
+        self,
+        kb_name: str,
+        syntax: Query,
+        top_k: int,
+        filters: SearchFilters | None,
+        mode: str | None = None,
     ) -> SearchResult:
         """One KB's answer to a query checked and parsed (once, however many KBs)."""
-        result = await self._search(kb_name, syntax, top_k, filters or None)
+        result = await self._search(kb_name, syntax, top_k, filters or None, mode)
         where = await places(self.tree, kb_name, [p.path for p in result.passages])
         pages = await self._pages(kb_name, result.passages)
         passages = [
@@ -238,10 +248,15 @@ class Retrieval:
         return await asyncio.to_thread(look)
 
     async def _search(
-        self, kb_name: str, syntax: Query, top_k: int, filters: SearchFilters | None
+        self,
+        kb_name: str,
+        syntax: Query,
+        top_k: int,
+        filters: SearchFilters | None,
+        asked: str | None = None,
     ) -> SearchResult:
         kb = self.kbs.get_enabled(kb_name)
-        mode = search_mode(kb)
+        mode = search_mode(kb, asked)
         require_mode(kb, mode)
         fallback = None
         if mode in ("vector", "hybrid"):

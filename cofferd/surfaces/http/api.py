@@ -488,7 +488,9 @@ def _indexing(coffer: Coffer, kb: str) -> dict[str, Any]:
 async def search(request: web.Request) -> web.Response:
     body = await _json(request, SearchRequest)
     coffer, name = request.app[COFFER], request.match_info["name"]
-    result = await coffer.retrieval.search(name, body.query, body.top_k, body.search_filters())
+    result = await coffer.retrieval.search(
+        name, body.query, body.top_k, body.search_filters(), body.mode
+    )
     return json_response(
         {
             "mode": result.mode,
@@ -505,7 +507,7 @@ async def search_all(request: web.Request) -> web.Response:
     body = await _json(request, SearchAllRequest)
     coffer = request.app[COFFER]
     passages, per_kb = await coffer.retrieval.search_all(
-        body.query, body.top_k, body.knowledge_bases, body.search_filters()
+        body.query, body.top_k, body.knowledge_bases, body.search_filters(), body.mode
     )
     modes = {answer.mode for answer in per_kb.values()}
     cut = any(answer.query_cut for answer in per_kb.values())

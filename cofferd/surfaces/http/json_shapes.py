@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from functools import partial
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -72,6 +72,7 @@ class SearchRequest(_Body):
     query: str = Field(min_length=1)
     top_k: int = TOP_K_DEFAULT
     filters: Filters | None = None
+    mode: Literal["keyword", "vector", "hybrid"] | None = None  # else each KB's default
 
     def search_filters(self) -> SearchFilters:
         return parse_filters(self.filters.model_dump(exclude_none=True) if self.filters else None)

@@ -29,6 +29,7 @@ STATIC = resources.files("cofferd.surfaces.http") / "web_static"
 ASSETS = frozenset({"search.js", "page.css", "icon.svg", "note.js", "note.css"}) | web_graph.ASSETS
 MAX_BODY_BYTES = 64 * 1024  # a search or a grep
 CACHED = {"Cache-Control": "private, max-age=300"}  # the page's own files, not notes
+SEARCH_MODES = ("keyword", "hybrid", "vector")  # offered when a knowledge base enables them
 
 # The API's routes the page calls: reads only (a search is a POST, but changes nothing).
 READ_ROUTES = (
@@ -61,10 +62,19 @@ def _options(values: list[tuple[str, str]], chosen: str) -> str:
 
 async def search_page(request: web.Request, query: PageQuery) -> web.Response:
     coffer = request.app[api.COFFER]
-    kbs = [kb.name for kb in coffer.kbs.list() if kb.enabled]
+    enabled = [kb for kb in coffer.kbs.list() if kb.enabled]
+    kbs = [kb.name for kb in enabled]
     chosen = query.kb if query.kb in kbs else ("" if len(kbs) != 1 else kbs[0])
     kb_options = _options([("", "every knowledge base"), *((k, k) for k in kbs)], chosen)
-    modes = _options([("search", "search"), ("grep", "grep")], "search")
+    offered = {mode for kb in enabled for mode in kb.config.enabled_modes}
+    modes = _options(
+        [
+            ("search", "search"),  # each knowledge base's own mode
+            *((m, m) for m in SEARCH_MODES if m in offered),
+            ("grep", "grep"),
+        ],
+        "search",
+    )
     graph = html.escape("/graph" + (f"?kb={urllib.parse.quote(chosen, safe='')}" if chosen else ""))
     body = f"""
 <header><h1>Coffer</h1><nav><a href="/">search</a> <a href="{graph}">graph</a></nav></header>

@@ -88,6 +88,10 @@ def test_search_takes_limit_and_a_suggested_command_runs_as_printed(
     suggested = typo.stderr.rsplit("as in: ", 1)[1].strip()
     again = ctl(d, *shlex.split(suggested)[1:])
     assert again.returncode == 0 and "bread.md" in again.stdout, again.stderr
+    code, out = run(d, "search", fresh_kb, "--mode", "keyword", "sourdough")
+    assert code == 0 and "keyword search" in out and "bread.md" in out
+    refused = ctl(d, "search", fresh_kb, "--mode", "hybrid", "sourdough")
+    assert refused.returncode != 0 and "hybrid" in refused.stderr, refused.stderr
 
 
 def _parsers(

@@ -52,6 +52,7 @@
       };
     }
     const body = { query: query, top_k: TOP_K };
+    if (modeSelect.value !== "search") body.mode = modeSelect.value; // else each KB's own
     const f = filters();
     if (f) body.filters = f;
     if (kb) return { url: "/api/v1/knowledge_bases/" + segment(kb) + "/search", body: body };
