@@ -112,9 +112,9 @@ def relinked(
     """The link `written` (as in the note at `source`) made to lead to `moved_to`, its
     heading, alias and form kept: a wiki link names the note as before (its file name,
     or its path when it gave one; `wiki_name` when given), a Markdown link gives the path
-    from its note's folder. A wiki link cannot name a note whose name holds `|`, `#`, `^`,
-    brackets or a line break: it becomes a Markdown link to it (`wiki_as_markdown`). A
-    GitHub wiki's `[[text|Page]]` (`text_first`) has its page after the bar rewritten."""
+    from its note's folder (a GitHub wiki's `[[text|Page]]`, `text_first`: after the bar).
+    A wiki link cannot name a note whose name holds `|`, `#`, `^`, brackets or a line
+    break: it becomes a Markdown link to it (`wiki_as_markdown`)."""
     name = link["target"].split("#", 1)[0].strip()
     if not name:
         return None
@@ -158,25 +158,19 @@ def relinked(
 
 
 def wiki_as_markdown(
-    written: str,
-    heading: str | None,
-    source: str,
-    moved_to: str,
-    *,
-    angled: bool = False,
+    written: str, heading: str | None, source: str, moved_to: str, *, angled: bool = False,
     text_first: bool = False,
-) -> str:
+) -> str:  # fmt: skip
     """The wiki link or embed `written` (in the note at `source`) as a Markdown one leading
     to `moved_to`, a name no wiki link can hold (`|`, `#`, `^`, brackets, a line break): its
     path from the note's folder and its `#heading` percent-encoded, its alias (else the
     note's name, as Obsidian shows the link) its text: `[[plan#Budget|money]]` ->
     `[money](a%23b.md#Budget)`. In the style of the note's own Markdown links: `angled`
-    (they write `<my plan.md>`), its spaces kept inside `<...>`, else `%20`. A GitHub
-    wiki's `[[money|plan#Budget]]` (`text_first`) keeps its text before the bar."""
+    (they write `<my plan.md>`), its spaces kept inside `<...>`, else `%20`. (`text_first`:
+    a GitHub wiki's `[[money|plan#Budget]]`.)"""
     inside = written[written.index("[[") + 2 : written.rindex("]]")]
     page, bar, alias = inside.partition("|")
-    if text_first:
-        alias = page
+    alias = page if text_first else alias
     label = alias.strip() if bar else MARKDOWN_SUFFIX.sub("", posixpath.basename(moved_to))
     if not bar and heading:
         label += " > " + heading
@@ -255,8 +249,7 @@ def url_fragment(heading: str, spaces: bool) -> str:
 def reads_as(written: str, kind: str, text_first: bool = False) -> tuple[str, str | None] | None:
     """What a link written anew names as the grammar reads it back, (name or path, heading
     or None), decoded as cofferd decodes a Markdown link; None when `written` is not
-    exactly one link of that `kind` on one line. `text_first`: a GitHub wiki's wiki link,
-    which names what follows its bar when it has one."""
+    exactly one link of that `kind` on one line (`text_first`: read as a GitHub wiki)."""
     if any(ch in written for ch in LINE_BREAKS):
         return None
     if kind == "wiki":
