@@ -96,6 +96,7 @@ async def test_the_page_reads_the_lists_and_filters_the_activity_through_the_api
 playwright = pytest.importorskip(
     "playwright.sync_api", reason="Playwright for Python is not installed (the dev extra)"
 )
+expect = playwright.expect
 browser_needed = pytest.mark.skipif(
     not Path(CHROMIUM).exists(),
     reason="no Chromium at /usr/bin/chromium (`make test` installs Debian's where it may)",
@@ -149,10 +150,7 @@ def test_the_status_page_shows_files_conflicts_links_and_activity_as_text(
 
     page.fill("#audit-actor", AGENT)
     page.locator("#audit-form button").click()
-    page.wait_for_function(
-        "[...document.querySelectorAll('#audit tbody tr')].every("
-        f"(r) => r.cells[1].textContent === {AGENT!r})"
-    )
+    expect(page.locator("#audit tbody tr", has_not_text=AGENT)).to_have_count(0)
     written = page.locator("#audit a.note").first
     assert written.inner_text().endswith(".md")
     written.click()
@@ -163,8 +161,8 @@ def test_the_status_page_shows_files_conflicts_links_and_activity_as_text(
     page.wait_for_selector("body[data-state=painted]")
     page.fill("#calls-tool", "read_note")
     page.locator("#calls-form button").click()
-    page.wait_for_function("document.querySelector('#calls tbody').innerText.includes('other')")
-    assert "search_notes" not in page.locator("#calls").inner_text()
+    expect(page.locator("#calls tbody tr")).to_have_count(1)
+    expect(page.locator("#calls tbody")).to_contain_text("other-agent")
     assert page.evaluate("window.pwned") is None
     assert errors == []
     page.close()

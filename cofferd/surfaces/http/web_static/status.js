@@ -84,6 +84,10 @@
 
   // -- the status --------------------------------------------------------------------------
 
+  function when(at) {
+    return String(at).slice(0, 19).replace("T", " ");
+  }
+
   function row(cells) {
     const tr = el("tr");
     for (const cell of cells) {
@@ -274,13 +278,13 @@
     if (path && e.resource_name) {
       doc = e.event === "kb_document_deleted" ? el("code", null, path) : noteLink(e.resource_name, path);
     }
-    const tr = row([String(e.at).slice(0, 19), e.actor, e.event, e.resource_name || "-", doc]);
+    const tr = row([when(e.at), e.actor, e.event, e.resource_name || "-", doc]);
     tr.dataset.event = e.event;
     return tr;
   }
 
   function callRow(c) {
-    return row([String(c.at).slice(0, 19), c.client, c.tool, Number(c.duration_ms).toFixed(0),
+    return row([when(c.at), c.client, c.tool, Number(c.duration_ms).toFixed(0),
       c.outcome]);
   }
 
