@@ -205,13 +205,17 @@ class ActivityLog(Protocol):
         self, event: str, actor: str, kb: str | None, doc_id: str | None, details: dict[str, Any]
     ) -> None: ...
 
-    async def audit_log(self, kb: str | None, limit: int) -> list[dict[str, Any]]: ...
+    async def audit_log(
+        self, kb: str | None, limit: int, *, event: str | None = None, actor: str | None = None
+    ) -> list[dict[str, Any]]: ...
 
     async def record_invocation(
         self, client: str, tool: str, duration_ms: float, outcome: str
     ) -> None: ...
 
-    async def invocations(self, limit: int) -> list[dict[str, Any]]: ...
+    async def invocations(
+        self, limit: int, *, client: str | None = None, tool: str | None = None
+    ) -> list[dict[str, Any]]: ...
 
 
 class KBRepository(Protocol):

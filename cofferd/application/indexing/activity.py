@@ -13,15 +13,19 @@ class Activity:
         self.kbs = kbs
         self.log = log
 
-    async def events(self, kb: str | None, limit: int) -> list[dict[str, Any]]:
+    async def events(
+        self, kb: str | None, limit: int, *, event: str | None = None, actor: str | None = None
+    ) -> list[dict[str, Any]]:
         if kb is not None:
             self.kbs.get(kb)
-        return await self.log.audit_log(kb, limit)
+        return await self.log.audit_log(kb, limit, event=event, actor=actor)
 
     async def record_invocation(
         self, client: str, tool: str, duration_ms: float, outcome: str
     ) -> None:
         await self.log.record_invocation(client, tool, duration_ms, outcome)
 
-    async def invocations(self, limit: int) -> list[dict[str, Any]]:
-        return await self.log.invocations(limit)
+    async def invocations(
+        self, limit: int, *, client: str | None = None, tool: str | None = None
+    ) -> list[dict[str, Any]]:
+        return await self.log.invocations(limit, client=client, tool=tool)

@@ -46,6 +46,14 @@ def _keep_window(conn: Connection, keep: int) -> None:
         conn.execute(f"DELETE FROM {table} WHERE id <= ?", (last - keep,))
 
 
+def _where(equal: dict[str, str | None]) -> tuple[str, list[str]]:
+    """A WHERE clause keeping the rows whose columns (names of ours, never a caller's)
+    equal the values given; those that are None are not filtered on."""
+    given = {column: value for column, value in equal.items() if value}
+    clause = " AND ".join(f"{column} = ?" for column in given)
+    return (f"WHERE {clause}" if clause else ""), list(given.values())
+
+
 class SqliteActivity:
     """The ActivityLog port over SQLite."""
 
@@ -61,9 +69,12 @@ class SqliteActivity:
     ) -> None:
         await self.db.transact(lambda conn: record(conn, [(event, actor, kb, doc_id, details)]))
 
-    async def audit_log(self, kb: str | None, limit: int) -> list[dict[str, Any]]:
+    async def audit_log(
+        self, kb: str | None, limit: int, *, event: str | None = None, actor: str | None = None
+    ) -> list[dict[str, Any]]:
+        where, args = _where({"resource_name": kb, "event": event, "actor": actor})
+
         def run(conn: Connection) -> list[dict[str, Any]]:
-            where, args = ("WHERE resource_name = ?", [kb]) if kb else ("", [])
             rows = conn.execute(
                 f"SELECT * FROM audit {where} ORDER BY id DESC LIMIT ?", [*args, limit]
             ).fetchall()
@@ -83,10 +94,14 @@ class SqliteActivity:
 
         await self.db.transact(run)
 
-    async def invocations(self, limit: int) -> list[dict[str, Any]]:
+    async def invocations(
+        self, limit: int, *, client: str | None = None, tool: str | None = None
+    ) -> list[dict[str, Any]]:
+        where, args = _where({"client": client, "tool": tool})
+
         def run(conn: Connection) -> list[dict[str, Any]]:
             rows = conn.execute(
-                "SELECT * FROM mcp_invocations ORDER BY id DESC LIMIT ?", (limit,)
+                f"SELECT * FROM mcp_invocations {where} ORDER BY id DESC LIMIT ?", [*args, limit]
             ).fetchall()
             return [dict(r) for r in rows]
 

@@ -556,7 +556,9 @@ async def metrics(request: web.Request) -> web.Response:
 @routes.get("/api/v1/audit")
 @with_query(AuditQuery)
 async def audit(request: web.Request, query: AuditQuery) -> web.Response:
-    events = await request.app[COFFER].activity.events(query.kb or None, query.limit)
+    events = await request.app[COFFER].activity.events(
+        query.kb or None, query.limit, event=query.event or None, actor=query.actor or None
+    )
     return json_response({"events": events})
 
 
@@ -572,7 +574,9 @@ async def record_invocation(request: web.Request) -> web.Response:
 @routes.get("/api/v1/mcp_invocations")
 @with_query(InvocationsQuery)
 async def list_invocations(request: web.Request, query: InvocationsQuery) -> web.Response:
-    invocations = await request.app[COFFER].activity.invocations(query.limit)
+    invocations = await request.app[COFFER].activity.invocations(
+        query.limit, client=query.client or None, tool=query.tool or None
+    )
     return json_response({"invocations": invocations})
 
 

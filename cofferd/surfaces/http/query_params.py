@@ -101,10 +101,14 @@ class AddQuery(Query):
 
 class AuditQuery(Query):
     kb: str | None = None
+    event: str | None = Field(default=None, max_length=100)  # only these events
+    actor: str | None = Field(default=None, max_length=100)  # only what this actor did
     limit: QueryInt = Field(default=50, ge=1, le=AUDIT_LIMIT_MAX)
 
 
 class InvocationsQuery(Query):
+    client: str | None = Field(default=None, max_length=100)  # only this agent's calls
+    tool: str | None = Field(default=None, max_length=100)  # only this tool's
     limit: QueryInt = Field(default=50, ge=1, le=AUDIT_LIMIT_MAX)
 
 

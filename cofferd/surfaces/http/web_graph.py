@@ -10,7 +10,6 @@ guard like every route of it.
 from __future__ import annotations
 
 import html
-import urllib.parse
 
 from aiohttp import web
 from pydantic import Field
@@ -70,10 +69,8 @@ async def graph_page(request: web.Request, query: GraphPageQuery) -> web.Respons
         for d in range(1, DEPTH_MAX + 1)
     )
     note = html.escape(query.note or "")
-    search = html.escape(f"/?kb={urllib.parse.quote(kb, safe='')}" if kb else "/")
     body = f"""
-<header><h1>Coffer</h1><nav><a href="{search}">search</a> <a href="/graph">graph</a></nav>
-</header>
+{web_shell.header(kb)}
 <form id="graph-form" class="graph-bar" autocomplete="off">
   <select id="kb" name="kb" aria-label="knowledge base">{kb_options}</select>
   <input id="note" name="note" value="{note}" placeholder="a note's path: its neighbourhood"

@@ -172,7 +172,7 @@ async def note_page(request: web.Request, query: NoteQuery) -> web.StreamRespons
         )
     graph = await coffer.graph.links(kb, doc.id)
     body = (
-        _header(kb)
+        web_shell.header(kb, title=False)
         + '<main class="note-page"><article>'
         + _title(doc.title or doc.path, text)
         + f'<p class="where">{html.escape(kb)} · {html.escape(doc.path)}'
@@ -304,8 +304,3 @@ def _aside(kb: str, absolute: str, graph: dict[str, Any]) -> str:
         + f'<a href="{html.escape(editor)}">open in VS Code</a></section>'
         + "</aside>"
     )
-
-
-def _header(kb: str) -> str:
-    search = html.escape(search_href(kb))
-    return f'<header><p class="brand">Coffer</p><nav><a href="{search}">search</a></nav></header>'

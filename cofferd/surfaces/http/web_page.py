@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import mimetypes
-import urllib.parse
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -19,14 +18,18 @@ from aiohttp import web
 from pydantic import Field
 
 from cofferd.surfaces.core import Coffer
-from cofferd.surfaces.http import api, web_graph, web_note, web_shell
+from cofferd.surfaces.http import api, web_graph, web_note, web_shell, web_status
 from cofferd.surfaces.http.error_envelope import error_middleware
 from cofferd.surfaces.http.query_params import Query, query_middleware, with_query
 from cofferd.surfaces.http.server import CofferApplication
 from cofferd.surfaces.http.web_access import Access, add_headers, guard_middleware
 
 STATIC = resources.files("cofferd.surfaces.http") / "web_static"
-ASSETS = frozenset({"search.js", "page.css", "icon.svg", "note.js", "note.css"}) | web_graph.ASSETS
+ASSETS = (
+    frozenset({"search.js", "page.css", "icon.svg", "note.js", "note.css"})
+    | web_graph.ASSETS
+    | web_status.ASSETS
+)
 MAX_BODY_BYTES = 64 * 1024  # a search or a grep
 CACHED = {"Cache-Control": "private, max-age=300"}  # the page's own files, not notes
 SEARCH_MODES = ("keyword", "hybrid", "vector")  # offered when a knowledge base enables them
@@ -40,6 +43,11 @@ READ_ROUTES = (
     ("POST", "/api/v1/knowledge_bases/{name}/search", api.search),
     ("POST", "/api/v1/search", api.search_all),
     ("POST", "/api/v1/knowledge_bases/{name}/grep", api.grep),
+    ("GET", "/api/v1/knowledge_bases/{name}/skipped", api.skipped),
+    ("GET", "/api/v1/knowledge_bases/{name}/conflicts", api.conflicts),
+    ("GET", "/api/v1/knowledge_bases/{name}/links/broken", api.broken_links),
+    ("GET", "/api/v1/audit", api.audit),
+    ("GET", "/api/v1/mcp_invocations", api.list_invocations),
 )
 
 
@@ -75,9 +83,8 @@ async def search_page(request: web.Request, query: PageQuery) -> web.Response:
         ],
         "search",
     )
-    graph = html.escape("/graph" + (f"?kb={urllib.parse.quote(chosen, safe='')}" if chosen else ""))
     body = f"""
-<header><h1>Coffer</h1><nav><a href="/">search</a> <a href="{graph}">graph</a></nav></header>
+{web_shell.header(chosen)}
 <main>
 <form id="search" role="search" autocomplete="off">
   <input id="q" name="q" type="search" placeholder="search your notes" autofocus
@@ -126,6 +133,7 @@ def create_web_app(
     app.router.add_get("/file/{kb}/{path:.+}", web_note.file_of_note)
     app.router.add_get("/static/{name:.+}", asset)  # only ASSETS: vendor/ too
     web_graph.add_graph_routes(app, coffer)
+    web_status.add_status_routes(app)
     for method, path, handler in READ_ROUTES:
         app.router.add_route(method, path, handler)
     return app

@@ -4,9 +4,21 @@ and scripts, nothing inline: the Content-Security-Policy allows none) around a b
 from __future__ import annotations
 
 import html
+import urllib.parse
 from collections.abc import Sequence
 
 from aiohttp import web
+
+PAGES = (("search", "/"), ("graph", "/graph"), ("status", "/status"))
+
+
+def header(kb: str = "", *, title: bool = True) -> str:
+    """The bar atop every page: the name (the page's <h1> when `title`, else the page has
+    its own) and a link to each page, on knowledge base `kb` when one is chosen."""
+    on = f"?kb={urllib.parse.quote(kb, safe='')}" if kb else ""
+    links = " ".join(f'<a href="{html.escape(path + on)}">{name}</a>' for name, path in PAGES)
+    brand = "<h1>Coffer</h1>" if title else '<p class="brand">Coffer</p>'
+    return f"<header>{brand}<nav>{links}</nav></header>"
 
 
 def page(
