@@ -58,7 +58,9 @@ class Access:
         return f"coffer_{self.port}"
 
     def hosts(self) -> frozenset[str]:
-        return frozenset({f"127.0.0.1:{self.port}", f"localhost:{self.port}"})
+        """The Host a request must name: a loopback address of the listener, with its port
+        (any other name, one that resolves to 127.0.0.1 included, is DNS rebinding)."""
+        return frozenset(f"{name}:{self.port}" for name in ("127.0.0.1", "[::1]", "localhost"))
 
     def new_key(self) -> str:
         now = time.monotonic()
