@@ -39,9 +39,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Pat
         d.client.post("/api/v1/knowledge_bases", {"name": "web", "config": {}})
         docs = d.docs("web")
         secret = write(tmp / "secret.md", "# secret\n\nthe password is swordfish\n")
+        (tmp / "secret.png").write_bytes(b"\x89PNG\r\n\x1a\nswordfish")
         write(docs / "plain.md", "# Plain\n\nrhubarb grows in spring\n")
         write(docs / HOSTILE_NAME, HOSTILE_TEXT)
         (docs / "out.md").symlink_to(secret)
+        (docs / "out.png").symlink_to(tmp / "secret.png")
+        (docs / "pic.png").write_bytes(b"\x89PNG\r\n\x1a\n")
         wait_for(lambda: _documents(d) >= 2)
         yield d, secret
     finally:
@@ -178,6 +181,27 @@ async def test_the_page_calls_only_the_apis_reads(site: Any) -> None:
         "/note/web/%2Fetc%2Fpasswd",
         "/note/web/out.md",  # a link in the KB to the secret beside it
         "/note/nope/plain.md",
+        "/note/web/plain.md%00",
+        "/note/web/%00/../../secret.md",
+        "/note/web/%2Ftmp%2F..%2Fetc%2Fpasswd",
+        "/note/..%2F..%2Fetc/passwd",
+        "/file/web/../../secret.png",
+        "/file/web/%2e%2e%2f%2e%2e%2fsecret.png",
+        "/file/web/..%2F..%2Fsecret.png",
+        "/file/web//etc/passwd",
+        "/file/web/%2Fetc%2Fpasswd",
+        "/file/web/pic.png%00.md",
+        "/file/web/out.png",  # a link in the KB to a file beside it
+        "/file/..%2F..%2F/etc/passwd",
+        "/static/../web_page.py",
+        "/static/%2e%2e%2fweb_page.py",
+        "/static/vendor/..%2F..%2Fweb_access.py",
+        "/static/%2Fetc%2Fpasswd",
+        "/api/v1/knowledge_bases/web/graph?note=..%2F..%2Fsecret.md",
+        "/api/v1/knowledge_bases/web/graph?note=%2Fetc%2Fpasswd",
+        "/api/v1/knowledge_bases/web/graph?note=out.md",
+        "/api/v1/knowledge_bases/web/graph?note=plain.md%00",
+        "/api/v1/knowledge_bases/..%2F..%2Fetc/graph",
     ],
 )
 async def test_a_path_out_of_the_knowledge_base_is_refused(site: Any, path: str) -> None:
@@ -189,8 +213,10 @@ async def test_a_path_out_of_the_knowledge_base_is_refused(site: Any, path: str)
             _checked(response)
             text = await response.text()
             assert response.status in (400, 403, 404), (response.status, text)
-            assert "swordfish" not in text and "root:" not in text
-            assert '"error"' in text
+            assert "swordfish" not in text and "root:" not in text and "import" not in text
+            assert response.content_type == "application/json", (response.status, text)
+            error = (await response.json())["error"]
+            assert set(error) == {"code", "message", "details"}, error
 
 
 async def test_a_note_with_markup_in_its_name_and_text_shows_as_text(site: Any) -> None:
