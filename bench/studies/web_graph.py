@@ -1,4 +1,5 @@
-"""Issue 46 figures: the web page's graph of a generated KB of 10,000 notes and 50,000 links.
+"""Issue 46 figures: the web page's graph of a generated KB of 10,000 notes and 50,000 links
+(or as many as --notes and --links say: five links a note unless told).
 
 The notes sit in 12 folders (some nested) with one of 20 tags each; the links go from notes
 picked at random (one in 37 links nothing) to notes picked by a power law, so a few are
@@ -9,10 +10,16 @@ frames per second while the camera pans over the whole graph for 5 s (sigma's re
 counted, each a full redraw of every node and edge), once during the layout and once
 after it. Headless Chromium on this machine draws WebGL with SwiftShader, on the CPU: the
 renderer it reports is printed. With --screenshot PATH, the page once laid out, as a PNG.
+With `--notes 250000` (far beyond the graph's 10,000 nodes): how long the KB took to
+index, the answer's size and whether it says it is cut (shown of total), its time cold
+(the first) and warm, the daemon's RSS before and after answering, and the page drawing the
+most linked part without freezing (the same frames-per-second figures); --no-browser
+leaves the browser out.
 
 Needs Playwright for Python and Debian's Chromium (/usr/bin/chromium).
 
     nice .venv/bin/python -m bench.studies.web_graph [--screenshot docs/screenshots/graph.png]
+    nice .venv/bin/python -m bench.studies.web_graph --notes 250000
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any
 
 from bench.common import (
     REPO,
+    daemon_memory,
     indexer_idle,
     kb_status,
     machine,
@@ -61,15 +69,15 @@ GL_RENDERER = """() => {
 }"""
 
 
-def write_kb(root: Path, seed: int = 46) -> None:
-    """NOTES notes and LINKS wiki links among them."""
+def write_kb(root: Path, notes: int = NOTES, links: int = LINKS, seed: int = 46) -> None:
+    """`notes` notes and `links` wiki links among them."""
     rng = random.Random(seed)
-    names = [f"note-{n:05d}" for n in range(NOTES)]
-    linking = [n for n in range(NOTES) if n % 37]
-    out: list[list[str]] = [[] for _ in range(NOTES)]
+    names = [f"note-{n:05d}" for n in range(notes)]
+    linking = [n for n in range(notes) if n % 37]
+    out: list[list[str]] = [[] for _ in range(notes)]
     made = 0
-    while made < LINKS:
-        source, target = rng.choice(linking), int(NOTES * rng.random() ** 3)
+    while made < links:
+        source, target = rng.choice(linking), int(notes * rng.random() ** 3)
         if source != target:
             out[source].append(names[target])
             made += 1
@@ -77,13 +85,15 @@ def write_kb(root: Path, seed: int = 46) -> None:
         folder = root / FOLDERS[rng.randrange(len(FOLDERS))]
         folder.mkdir(parents=True, exist_ok=True)
         tag = TAGS[min(int(rng.paretovariate(1.2)) - 1, len(TAGS) - 1)]
-        links = " ".join(f"[[{t}]]" for t in out[n])
-        (folder / f"{name}.md").write_text(f"# Note {n}\n\n#{tag} about {name}.\n\n{links}\n")
+        linked = " ".join(f"[[{t}]]" for t in out[n])
+        (folder / f"{name}.md").write_text(f"# Note {n}\n\n#{tag} about {name}.\n\n{linked}\n")
 
 
-def json_ms(address: str, cookie: str) -> tuple[list[float], int]:
+def json_ms(address: str, cookie: str) -> tuple[list[float], int, dict[str, Any]]:
+    """Five answers' times (the first cold), the size of one and what it says of itself."""
     host, _, port = address.removeprefix("http://").rstrip("/").partition(":")
-    times, size = [], 0
+    times: list[float] = []
+    size, said = 0, {}
     for _ in range(5):
         started = time.perf_counter()
         conn = http.client.HTTPConnection(host, int(port), timeout=60)
@@ -93,11 +103,13 @@ def json_ms(address: str, cookie: str) -> tuple[list[float], int]:
             headers={"Cookie": cookie, "Host": f"{host}:{port}"},
         )
         response = conn.getresponse()
-        size = len(response.read())
+        body = response.read()
         conn.close()
         times.append((time.perf_counter() - started) * 1000)
         assert response.status == 200, response.status
-    return times, size
+        size, answer = len(body), json.loads(body)
+        said = {k: answer[k] for k in ("truncated", "shown", "total", "edges_shown", "edges_total")}
+    return times, size, said
 
 
 def pan(page: Any, seconds: float) -> dict[str, Any]:
@@ -155,11 +167,17 @@ def fps(panned: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--screenshot", type=Path, help="save the graph page here (PNG)")
+    parser.add_argument("--notes", type=int, default=NOTES, help="notes in the generated KB")
+    parser.add_argument("--links", type=int, help="wiki links among them (5 a note)")
+    parser.add_argument("--no-browser", action="store_true", help="the JSON answer alone")
     args = parser.parse_args()
+    notes, links = args.notes, args.links if args.links is not None else 5 * args.notes
     home = scratch_home("graph")
     run = Path(tempfile.mkdtemp(prefix="cof", dir="/tmp"))
     corpus = home / "kb"
-    write_kb(corpus)
+    written = time.perf_counter()
+    write_kb(corpus, notes, links)
+    written_s = time.perf_counter() - written
     daemon = start_daemon(REPO, home / "home", run / "s.sock")
     client = Client(run / "s.sock", timeout=120)
     try:
@@ -171,23 +189,32 @@ def main() -> None:
                 (s := client.get("/api/v1/status"))
                 and indexer_idle(s)
                 and kb_status(s, "bench")["state"] == "ok"
-                and kb_status(s, "bench")["documents"] >= NOTES
+                and kb_status(s, "bench")["documents"] >= notes
             ),
             daemon,
-            1800,
+            3600,
             1.0,
         )
         indexed_s = time.perf_counter() - started
         opened = client.post("/api/v1/web", {"kb": "bench"})
-        answer_ms, answer_bytes = json_ms(opened["address"], trade_key(opened["url"]))
-        figures = browser_figures(client, args.screenshot)
+        before = daemon_memory(daemon.pid)
+        answer_ms, answer_bytes, said = json_ms(opened["address"], trade_key(opened["url"]))
+        after = daemon_memory(daemon.pid)
+        figures = None if args.no_browser else browser_figures(client, args.screenshot)
+        with_page = daemon_memory(daemon.pid)
     finally:
         stop_daemon(daemon)
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(run, ignore_errors=True)
     print(f"machine: {machine()}")
-    print(f"generated KB: {NOTES:,} notes, {LINKS:,} links, indexed in {indexed_s:.0f} s")
-    print(f"graph JSON (warm): median {median(answer_ms):.0f} ms, {answer_bytes / 1e6:.2f} MB")
+    print(f"generated KB: {notes:,} notes, {links:,} links (written in {written_s:.0f} s), "
+          f"indexed in {indexed_s:.0f} s")  # fmt: skip
+    print(f"graph JSON: cold {answer_ms[0]:.0f} ms, warm median {median(answer_ms[1:]):.0f} ms, "
+          f"{answer_bytes / 1e6:.2f} MB; says {said}")  # fmt: skip
+    print(f"daemon before the graph: {before}; after 5 answers: {after}")
+    if figures is None:
+        return
+    print(f"daemon with the page drawn and panned: {with_page}")
     print(f"WebGL renderer: {figures['gl']}")
     print(f"page says: {figures['said']}")
     print(f"Chromium, navigation to the first frame drawn: {figures['first_ms']:.0f} ms")

@@ -82,6 +82,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         write(docs / "xss.md", XSS)
         (docs / "pic.png").write_bytes(PNG)
         (docs / "evil.svg").write_text(SVG)
+        (docs / "notes.html").write_text("<script>window.pwned=13</script>")
         write(docs / "big.md", "# Big\n\n" + ("rhubarb crumble and custard " * 3 + "\n") * 220_000)
         wait_for(lambda: d.client.get(d.client.kb("web", "/documents"))["total"] == 4)
         wait_for(lambda: "pic.png" in d.client.get(d.client.kb("web", "/paths"))["files"])
@@ -215,8 +216,20 @@ async def test_a_hostile_note_comes_out_inert(site: Daemon) -> None:
     )
     assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page  # an odd key, shown as text
     assert len(page) < 20000 + 10_000  # the long value is cut
-    status, _, headers = await _page(site, "/file/web/evil.svg")
-    assert status == 200 and "script-src 'self'" in headers["Content-Security-Policy"]
+
+
+async def test_a_file_opened_on_its_own_is_sandboxed_and_never_sniffed(site: Daemon) -> None:
+    """An SVG (or any file of the KB but a PDF, which the browser's viewer shows) opened
+    by its address is a document of no origin that runs and loads nothing."""
+    for path, kind in (("evil.svg", "image/svg+xml"), ("pic.png", "image/png"),
+                       ("notes.html", "application/octet-stream")):  # fmt: skip
+        status, _, headers = await _page(site, f"/file/web/{path}")
+        assert status == 200 and headers["Content-Type"].split(";")[0] == kind, path
+        policy = [p.strip() for p in headers["Content-Security-Policy"].split(";")]
+        assert "sandbox" in policy and "default-src 'none'" in policy, policy
+        assert not [p for p in policy if p.startswith("script-src")], policy
+        assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Content-Disposition"] == "attachment; filename*=UTF-8''notes.html"
 
 
 async def test_an_18_mb_note_answers_soon_cut(site: Daemon) -> None:

@@ -39,9 +39,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Pat
         d.client.post("/api/v1/knowledge_bases", {"name": "web", "config": {}})
         docs = d.docs("web")
         secret = write(tmp / "secret.md", "# secret\n\nthe password is swordfish\n")
+        (tmp / "secret.png").write_bytes(b"\x89PNG\r\n\x1a\nswordfish")
         write(docs / "plain.md", "# Plain\n\nrhubarb grows in spring\n")
         write(docs / HOSTILE_NAME, HOSTILE_TEXT)
         (docs / "out.md").symlink_to(secret)
+        (docs / "out.png").symlink_to(tmp / "secret.png")
+        (docs / "pic.png").write_bytes(b"\x89PNG\r\n\x1a\n")
         wait_for(lambda: _documents(d) >= 2)
         yield d, secret
     finally:
@@ -123,8 +126,14 @@ async def test_a_foreign_host_or_origin_is_refused(site: Any) -> None:
     base = origin(url)
     search = base + "/api/v1/knowledge_bases/web/search"
     async with await signed_in(url) as client:
-        for host in ("evil.example", f"evil.example:{URL(base).port}", "127.0.0.1", "[::1]"):
+        port = URL(base).port
+        rebinding = ("evil.example", "127.0.0.1.evil.example", "localhost.evil.example", "[::2]")
+        hosts = ["127.0.0.1", "[::1]", "localhost", *(f"{h}:{port}" for h in rebinding)]
+        for host in [*rebinding, *hosts, f"127.0.0.1:{port + 1}", f"[::1]:{port}.evil.example"]:
             _refused(await _get(client, base + "/", headers={"Host": host}), 421, "HOST_REFUSED")
+        for host in (f"127.0.0.1:{port}", f"[::1]:{port}", f"localhost:{port}"):
+            status, _ = await _get(client, base + "/", headers={"Host": host})
+            assert status == 200, host
         for foreign in ("http://evil.example", "null", f"https://127.0.0.1:{URL(base).port}"):
             answer = await _post(client, search, {"query": "rhubarb"}, headers={"Origin": foreign})
             _refused(answer, 403, "ORIGIN_REFUSED")
@@ -172,6 +181,27 @@ async def test_the_page_calls_only_the_apis_reads(site: Any) -> None:
         "/note/web/%2Fetc%2Fpasswd",
         "/note/web/out.md",  # a link in the KB to the secret beside it
         "/note/nope/plain.md",
+        "/note/web/plain.md%00",
+        "/note/web/%00/../../secret.md",
+        "/note/web/%2Ftmp%2F..%2Fetc%2Fpasswd",
+        "/note/..%2F..%2Fetc/passwd",
+        "/file/web/../../secret.png",
+        "/file/web/%2e%2e%2f%2e%2e%2fsecret.png",
+        "/file/web/..%2F..%2Fsecret.png",
+        "/file/web//etc/passwd",
+        "/file/web/%2Fetc%2Fpasswd",
+        "/file/web/pic.png%00.md",
+        "/file/web/out.png",  # a link in the KB to a file beside it
+        "/file/..%2F..%2F/etc/passwd",
+        "/static/../web_page.py",
+        "/static/%2e%2e%2fweb_page.py",
+        "/static/vendor/..%2F..%2Fweb_access.py",
+        "/static/%2Fetc%2Fpasswd",
+        "/api/v1/knowledge_bases/web/graph?note=..%2F..%2Fsecret.md",
+        "/api/v1/knowledge_bases/web/graph?note=%2Fetc%2Fpasswd",
+        "/api/v1/knowledge_bases/web/graph?note=out.md",
+        "/api/v1/knowledge_bases/web/graph?note=plain.md%00",
+        "/api/v1/knowledge_bases/..%2F..%2Fetc/graph",
     ],
 )
 async def test_a_path_out_of_the_knowledge_base_is_refused(site: Any, path: str) -> None:
@@ -183,8 +213,10 @@ async def test_a_path_out_of_the_knowledge_base_is_refused(site: Any, path: str)
             _checked(response)
             text = await response.text()
             assert response.status in (400, 403, 404), (response.status, text)
-            assert "swordfish" not in text and "root:" not in text
-            assert '"error"' in text
+            assert "swordfish" not in text and "root:" not in text and "import" not in text
+            assert response.content_type == "application/json", (response.status, text)
+            error = (await response.json())["error"]
+            assert set(error) == {"code", "message", "details"}, error
 
 
 async def test_a_note_with_markup_in_its_name_and_text_shows_as_text(site: Any) -> None:
@@ -210,15 +242,88 @@ def test_cofferctl_web_prints_the_url_status_says_where_and_stop_ends_it(site: A
     url = out.getvalue().strip()
     assert url.startswith("http://127.0.0.1:") and "key=" in url and url.endswith("&kb=web")
     web = d.client.get("/api/v1/status")["web"]
-    assert web == {"on": True, "address": origin(url) + "/"}
+    assert web["on"] and web["address"] == origin(url) + "/" == web["addresses"][0]
     out = io.StringIO()
     assert cli.main(["--socket", str(d.socket), "status"], stdout=out) == 0
     assert f"web page   {origin(url)}/" in out.getvalue()
     assert cli.main(["--socket", str(d.socket), "web", "--stop"], stdout=io.StringIO()) == 0
-    assert d.client.get("/api/v1/status")["web"] == {"on": False, "address": None}
+    web = d.client.get("/api/v1/status")["web"]
+    assert web == {"on": False, "address": None, "addresses": [], "without_ipv6": None}
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", URL(url).port), timeout=2).close()
     assert d.client.request("DELETE", WEB_ROUTE) == {"stopped": False}
+
+
+def _ipv6_loopback() -> str | None:
+    """Why this machine cannot listen on ::1, or None when it can."""
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError as exc:
+        return f"no IPv6 loopback on this machine: {exc}"
+    return None
+
+
+async def test_the_page_answers_on_ipv6_loopback_as_on_127_0_0_1(site: Any) -> None:
+    """The same port on ::1, the same guard: a key traded there, `[::1]:PORT` as Host,
+    any other name refused."""
+    missing = _ipv6_loopback()
+    if missing:
+        pytest.skip(missing)
+    d, _ = site
+    url = open_web(d, kb="web")["url"]
+    port = URL(url).port
+    web = d.client.get("/api/v1/status")["web"]
+    v6 = f"http://[::1]:{port}"
+    assert web["addresses"] == [f"http://127.0.0.1:{port}/", v6 + "/"], web
+    assert web["without_ipv6"] is None
+    async with session() as client:
+        key = URL(url).query["key"]
+        async with client.get(f"{v6}/?key={key}&kb=web", allow_redirects=False) as response:
+            _checked(response)
+            assert (
+                response.status == 303
+                and "samesite=strict" in response.headers["Set-Cookie"].lower()
+            )
+        status, page = await _get(client, v6 + "/?kb=web")
+        assert status == 200 and '<option value="web" selected>' in page
+        status, note = await _get(client, v6 + "/note/web/plain.md")
+        assert status == 200 and "rhubarb grows in spring" in note
+        search = v6 + "/api/v1/knowledge_bases/web/search"
+        status, found = await _post(client, search, {"query": "rhubarb"}, headers={"Origin": v6})
+        assert status == 200 and found["passages"]
+        for host in ("evil.example", f"evil.example:{port}", f"127.0.0.1.evil.example:{port}",
+                     "[::1]", f"[::1]:{port + 1}"):  # fmt: skip
+            _refused(await _get(client, v6 + "/", headers={"Host": host}), 421, "HOST_REFUSED")
+        answer = await _post(
+            client, search, {"query": "x"}, headers={"Origin": "http://evil.example"}
+        )
+        _refused(answer, 403, "ORIGIN_REFUSED")
+    async with session() as stranger:  # no key, no cookie: nothing on ::1 either
+        _refused(await _get(stranger, v6 + "/"), 403, "FORBIDDEN")
+
+
+async def test_a_port_taken_on_ipv6_loopback_leaves_the_page_on_127_0_0_1_and_says_so(
+    site: Any,
+) -> None:
+    missing = _ipv6_loopback()
+    if missing:
+        pytest.skip(missing)
+    d, _ = site
+    port = _free_port()
+    with socket.socket(socket.AF_INET6) as taken:
+        taken.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        taken.bind(("::1", port))
+        taken.listen()
+        answer = d.client.post(WEB_ROUTE, {"port": port})
+        assert answer["started"] and answer["addresses"] == [f"http://127.0.0.1:{port}/"]
+        assert f"port {port} of ::1 cannot be used" in answer["without_ipv6"]
+        assert d.client.get("/api/v1/status")["web"]["without_ipv6"] == answer["without_ipv6"]
+        async with await signed_in(answer["url"]) as client:
+            status, page = await _get(client, origin(answer["url"]) + "/")
+            assert status == 200 and "<form" in page
+    moved = d.client.post(WEB_ROUTE, {"port": _free_port()})  # free on both now
+    assert moved["started"] and len(moved["addresses"]) == 2 and moved["without_ipv6"] is None
 
 
 def _free_port() -> int:
@@ -233,10 +338,8 @@ def test_cofferd_web_port_keeps_it_on_from_the_start(tmp_path: Path) -> None:
     port = _free_port()
     try:
         d.start("--web-port", str(port))
-        assert d.client.get("/api/v1/status")["web"] == {
-            "on": True,
-            "address": f"http://127.0.0.1:{port}/",
-        }
+        web = d.client.get("/api/v1/status")["web"]
+        assert (web["on"], web["address"]) == (True, f"http://127.0.0.1:{port}/")
         answer = open_web(d)
         assert not answer["started"] and answer["url"].startswith(f"http://127.0.0.1:{port}/?key=")
         with socket.socket() as taken, pytest.raises(ApiError) as error:

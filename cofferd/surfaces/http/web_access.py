@@ -34,6 +34,10 @@ REMOTE_IMAGES = web.ResponseKey("remote_images", bool)
 REMOTE_IMAGES_POLICY = CONTENT_SECURITY_POLICY.replace(
     "img-src 'self'", "img-src 'self' https: http:"
 )
+# a file of a KB (an SVG, an attachment) opened on its own: a document of no origin that runs
+# nothing and loads nothing (its own inline styles only), whatever it holds
+KB_FILE = web.ResponseKey("kb_file", bool)
+KB_FILE_POLICY = "sandbox; default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
 HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -58,7 +62,9 @@ class Access:
         return f"coffer_{self.port}"
 
     def hosts(self) -> frozenset[str]:
-        return frozenset({f"127.0.0.1:{self.port}", f"localhost:{self.port}"})
+        """The Host a request must name: a loopback address of the listener, with its port
+        (any other name, one that resolves to 127.0.0.1 included, is DNS rebinding)."""
+        return frozenset(f"{name}:{self.port}" for name in ("127.0.0.1", "[::1]", "localhost"))
 
     def new_key(self) -> str:
         now = time.monotonic()
@@ -139,6 +145,8 @@ def _with_headers(response: web.StreamResponse, *, html: bool) -> None:
     response.headers.update(HEADERS)
     if response.get(REMOTE_IMAGES):
         response.headers["Content-Security-Policy"] = REMOTE_IMAGES_POLICY
+    if response.get(KB_FILE):
+        response.headers["Content-Security-Policy"] = KB_FILE_POLICY
     if html or response.content_type in ("text/html", "application/json"):
         response.headers["Cache-Control"] = "no-store"
 

@@ -27,7 +27,7 @@ from cofferd.domain.errors import PathRefused
 from cofferd.domain.formats import format_of
 from cofferd.surfaces.http import api, web_shell
 from cofferd.surfaces.http.query_params import Query, with_query
-from cofferd.surfaces.http.web_access import REMOTE_IMAGES
+from cofferd.surfaces.http.web_access import KB_FILE, REMOTE_IMAGES
 from cofferd.surfaces.http.web_markdown import Rendering, Target, render
 
 MAX_SHOWN_CHARS = 1_000_000  # a note's text rendered; the rest is left out, and said
@@ -43,7 +43,7 @@ FILE_TYPES = {  # what a note may embed, shown by the browser; any other file is
     "webp": "image/webp",
     "avif": "image/avif",
     "bmp": "image/bmp",
-    "svg": "image/svg+xml",  # its script never runs: in an <img>, or under the page's CSP
+    "svg": "image/svg+xml",  # its script never runs: in an <img>, or sandboxed (KB_FILE)
     "pdf": "application/pdf",
 }
 IMAGE_SUFFIXES = frozenset(FILE_TYPES) - {"pdf"}
@@ -198,12 +198,16 @@ async def file_of_note(request: web.Request) -> web.StreamResponse:
     kind = FILE_TYPES.get(format_of(relpath))
     if kind is None:
         name = urllib.parse.quote(posixpath.basename(relpath))
-        return web.Response(
+        response = web.Response(
             body=content,
             content_type="application/octet-stream",
             headers={"Content-Disposition": f"attachment; filename*=UTF-8''{name}"},
         )
-    return _file(content, kind)
+    else:
+        response = _file(content, kind)
+    if kind not in ORIGINAL_TYPES.values():  # a sandboxed PDF is refused by the viewer
+        response[KB_FILE] = True
+    return response
 
 
 def _file(content: bytes, kind: str) -> web.Response:
