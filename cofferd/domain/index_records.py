@@ -147,7 +147,10 @@ LinkRow = tuple[str, str, Link]  # (the linking document's id, its path, the lin
 
 @dataclass(frozen=True)
 class GraphRows:
-    """What a KB's graph is drawn from, as stored."""
+    """What a KB's graph is drawn from, as stored: the links read as they are used (a KB may
+    hold millions: never all at once)."""
 
     documents: list[tuple[str, str, str, str | None]]  # id, path, title, its tags newline-joined
-    links: list[tuple[str, str, str | None, str, str | None]]  # source, type, key, target, alias
+    links: Iterable[
+        tuple[str, str, str | None, str, str | None]
+    ]  # source, type, key, target, alias

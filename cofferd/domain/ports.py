@@ -4,9 +4,9 @@ the failures they raise in failures."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 from cofferd.domain.file_records import FileContent, FileStat, RawHit, TrashEntry, TreeScan
 from cofferd.domain.filters import SearchFilters
@@ -23,6 +23,8 @@ from cofferd.domain.index_records import (
 )
 from cofferd.domain.models import Document, KnowledgeBase, Passage
 from cofferd.domain.query_syntax import Query
+
+T = TypeVar("T")
 
 
 class TrashBin(Protocol):
@@ -397,4 +399,7 @@ class GraphStore(Protocol):
         self, kb: str, limit: int, offset: int
     ) -> tuple[list[tuple[str, int]], int]: ...
 
-    async def graph_rows(self, kb: str) -> GraphRows: ...
+    async def graph(self, kb: str, draw: Callable[[GraphRows], T]) -> T:
+        """`draw(rows)` of the KB's documents and links, run where they are read (off the
+        serving loop), its links streamed."""
+        ...

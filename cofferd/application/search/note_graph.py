@@ -27,6 +27,7 @@ from cofferd.domain.ports import GraphStore
 MAX_NODES = 10_000  # what a browser draws and lays out at ease (docs/benchmarks.md)
 MAX_EDGES = 100_000
 DEPTH_MAX = 3
+_PAIR = 1 << 32  # an edge held as one int: more nodes than this no KB holds
 
 
 @dataclass
@@ -81,9 +82,8 @@ class NoteGraph:
 
     async def _read(self, kb: str) -> _Whole:
         self.kbs.get(kb)
-        rows = await self.store.graph_rows(kb)
         files = self.other_files.of(kb).paths
-        return await asyncio.to_thread(_resolved, rows, files)
+        return await self.store.graph(kb, lambda rows: _resolved(rows, files))
 
 
 def _resolved(rows: GraphRows, files: frozenset[str]) -> _Whole:
@@ -93,26 +93,38 @@ def _resolved(rows: GraphRows, files: frozenset[str]) -> _Whole:
     ]
     at = {node.path: n for n, node in enumerate(nodes)}
     index = DocumentIndexOfPaths(at, files)
-    edges: dict[tuple[int, int], None] = {}
-    # where a link leads depends on its source's folder only: many links share the answer
+    edges: set[int] = set()  # source * _PAIR + target: a quarter of a tuple's memory
+    # A wiki link's answer depends on its source's folder only when several files fit it
+    # (its own folder's is taken): the others are kept by what the link names alone.
+    alone: dict[tuple[str | None, str], str | None] = {}
     leads: dict[tuple[str, str | None, str, str], str | None] = {}
     for source, kind, written_key, written, alias in rows.links:
-        key, target, _ = index.read(kind, written_key, written, alias)
-        asked = (kind, key, target, source.rpartition("/")[0])
-        if asked not in leads:
-            leads[asked] = index.resolve_written(kind, key, target, source).path
-        path = leads[asked]
+        key, target = written_key, written
+        if alias is not None and index.github_wiki:
+            key, target, _ = index.read(kind, written_key, written, alias)
+        named = (key, target)
+        if kind == "wiki" and named in alone:
+            path = alone[named]
+        else:
+            asked = (kind, key, target, source.rpartition("/")[0])
+            if asked not in leads:
+                found = index.resolve_written(kind, key, target, source)
+                if kind == "wiki" and not found.ambiguous:
+                    alone[named] = found.path
+                leads[asked] = found.path
+            path = leads[asked]
         if path is None or path == source:
             continue
         to = at.get(path)
         if to is None:  # a file that is not a document: a node once something links to it
             to = at[path] = len(nodes)
             nodes.append(_Node(None, path, posixpath.basename(path), [], False))
-        edges[(at[source], to)] = None
-    for s, t in edges:
+        edges.add(at[source] * _PAIR + to)
+    pairs = [divmod(edge, _PAIR) for edge in edges]
+    for s, t in pairs:
         nodes[s].degree += 1
         nodes[t].degree += 1
-    return _Whole(nodes, list(edges))
+    return _Whole(nodes, pairs)
 
 
 def _breadth_first(graph: _Whole, start: int, depth: int) -> list[int]:

@@ -8,16 +8,19 @@ a document created later is found by links written earlier.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from cofferd.domain.index_records import DocumentWrite, GraphRows, LinkRow
 from cofferd.domain.links import Link
 from cofferd.domain.models import KB_KIND
 from cofferd.domain.tags import tag_key
 from cofferd.infrastructure.storage.database import Database
-from cofferd.infrastructure.storage.sqlite import Connection
+from cofferd.infrastructure.storage.sqlite import Connection, Cursor
 
 SCOPE = "kind = ? AND resource_name = ?"
+GRAPH_BATCH = 10_000  # links read at a time for a graph
+T = TypeVar("T")
 
 
 def add(conn: Connection, kb: str, writes: Sequence[DocumentWrite]) -> None:
@@ -79,6 +82,11 @@ _LINKS = (
 
 def _rows(rows: Sequence[tuple[str, str, str, str, str, int, str | None]]) -> list[LinkRow]:
     return [(r[0], r[1], Link(r[2], r[3], r[4], int(r[5]), alias=r[6])) for r in rows]  # type: ignore[arg-type]
+
+
+def _batched(cursor: Cursor) -> Iterator[Any]:
+    while batch := cursor.fetchmany(GRAPH_BATCH):
+        yield from batch
 
 
 class SqliteGraph:
@@ -165,12 +173,13 @@ class SqliteGraph:
 
         return await self.db.read(run)
 
-    async def graph_rows(self, kb: str) -> GraphRows:
-        """What the graph of a KB is drawn from, in one query each: every document's (id,
-        path, title, its tags joined by a newline), and every link's (source path, type,
-        key, target as written, alias)."""
+    async def graph(self, kb: str, draw: Callable[[GraphRows], T]) -> T:
+        """`draw` of what the graph of a KB is drawn from, in one query each: every
+        document's (id, path, title, its tags joined by a newline), and every link's (source
+        path, type, key, target as written, alias), read `GRAPH_BATCH` at a time as `draw`
+        goes."""
 
-        def run(conn: Connection) -> GraphRows:
+        def run(conn: Connection) -> T:
             cursor = conn.cursor()
             cursor.row_factory = None  # plain tuples
             documents = list(
@@ -182,15 +191,15 @@ class SqliteGraph:
                     (KB_KIND, kb),
                 )
             )
-            links = list(
-                cursor.execute(
-                    "SELECT d.path, l.type, l.key, l.target, l.alias FROM links l JOIN documents d"
-                    " ON d.kind = l.kind AND d.resource_name = l.resource_name"
-                    " AND d.id = l.document_id WHERE l.kind = ? AND l.resource_name = ?",
-                    (KB_KIND, kb),
-                )
+            links = conn.cursor()
+            links.row_factory = None
+            links.execute(
+                "SELECT d.path, l.type, l.key, l.target, l.alias FROM links l JOIN documents d"
+                " ON d.kind = l.kind AND d.resource_name = l.resource_name"
+                " AND d.id = l.document_id WHERE l.kind = ? AND l.resource_name = ?",
+                (KB_KIND, kb),
             )
-            return GraphRows(documents, links)
+            return draw(GraphRows(documents, _batched(links)))
 
         return await self.db.read(run)
 
