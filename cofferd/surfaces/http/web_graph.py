@@ -59,14 +59,9 @@ async def graph_page(request: web.Request, query: GraphPageQuery) -> web.Respons
     coffer = request.app[api.COFFER]
     kbs = [kb.name for kb in coffer.kbs.list() if kb.enabled]
     kb = query.kb if query.kb in kbs else (kbs[0] if kbs else "")
-    kb_options = "".join(
-        f'<option value="{html.escape(k)}"{" selected" if k == kb else ""}>{html.escape(k)}'
-        "</option>"
-        for k in kbs
-    )
-    depths = "".join(
-        f"<option{' selected' if d == query.depth else ''}>{d}</option>"
-        for d in range(1, DEPTH_MAX + 1)
+    kb_options = web_shell.options([(k, k) for k in kbs], kb)
+    depths = web_shell.options(
+        [(str(d), str(d)) for d in range(1, DEPTH_MAX + 1)], str(query.depth)
     )
     note = html.escape(query.note or "")
     body = f"""

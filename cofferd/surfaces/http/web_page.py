@@ -60,22 +60,14 @@ class PageQuery(Query):
 # -- pages ---------------------------------------------------------------------------------
 
 
-def _options(values: list[tuple[str, str]], chosen: str) -> str:
-    return "".join(
-        f'<option value="{html.escape(value)}"{" selected" if value == chosen else ""}>'
-        f"{html.escape(label)}</option>"
-        for value, label in values
-    )
-
-
 async def search_page(request: web.Request, query: PageQuery) -> web.Response:
     coffer = request.app[api.COFFER]
     enabled = [kb for kb in coffer.kbs.list() if kb.enabled]
     kbs = [kb.name for kb in enabled]
     chosen = query.kb if query.kb in kbs else ("" if len(kbs) != 1 else kbs[0])
-    kb_options = _options([("", "every knowledge base"), *((k, k) for k in kbs)], chosen)
+    kb_options = web_shell.options([("", "every knowledge base"), *((k, k) for k in kbs)], chosen)
     offered = {mode for kb in enabled for mode in kb.config.enabled_modes}
-    modes = _options(
+    modes = web_shell.options(
         [
             ("search", "search"),  # each knowledge base's own mode
             *((m, m) for m in SEARCH_MODES if m in offered),

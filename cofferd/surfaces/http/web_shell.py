@@ -21,6 +21,15 @@ def header(kb: str = "", *, title: bool = True) -> str:
     return f"<header>{brand}<nav>{links}</nav></header>"
 
 
+def options(values: list[tuple[str, str]], chosen: str) -> str:
+    """`<option>`s of (value, label), the `chosen` value selected, every text escaped."""
+    return "".join(
+        f'<option value="{html.escape(value)}"{" selected" if value == chosen else ""}>'
+        f"{html.escape(label)}</option>"
+        for value, label in values
+    )
+
+
 def page(
     title: str,
     body: str,

@@ -11,8 +11,6 @@ READ_ROUTES), painting every value as text.
 
 from __future__ import annotations
 
-import html
-
 from aiohttp import web
 from pydantic import Field
 
@@ -24,15 +22,6 @@ ASSETS = frozenset({"status.js"})  # in web_static/, served by web_page
 
 class StatusPageQuery(Query):
     kb: str | None = Field(default=None, max_length=64)  # whose files are listed
-
-
-def _options(names: list[str], chosen: str, *, every: str = "") -> str:
-    first = f'<option value="">{html.escape(every)}</option>' if every else ""
-    return first + "".join(
-        f'<option value="{html.escape(n)}"{" selected" if n == chosen else ""}>'
-        f"{html.escape(n)}</option>"
-        for n in names
-    )
 
 
 def _listing(name: str, title: str) -> str:
@@ -48,6 +37,8 @@ async def status_page(request: web.Request, query: StatusPageQuery) -> web.Respo
     coffer = request.app[api.COFFER]
     kbs = [kb.name for kb in coffer.kbs.list()]
     kb = query.kb if query.kb in kbs else (kbs[0] if kbs else "")
+    named = [(k, k) for k in kbs]
+    kb_options = web_shell.options(named, kb)
     body = f"""
 {web_shell.header(kb)}
 <main class="status-page">
@@ -60,7 +51,7 @@ async def status_page(request: web.Request, query: StatusPageQuery) -> web.Respo
 <section><h2>Problems</h2><ul id="problems" class="rows"></ul></section>
 <section><h2>Processes</h2><table id="processes" class="grid"><tbody></tbody></table></section>
 <section id="files"><h2>Files of
-  <select id="kb" aria-label="knowledge base">{_options(kbs, kb)}</select></h2>
+  <select id="kb" aria-label="knowledge base">{kb_options}</select></h2>
 {_listing("skipped", "Skipped")}
 {_listing("conflicts", "Conflicts")}
 {_listing("broken", "Broken links")}
@@ -68,7 +59,7 @@ async def status_page(request: web.Request, query: StatusPageQuery) -> web.Respo
 <section><h2>Audit trail</h2>
 <form id="audit-form" class="filters" autocomplete="off">
   <select id="audit-kb" name="kb" aria-label="knowledge base">
-    {_options(kbs, "", every="every knowledge base")}</select>
+    {web_shell.options([("", "every knowledge base"), *named], "")}</select>
   <input id="audit-event" name="event" maxlength="100" placeholder="event"
     aria-label="only this event">
   <input id="audit-actor" name="actor" maxlength="100" placeholder="actor"

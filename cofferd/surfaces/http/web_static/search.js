@@ -10,6 +10,7 @@
   const said = $("said"), list = $("results");
   let running = null; // the AbortController of the request in flight
   let asked = 0; // a request's number: only the newest paints
+  let last = ""; // the request asked last: the same one again (a blur's change) is not re-run
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -144,14 +145,17 @@
 
   async function search() {
     const query = box.value.trim();
+    const ask = query ? request() : null;
+    const same = JSON.stringify(ask);
+    if (same === last && document.body.dataset.state !== "error") return;
+    last = same;
     if (running) running.abort();
     running = null;
-    if (!query) {
+    if (!ask) {
       list.replaceChildren();
       said.textContent = "";
       return;
     }
-    const ask = request();
     if (ask.error) {
       said.textContent = ask.error;
       list.replaceChildren();
@@ -195,6 +199,7 @@
   // aborted (only the newest paints), so typing waits for no timer
   form.addEventListener("submit", (event) => {
     event.preventDefault();
+    last = ""; // Enter asks again, whatever was asked before
     search();
   });
   form.addEventListener("input", search);
