@@ -240,14 +240,18 @@ class DocumentIndexOfPaths:
         exact = min((p for p in files if key_of(p) == key), default=None)
         if exact is not None or kind != "wiki":
             return Resolution(exact, document=exact is None)
-        suffix = "/" + key
-        found = [p for p in [*self.by_name.get(name, ()), *files] if key_of(p).endswith(suffix)]
+        if "/" in key:
+            suffix = "/" + key
+            found = [p for p in [*self.by_name.get(name, ()), *files] if key_of(p).endswith(suffix)]
+        else:  # a bare name: every file so named ends in it
+            found = [*self.by_name.get(name, ()), *files]
         if not found and self.github_wiki:
             found = self._pages().get(page_name(key), [])
         if not found:
             return Resolution(None)
-        folder = posixpath.dirname(source) if source is not None else None
-        found.sort(key=lambda p: (posixpath.dirname(p) != folder, len(p), p))
+        if len(found) > 1:
+            folder = posixpath.dirname(source) if source is not None else None
+            found.sort(key=lambda p: (posixpath.dirname(p) != folder, len(p), p))
         document = found[0] not in self.files
         if len(found) == 1:
             return Resolution(found[0], document=document)

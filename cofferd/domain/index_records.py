@@ -153,4 +153,4 @@ class GraphRows:
     documents: list[tuple[str, str, str, str | None]]  # id, path, title, its tags newline-joined
     links: Iterable[
         tuple[str, str, str | None, str, str | None]
-    ]  # source, type, key, target, alias
+    ]  # source id, type, key, target, alias

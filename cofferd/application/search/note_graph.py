@@ -28,6 +28,7 @@ MAX_NODES = 10_000  # what a browser draws and lays out at ease (docs/benchmarks
 MAX_EDGES = 100_000
 DEPTH_MAX = 3
 _PAIR = 1 << 32  # an edge held as one int: more nodes than this no KB holds
+_FOLDER = -2  # not known by the link alone: its source's folder decides
 
 
 @dataclass
@@ -92,34 +93,45 @@ def _resolved(rows: GraphRows, files: frozenset[str]) -> _Whole:
         for doc_id, path, title, tags in rows.documents
     ]
     at = {node.path: n for n, node in enumerate(nodes)}
+    by_id = {node.id: n for n, node in enumerate(nodes)}
     index = DocumentIndexOfPaths(at, files)
-    edges: set[int] = set()  # source * _PAIR + target: a quarter of a tuple's memory
-    # A wiki link's answer depends on its source's folder only when several files fit it
-    # (its own folder's is taken): the others are kept by what the link names alone.
-    alone: dict[tuple[str | None, str], str | None] = {}
-    leads: dict[tuple[str, str | None, str, str], str | None] = {}
-    for source, kind, written_key, written, alias in rows.links:
-        key, target = written_key, written
-        if alias is not None and index.github_wiki:
-            key, target, _ = index.read(kind, written_key, written, alias)
-        named = (key, target)
-        if kind == "wiki" and named in alone:
-            path = alone[named]
-        else:
-            asked = (kind, key, target, source.rpartition("/")[0])
-            if asked not in leads:
-                found = index.resolve_written(kind, key, target, source)
-                if kind == "wiki" and not found.ambiguous:
-                    alone[named] = found.path
-                leads[asked] = found.path
-            path = leads[asked]
-        if path is None or path == source:
-            continue
+
+    def node_of(path: str | None) -> int:
+        """The node of the file at `path` (-1: none), made for a file that is not a
+        document once something links to it."""
+        if path is None:
+            return -1
         to = at.get(path)
-        if to is None:  # a file that is not a document: a node once something links to it
+        if to is None:
             to = at[path] = len(nodes)
             nodes.append(_Node(None, path, posixpath.basename(path), [], False))
-        edges.add(at[source] * _PAIR + to)
+        return to
+
+    edges: set[int] = set()  # source * _PAIR + target: a quarter of a tuple's memory
+    # A wiki link's node depends on its source's folder only when several files fit it
+    # (its own folder's is taken): the others are kept by its target alone (its key is
+    # the target's), the rest by (type, key, target, folder).
+    alone: dict[str, int] = {}
+    leads: dict[tuple[str, str | None, str, str], int] = {}
+    github = index.github_wiki
+    for source_id, kind, key, target, alias in rows.links:
+        origin = by_id.get(source_id)
+        if origin is None:  # written since the documents were read
+            continue
+        if github and alias is not None:
+            key, target, _ = index.read(kind, key, target, alias)
+        to = alone.get(target, _FOLDER) if kind == "wiki" else _FOLDER
+        if to == _FOLDER:
+            source = nodes[origin].path
+            asked = (kind, key, target, source.rpartition("/")[0])
+            to = leads.get(asked, _FOLDER)
+            if to == _FOLDER:
+                found = index.resolve_written(kind, key, target, source)
+                to = leads[asked] = node_of(found.path)
+                if kind == "wiki" and not found.ambiguous and alias is None:
+                    alone[target] = to
+        if to >= 0 and to != origin:
+            edges.add(origin * _PAIR + to)
     pairs = [divmod(edge, _PAIR) for edge in edges]
     for s, t in pairs:
         nodes[s].degree += 1

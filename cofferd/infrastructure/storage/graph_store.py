@@ -175,9 +175,9 @@ class SqliteGraph:
 
     async def graph(self, kb: str, draw: Callable[[GraphRows], T]) -> T:
         """`draw` of what the graph of a KB is drawn from, in one query each: every
-        document's (id, path, title, its tags joined by a newline), and every link's (source
-        path, type, key, target as written, alias), read `GRAPH_BATCH` at a time as `draw`
-        goes."""
+        document's (id, path, title, its tags joined by a newline), and every link's
+        (linking document's id, type, key, target as written, alias), read `GRAPH_BATCH` at a
+        time as `draw` goes."""
 
         def run(conn: Connection) -> T:
             cursor = conn.cursor()
@@ -193,10 +193,12 @@ class SqliteGraph:
             )
             links = conn.cursor()
             links.row_factory = None
+            # by the linking document's id, in the order of its index: a document's links
+            # were written together, so the rows are read in runs (a join on documents, or
+            # the name's index, reads them one seek at a time: 4-8x slower)
             links.execute(
-                "SELECT d.path, l.type, l.key, l.target, l.alias FROM links l JOIN documents d"
-                " ON d.kind = l.kind AND d.resource_name = l.resource_name"
-                " AND d.id = l.document_id WHERE l.kind = ? AND l.resource_name = ?",
+                "SELECT document_id, type, key, target, alias FROM links"
+                f" INDEXED BY idx_links_document WHERE {SCOPE}",
                 (KB_KIND, kb),
             )
             return draw(GraphRows(documents, _batched(links)))
