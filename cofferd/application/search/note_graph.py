@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
+from array import array
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +46,12 @@ class _Node:
 @dataclass
 class _Whole:
     nodes: list[_Node]
-    edges: list[tuple[int, int]]  # (source, target) positions in `nodes`, each pair once
+    encoded: array[int]  # each edge once, as source * _PAIR + target (positions in `nodes`)
+
+    @property
+    def edges(self) -> Iterator[tuple[int, int]]:
+        """(source, target) of each edge."""
+        return (divmod(edge, _PAIR) for edge in self.encoded)
 
 
 class NoteGraph:
@@ -107,7 +114,7 @@ def _resolved(rows: GraphRows, files: frozenset[str]) -> _Whole:
             nodes.append(_Node(None, path, posixpath.basename(path), [], False))
         return to
 
-    edges: set[int] = set()  # source * _PAIR + target: a quarter of a tuple's memory
+    edges: set[int] = set()  # source * _PAIR + target
     # A wiki link's node depends on its source's folder only when several files fit it
     # (its own folder's is taken): the others are kept by its target alone (its key is
     # the target's), the rest by (type, key, target, folder).
@@ -132,11 +139,13 @@ def _resolved(rows: GraphRows, files: frozenset[str]) -> _Whole:
                     alone[target] = to
         if to >= 0 and to != origin:
             edges.add(origin * _PAIR + to)
-    pairs = [divmod(edge, _PAIR) for edge in edges]
-    for s, t in pairs:
+    encoded = array("q", edges)  # 8 bytes an edge: a KB may hold millions
+    del edges
+    whole = _Whole(nodes, encoded)
+    for s, t in whole.edges:
         nodes[s].degree += 1
         nodes[t].degree += 1
-    return _Whole(nodes, pairs)
+    return whole
 
 
 def _breadth_first(graph: _Whole, start: int, depth: int) -> list[int]:
