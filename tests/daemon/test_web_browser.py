@@ -114,8 +114,8 @@ def test_grep_marks_the_pattern_and_a_missing_cookie_shows_no_page(
     page.locator("#q").fill("rhubarb")
     from playwright.sync_api import expect
 
-    expect(page.locator("#said")).to_contain_text("· keyword")
-    assert page.locator("#results li").count() == 2
+    expect(page.locator("#results li")).to_have_count(2)  # not the old query's, in keyword
+    expect(page.locator("#said")).to_contain_text("2 passages · keyword")
     other = browser.new_context()  # another profile: the spent key lets nobody in
     refused = other.new_page().goto(url)
     assert refused is not None and refused.status == 403
