@@ -4,8 +4,8 @@ First page: a request to the search page's HTML (warm, median of 30), and in Chr
 navigation with the key to the page loaded, then to the first results painted. Keystroke
 to painted results: each query typed but for its last character, then the last key pressed
 and the time until the page has painted the answer (fetch, search, paint; before d45e34d
-a 40 ms debounce too; median and p95 over the queries). The daemon's memory before the page and after the
-queries. With --screenshot PATH, the search page after a query, as a PNG.
+a 40 ms debounce too; median and p95 over the queries). The daemon's memory before the
+page and after the queries. With --screenshot PATH, the search page after a query, as a PNG.
 
 Needs Playwright for Python and Debian's Chromium (/usr/bin/chromium).
 
