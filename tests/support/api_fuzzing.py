@@ -171,7 +171,9 @@ SPEC_CODES = contract()["components"]["schemas"]["Error"]["properties"]["error"]
 ]["enum"]
 HEAD = "Host: cofferd\r\nConnection: close\r\nX-Coffer-Actor: fuzz\r\n"
 GOOD_VALUES = {"q": "a", "limit": "1", "offset": "0", "replace": "false", "kb": FUZZ_KB,
-               "kind": "knowledge_base", "file_text": "true", "file": "a.md"}  # fmt: skip
+               "kind": "knowledge_base", "file_text": "true", "file": "a.md",
+               "event": "kb_document_updated", "actor": "user", "client": "c",
+               "tool": "t"}  # fmt: skip
 # a valid value of each required body field, so that only the null one is wrong
 REQUIRED = {"query": "alpha", "pattern": "a", "content": "x", "config": {}, "client": "c",
             "tool": "t", "duration_ms": 1, "outcome": "ok"}  # fmt: skip
