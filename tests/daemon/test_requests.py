@@ -236,7 +236,8 @@ OPERATIONS = [
     if method != "parameters"
 ]
 GOOD = {"q": "a", "limit": "1", "offset": "0", "replace": "false", "file_text": "true",
-        "kb": "notes", "kind": "knowledge_base", "file": "a.md"}  # fmt: skip
+        "kb": "notes", "kind": "knowledge_base", "file": "a.md", "event": "kb_document_updated",
+        "actor": "user", "client": "c", "tool": "t"}  # fmt: skip
 
 
 def query_refusal(d: Daemon, method: str, path: str) -> tuple[int, dict[str, Any]]:

@@ -168,6 +168,8 @@ def test_modes_not_enabled_are_refused_with_mode_disabled(shared_daemon: Daemon)
         lambda: d.client.post(d.client.kb(kb, "/search"), {"query": "x", "mode": "vector"})
     )
     assert (err.status, err.code) == (409, "MODE_DISABLED") and "vector" in err.message
+    too_long = {"query": "x" * 2001, "mode": "vector"}  # no KB searched in it: still refused
+    assert error_of(lambda: d.client.post("/api/v1/search", too_long)).code == "VALIDATION_ERROR"
     asked = {"query": "x", "mode": "hybrid", "knowledge_bases": [kb]}
     assert error_of(lambda: d.client.post("/api/v1/search", asked)).code == "MODE_DISABLED"
     err = error_of(

@@ -178,9 +178,9 @@ class Retrieval:
         )
         for name in names:
             require_mode(self.kbs.get_enabled(name), search_mode(self.kbs.get(name), mode))
+        syntax = checked_query(query, top_k)  # refused the same with no KB to search
         if not names:
             return [], {}
-        syntax = checked_query(query, top_k)
         answers = await asyncio.gather(
             *(self._answer(name, syntax, top_k, filters, mode) for name in names)
         )
