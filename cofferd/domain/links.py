@@ -16,7 +16,8 @@ Keys and resolving are `coffer_kernel.link_targets` (standard library only, so t
 language server resolves as the daemon does; callers import them from there): the
 document whose whole path matches; else, for a wiki link, the documents whose path ends
 in `/<key>`, the one Obsidian takes (in the linking note's folder, else the shortest
-path) and the link marked `ambiguous` when several do. No match: the link is broken.
+path) and the link marked `ambiguous` when several do. No match: the link is broken. A GitHub
+wiki's links are read as GitHub reads them (`as_read`: `[[text|Page]]` names Page).
 """
 
 from __future__ import annotations
