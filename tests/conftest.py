@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -9,6 +10,7 @@ from coffer_kernel.locations import Locations
 from cofferd.domain.models import KnowledgeBase
 from cofferd.surfaces.core import Coffer
 from tests.support.daemon import Daemon, cleanup, new_daemon
+from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS
 
 
 @pytest.fixture
@@ -31,6 +33,21 @@ async def kb(coffer: Coffer) -> KnowledgeBase:
 @pytest.fixture
 def docs(locations: Locations, kb: KnowledgeBase) -> Path:
     return locations.docs_dir(kb.name)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright, one for a test module; the test is skipped,
+    saying why, where either is missing."""
+    playwright = pytest.importorskip(
+        "playwright.sync_api", reason="Playwright for Python is not installed (the dev extra)"
+    )
+    if not Path(CHROMIUM).exists():
+        pytest.skip("no Chromium at /usr/bin/chromium (`make test` installs Debian's where it may)")
+    with playwright.sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
 
 
 @pytest.fixture

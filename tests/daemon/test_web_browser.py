@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.support.helpers import write
-from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS, open_web
+from tests.support.web_session import open_web, script_errors
 
 HOSTILE_NAME = "<img src=x onerror=window.pwned=1>.md"
 HOSTILE_TEXT = (
@@ -26,14 +26,6 @@ BEDS = (
     "[[plain#Nowhere|a heading not there]] #seasons ![x](https://example.com/x.png)\n"
 )
 SCREENSHOTS = os.environ.get("COFFER_SCREENSHOTS")  # a folder: the note page's picture there
-
-playwright = pytest.importorskip(
-    "playwright.sync_api", reason="Playwright for Python is not installed (the dev extra)"
-)
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(),
-    reason="no Chromium at /usr/bin/chromium (`make test` installs Debian's where it may)",
-)
 
 
 @pytest.fixture(scope="module")
@@ -52,22 +44,12 @@ def daemon_with_notes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daem
         cleanup(d)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright.sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
 def test_typing_paints_marked_results_and_a_click_opens_the_note(
     daemon_with_notes: Daemon, browser: Any
 ) -> None:
     url = open_web(daemon_with_notes, kb="garden")["url"]
     page = browser.new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    errors = script_errors(page)
     page.goto(url)
     assert "key=" not in page.url and page.url.endswith("/?kb=garden")
     page.locator("#q").press_sequentially("rhubarb", delay=20)
@@ -129,9 +111,7 @@ def test_a_rendered_note_shows_its_table_and_links_and_runs_nothing(
     url = open_web(daemon_with_notes, kb="garden")["url"]
     context = browser.new_context(viewport={"width": 1100, "height": 700})
     page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    errors = script_errors(page)
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     page.goto(url)
@@ -177,9 +157,7 @@ def test_the_graph_draws_in_webgl_and_a_click_on_a_node_opens_its_note(
 ) -> None:
     url = open_web(daemon_with_notes, kb=linked)["url"]
     page = browser.new_page(viewport={"width": 1000, "height": 700})
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    errors = script_errors(page)
     page.goto(url)
     page.get_by_role("link", name="graph").click()
     page.wait_for_selector("body[data-state=drawn]")

@@ -7,22 +7,13 @@ from another origin, and the note's text stays visible."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.daemon import Daemon, cleanup, new_daemon, wait_for
 from tests.support.helpers import write
-from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS, open_web, origin
-
-playwright = pytest.importorskip(
-    "playwright.sync_api", reason="Playwright for Python is not installed (the dev extra)"
-)
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(),
-    reason="no Chromium at /usr/bin/chromium (`make test` installs Debian's where it may)",
-)
+from tests.support.web_session import open_web, origin
 
 KB = "hostile"
 PNG = bytes.fromhex(
@@ -100,14 +91,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
     finally:
         cleanup(d)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright.sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 class Watched:

@@ -15,7 +15,12 @@ from yarl import URL
 
 from tests.support.daemon import ContractClient, Daemon, cleanup, new_daemon, wait_for
 from tests.support.helpers import write
-from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS, open_web, origin, signed_in
+from tests.support.web_session import (
+    open_web,
+    origin,
+    script_errors,
+    signed_in,
+)
 
 HOSTILE = "<img src=x onerror=window.pwned=1>"
 SKIPPED = f"{HOSTILE} big.md"  # over the KB's size limit: skipped, its name shown
@@ -93,38 +98,14 @@ async def test_the_page_reads_the_lists_and_filters_the_activity_through_the_api
         assert [c["tool"] for c in calls["invocations"]] == ["search_notes"]
 
 
-playwright = pytest.importorskip(
-    "playwright.sync_api", reason="Playwright for Python is not installed (the dev extra)"
-)
-expect = playwright.expect
-browser_needed = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(),
-    reason="no Chromium at /usr/bin/chromium (`make test` installs Debian's where it may)",
-)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright.sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-def _watched(page: Any) -> list[str]:
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    return errors
-
-
-@browser_needed
 def test_the_status_page_shows_files_conflicts_links_and_activity_as_text(
     site: Daemon, browser: Any
 ) -> None:
+    from playwright.sync_api import expect  # the browser fixture found it
+
     url = open_web(site, kb="garden")["url"]
     page = browser.new_page(viewport={"width": 1100, "height": 900})
-    errors = _watched(page)
+    errors = script_errors(page)
     page.goto(url)
     page.get_by_role("link", name="status").click()
     page.wait_for_url("**/status?kb=garden")
@@ -168,7 +149,6 @@ def test_the_status_page_shows_files_conflicts_links_and_activity_as_text(
     page.close()
 
 
-@browser_needed
 def test_a_pass_under_way_shows_its_progress_live(
     site: Daemon, browser: Any, tmp_path: Path
 ) -> None:
@@ -177,7 +157,7 @@ def test_a_pass_under_way_shows_its_progress_live(
         write(folder / f"d{n // 500}" / f"n{n}.md", f"# Note {n}\n\nword{n} and more words\n")
     url = open_web(site)["url"]
     page = browser.new_page()
-    errors = _watched(page)
+    errors = script_errors(page)
     page.goto(url)
     page.goto(origin(url) + "/status")
     page.wait_for_selector("body[data-state=painted]")

@@ -26,6 +26,14 @@ CHROMIUM_ARGS = [
 ]
 
 
+def script_errors(page: Any) -> list[str]:
+    """The errors the page's scripts raise and log from now on, gathered as they come."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return errors
+
+
 def open_web(d: Daemon, **body: Any) -> dict[str, Any]:
     """The page on (it stays on), and a URL with a key not yet used."""
     answer: dict[str, Any] = d.client.post(WEB_ROUTE, body)
