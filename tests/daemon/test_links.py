@@ -509,6 +509,27 @@ UNDO_16 = (
 )
 
 
+def _rolled_back(d: Daemon, statements: tuple[str, ...], version: int) -> None:
+    """The stopped daemon's index as an older schema `version` left it."""
+    db = sqlite3.connect(d.home / "coffer.db")
+    for statement in statements:
+        db.execute(statement)
+    db.execute(f"PRAGMA user_version = {version}")
+    db.commit()
+    db.close()
+
+
+def _prepared_again(d: Daemon) -> list[str]:
+    """The paths of the documents updated in the index since they were first indexed."""
+    db = sqlite3.connect(d.home / "coffer.db")
+    again = db.execute(
+        "SELECT d.path FROM audit a JOIN documents d ON d.id = a.document_id"
+        " WHERE a.event = 'kb_document_updated'"
+    ).fetchall()
+    db.close()
+    return sorted(path for (path,) in again)
+
+
 def test_an_index_made_before_wiki_aliases_were_kept_reads_a_github_wikis_again(
     tmp_path: Path,
 ) -> None:
@@ -530,12 +551,7 @@ def test_an_index_made_before_wiki_aliases_were_kept_reads_a_github_wikis_again(
         wait_for(lambda: d.settled(kb))
         assert broken() == []
         d.stop()
-        db = sqlite3.connect(d.home / "coffer.db")  # as an index before issue 45's aliases
-        for undone in UNDO_16:
-            db.execute(undone)
-        db.execute("PRAGMA user_version = 15")
-        db.commit()
-        db.close()
+        _rolled_back(d, UNDO_16, 15)  # as an index before issue 45's aliases
         d.start()
         wait_for(lambda: d.settled(kb))
         assert broken() == []
@@ -544,13 +560,7 @@ def test_an_index_made_before_wiki_aliases_were_kept_reads_a_github_wikis_again(
             ("Home.md", "Snowplow overview"),
             ("_Footer.md", "Snowplow-overview"),
         ]
-        db = sqlite3.connect(d.home / "coffer.db")
-        again = db.execute(
-            "SELECT d.path FROM audit a JOIN documents d ON d.id = a.document_id"
-            " WHERE a.event = 'kb_document_updated'"
-        ).fetchall()
-        db.close()
-        assert [path for (path,) in again] == ["_Footer.md"]
+        assert _prepared_again(d) == ["_Footer.md"]
     finally:
         d.stop()
 
@@ -577,27 +587,20 @@ def test_an_index_made_before_definitions_were_links_gains_them_at_the_next_star
         wait_for(lambda: types("hub.md") == ["definition:document", "wiki:document"])
         wait_for(lambda: d.settled(kb))
         d.stop()
-        db = sqlite3.connect(d.home / "coffer.db")  # as an index before issue 45 §1 is
-        db.execute("DELETE FROM links WHERE type = 'definition' OR key LIKE '..%'")
-        for undone in (*UNDO_16, *UNDO_15):  # made again after 14
-            db.execute(undone)
-        db.execute("PRAGMA user_version = 13")
-        db.commit()
-        updated = "SELECT count(*) FROM audit WHERE event = 'kb_document_updated'"
-        assert db.execute(updated).fetchone()[0] == 0
-        db.close()
+        assert _prepared_again(d) == []
+        # as an index before issue 45 §1 is (15 and 16 made again after 14)
+        undone = (
+            "DELETE FROM links WHERE type = 'definition' OR key LIKE '..%'",
+            *UNDO_16,
+            *UNDO_15,
+        )
+        _rolled_back(d, undone, 13)
         d.start()
         assert types("hub.md") == ["wiki:document"]  # as the old index held them
         wait_for(lambda: types("hub.md") == ["definition:document", "wiki:document"])
         wait_for(lambda: types("up.md") == ["markdown:outside", "wiki:document"])
         wait_for(lambda: d.settled(kb))
-        db = sqlite3.connect(d.home / "coffer.db")
-        again = db.execute(
-            "SELECT d.path FROM audit a JOIN documents d ON d.id = a.document_id"
-            " WHERE a.event = 'kb_document_updated'"
-        ).fetchall()
-        db.close()
-        assert sorted(path for (path,) in again) == ["hub.md", "up.md"]
+        assert _prepared_again(d) == ["hub.md", "up.md"]
     finally:
         d.stop()
         cleanup(d)
