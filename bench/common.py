@@ -277,6 +277,34 @@ def indexer_idle(status: dict[str, Any]) -> bool:
     )
 
 
+def attach_and_index(
+    client: Any,
+    daemon: subprocess.Popen[bytes],
+    name: str,
+    folder: Path,
+    timeout: float,
+    documents: int = 0,
+) -> float:
+    """Attach `folder` as knowledge base `name` once the daemon answers, and wait until
+    it is indexed (state ok, nothing queued, at least `documents` of them): the seconds
+    the pass took."""
+    wait(lambda: client.get("/api/v1/health"), daemon, 60, 0.1)
+    client.post("/api/v1/knowledge_bases", {"name": name, "path": str(folder)})
+    started = time.perf_counter()
+    wait(
+        lambda: (
+            (s := client.get("/api/v1/status"))
+            and indexer_idle(s)
+            and kb_status(s, name)["state"] == "ok"
+            and kb_status(s, name)["documents"] >= documents
+        ),
+        daemon,
+        timeout,
+        1.0,
+    )
+    return time.perf_counter() - started
+
+
 # -- memory -------------------------------------------------------------------------------
 
 

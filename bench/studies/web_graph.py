@@ -37,15 +37,13 @@ from typing import Any
 
 from bench.common import (
     REPO,
+    attach_and_index,
     daemon_memory,
-    indexer_idle,
-    kb_status,
     machine,
     median,
     scratch_home,
     start_daemon,
     stop_daemon,
-    wait,
 )
 from bench.studies.web_page import trade_key
 from cofferctl.client import Client
@@ -181,21 +179,7 @@ def main() -> None:
     daemon = start_daemon(REPO, home / "home", run / "s.sock")
     client = Client(run / "s.sock", timeout=120)
     try:
-        wait(lambda: client.get("/api/v1/health"), daemon, 60, 0.1)
-        client.post("/api/v1/knowledge_bases", {"name": "bench", "path": str(corpus)})
-        started = time.perf_counter()
-        wait(
-            lambda: (
-                (s := client.get("/api/v1/status"))
-                and indexer_idle(s)
-                and kb_status(s, "bench")["state"] == "ok"
-                and kb_status(s, "bench")["documents"] >= notes
-            ),
-            daemon,
-            3600,
-            1.0,
-        )
-        indexed_s = time.perf_counter() - started
+        indexed_s = attach_and_index(client, daemon, "bench", corpus, 3600, notes)
         opened = client.post("/api/v1/web", {"kb": "bench"})
         before = daemon_memory(daemon.pid)
         answer_ms, answer_bytes, said = json_ms(opened["address"], trade_key(opened["url"]))

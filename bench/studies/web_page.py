@@ -25,8 +25,8 @@ from typing import Any
 
 from bench.common import (
     REPO,
+    attach_and_index,
     extract_tldr,
-    indexer_idle,
     kb_status,
     machine,
     median,
@@ -35,7 +35,6 @@ from bench.common import (
     scratch_home,
     start_daemon,
     stop_daemon,
-    wait,
 )
 from cofferctl.client import Client
 from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS
@@ -117,21 +116,8 @@ def main() -> None:
     daemon = start_daemon(REPO, home / "home", run / "s.sock")
     client = Client(run / "s.sock", timeout=120)
     try:
-        wait(lambda: client.get("/api/v1/health"), daemon, 60, 0.1)
-        client.post("/api/v1/knowledge_bases", {"name": "tldr", "path": str(corpus)})
-        started = time.perf_counter()
-        wait(
-            lambda: (
-                (s := client.get("/api/v1/status"))
-                and indexer_idle(s)
-                and kb_status(s, "tldr")["state"] == "ok"
-            ),
-            daemon,
-            1800,
-            1.0,
-        )
+        indexed_s = attach_and_index(client, daemon, "tldr", corpus, 1800)
         notes = kb_status(client.get("/api/v1/status"), "tldr")["documents"]
-        indexed_s = time.perf_counter() - started
         before = memory_mb(daemon.pid)[0]
         opened = client.post("/api/v1/web", {"kb": "tldr"})
         warm = html_ms(opened["address"], trade_key(opened["url"]))

@@ -34,20 +34,21 @@ MAX_BODY_BYTES = 64 * 1024  # a search or a grep
 CACHED = {"Cache-Control": "private, max-age=300"}  # the page's own files, not notes
 SEARCH_MODES = ("keyword", "hybrid", "vector")  # offered when a knowledge base enables them
 
-# The API's routes the page calls: reads only (a search is a POST, but changes nothing).
-READ_ROUTES = (
-    ("GET", "/api/v1/health", api.health),
-    ("GET", "/api/v1/status", api.status),
-    ("GET", "/api/v1/knowledge_bases", api.list_kbs),
-    ("GET", "/api/v1/knowledge_bases/{name}/tags", api.tags),
-    ("POST", "/api/v1/knowledge_bases/{name}/search", api.search),
-    ("POST", "/api/v1/search", api.search_all),
-    ("POST", "/api/v1/knowledge_bases/{name}/grep", api.grep),
-    ("GET", "/api/v1/knowledge_bases/{name}/skipped", api.skipped),
-    ("GET", "/api/v1/knowledge_bases/{name}/conflicts", api.conflicts),
-    ("GET", "/api/v1/knowledge_bases/{name}/links/broken", api.broken_links),
-    ("GET", "/api/v1/audit", api.audit),
-    ("GET", "/api/v1/mcp_invocations", api.list_invocations),
+# The API's handlers the page calls, at the API's own paths (api.routes): reads only (a
+# search is a POST, but changes nothing).
+READ_HANDLERS = (
+    api.health,
+    api.status,
+    api.list_kbs,
+    api.tags,
+    api.search,
+    api.search_all,
+    api.grep,
+    api.skipped,
+    api.conflicts,
+    api.broken_links,
+    api.audit,
+    api.list_invocations,
 )
 
 
@@ -126,6 +127,7 @@ def create_web_app(
     app.router.add_get("/static/{name:.+}", asset)  # only ASSETS: vendor/ too
     web_graph.add_graph_routes(app, coffer)
     web_status.add_status_routes(app)
-    for method, path, handler in READ_ROUTES:
-        app.router.add_route(method, path, handler)
+    for route in api.routes:
+        if isinstance(route, web.RouteDef) and route.handler in READ_HANDLERS:
+            app.router.add_route(route.method, route.path, route.handler)
     return app

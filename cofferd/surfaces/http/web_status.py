@@ -6,7 +6,7 @@ and the MCP invocations.
 The page is HTML with no data in it; its script (web_static/status.js) polls the API's
 `GET /api/v1/status` about once a second and reads the lists from the API's own routes
 (`skipped`, `conflicts`, `links/broken`, `audit`, `mcp_invocations`: web_page's
-READ_ROUTES), painting every value as text.
+READ_HANDLERS), painting every value as text.
 """
 
 from __future__ import annotations
