@@ -87,6 +87,24 @@ async def test_a_hang_is_stopped_and_the_next_document_converts(files: dict[str,
         await converter.close()
 
 
+def test_the_time_up_is_said_even_when_a_reader_wrapped_it() -> None:
+    """The alarm may fire inside a ctypes call into PDFium: ctypes wraps TextTooSlow in an
+    ArgumentError and the reader calls the file damaged. Once the time is up, whatever
+    leaves the block is TextTooSlow."""
+    import time
+
+    from cofferd.infrastructure.conversion.markitdown_run import TextTooSlow, _time_limit
+
+    with pytest.raises(TextTooSlow), _time_limit(0.01):
+        try:
+            while True:
+                time.sleep(0.001)
+        except TextTooSlow as exc:
+            raise ValueError(f"damaged, or not a readable pdf file: {exc}") from None
+    with pytest.raises(ValueError), _time_limit(5):
+        raise ValueError("a damaged file, in time: as it is")
+
+
 async def test_memory_is_capped_and_exhaustion_is_a_clear_failure(
     files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

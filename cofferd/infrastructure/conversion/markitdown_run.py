@@ -145,18 +145,28 @@ class TextTooSlow(BaseException):
 @contextlib.contextmanager
 def _time_limit(seconds: float | None) -> Iterator[None]:
     """Raise TextTooSlow in this (the converter's, single-threaded) process when the block
-    runs past `seconds`: checked between Python steps, as every page is read in them."""
+    runs past `seconds`: checked between Python steps, as every page is read in them. Once
+    the time is up, whatever the block raises is TextTooSlow: a reader may have wrapped it
+    (ctypes, in the middle of a PDFium call, makes it an ArgumentError, which the reader
+    then calls a damaged file)."""
     if seconds is None:
         yield
         return
+    up = False
 
     def stop(_signal: int, _frame: object) -> None:
+        nonlocal up
+        up = True
         raise TextTooSlow(f"{seconds:g}")
 
     before = signal.signal(signal.SIGALRM, stop)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
+    except BaseException:
+        if up:
+            raise TextTooSlow(f"{seconds:g}") from None
+        raise
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, before)
